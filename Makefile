@@ -1,0 +1,40 @@
+# Better Compute VPS. `make dev` runs it; `make test` tests it.
+
+GO ?= go
+BIN := bin
+
+.PHONY: dev build test check generate tools bench
+
+dev: build
+	$(BIN)/better-compute dev $(DEV_FLAGS)
+
+build:
+	$(GO) build -o $(BIN)/better-compute ./cmd/better-compute
+
+# Tests talk to real Postgres and Redis: scripts/services.sh starts them
+# (installing Debian's packages first when root and they are missing).
+test:
+	bash scripts/services.sh
+	$(GO) test -count=1 -timeout 20m ./...
+
+bench:
+	bash scripts/services.sh
+	$(GO) test -run '^$$' -bench . -benchtime 3000x ./graph/
+
+# The code generators are pinned in tools/go.mod, outside the product's
+# dependency list.
+tools:
+	$(GO) build -C tools -o ../$(BIN)/gqlgen github.com/99designs/gqlgen
+	$(GO) build -C tools -o ../$(BIN)/sqlc github.com/sqlc-dev/sqlc/cmd/sqlc
+
+generate: tools
+	$(BIN)/sqlc generate
+	$(BIN)/gqlgen generate
+
+# check fails when generated code differs from its sources, when code is not
+# gofmt-ed, or when go vet finds a problem.
+check: generate
+	@git diff --exit-code -- sqlc graph || (echo 'generated code is stale: run make generate and commit' >&2; exit 1)
+	@test -z "$$(git status --porcelain -- sqlc graph)" || (echo 'generated files are not committed:' >&2; git status --porcelain -- sqlc graph >&2; exit 1)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo 'not gofmt-ed:' >&2; gofmt -l $$(git ls-files '*.go') >&2; exit 1)
+	$(GO) vet ./...

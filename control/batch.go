@@ -1,0 +1,96 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/sqlc"
+)
+
+// The batch reads below load the objects an already authorized object
+// refers to (an instance's pool, flavor, …), many at once, for the API's
+// per-request loaders. They do no authorization of their own.
+
+// TenantsByID loads tenants, deleted ones included.
+func (s *Service) TenantsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Tenant, error) {
+	return byID(ctx, "tenants", keys, s.q.GetTenantsByIDs, func(t sqlc.Tenant) uuid.UUID { return t.ID })
+}
+
+// PoolsByID loads pools.
+func (s *Service) PoolsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Pool, error) {
+	return byID(ctx, "pools", keys, s.q.GetPoolsByIDs, func(p sqlc.Pool) uuid.UUID { return p.ID })
+}
+
+// FlavorsByID loads flavors.
+func (s *Service) FlavorsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Flavor, error) {
+	return byID(ctx, "flavors", keys, s.q.GetFlavorsByIDs, func(f sqlc.Flavor) uuid.UUID { return f.ID })
+}
+
+// ImagesByID loads images, deleted ones included.
+func (s *Service) ImagesByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Image, error) {
+	return byID(ctx, "images", keys, s.q.GetImagesByIDs, func(i sqlc.Image) uuid.UUID { return i.ID })
+}
+
+// HostsByID loads hosts.
+func (s *Service) HostsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Host, error) {
+	return byID(ctx, "hosts", keys, s.q.GetHostsByIDs, func(h sqlc.Host) uuid.UUID { return h.ID })
+}
+
+// HostCapacities loads the capacity rows of hosts; a host without one is absent.
+func (s *Service) HostCapacities(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.HostCapacity, error) {
+	return byID(ctx, "host capacity", keys, s.q.GetHostCapacities, func(c sqlc.HostCapacity) uuid.UUID { return c.HostID })
+}
+
+// HostGPUs loads the GPU inventory of hosts.
+func (s *Service) HostGPUs(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.HostGpu, error) {
+	return groupByID(ctx, "host GPUs", keys, s.q.ListHostGPUs, func(g sqlc.HostGpu) uuid.UUID { return g.HostID })
+}
+
+// LiveLeases loads the IP leases instances hold.
+func (s *Service) LiveLeases(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.IpLease, error) {
+	return groupByID(ctx, "IP leases", keys, s.q.ListLiveLeases, func(l sqlc.IpLease) uuid.UUID { return l.InstanceID })
+}
+
+// IPPools loads the address ranges of pools.
+func (s *Service) IPPools(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.IpPool, error) {
+	return groupByID(ctx, "IP pools", keys, s.q.ListIPPools, func(p sqlc.IpPool) uuid.UUID { return p.PoolID })
+}
+
+// LeaseCounts counts the live leases of IP pools.
+func (s *Service) LeaseCounts(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]int, error) {
+	rows, err := s.q.CountLiveLeases(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("count IP leases: %w", err)
+	}
+	m := make(map[uuid.UUID]int, len(rows))
+	for _, r := range rows {
+		m[r.IpPoolID] = int(r.Leased)
+	}
+	return m, nil
+}
+
+func byID[T any](ctx context.Context, what string, keys []uuid.UUID, get func(context.Context, []uuid.UUID) ([]T, error), key func(T) uuid.UUID) (map[uuid.UUID]T, error) {
+	rows, err := get(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	m := make(map[uuid.UUID]T, len(rows))
+	for _, r := range rows {
+		m[key(r)] = r
+	}
+	return m, nil
+}
+
+func groupByID[T any](ctx context.Context, what string, keys []uuid.UUID, get func(context.Context, []uuid.UUID) ([]T, error), key func(T) uuid.UUID) (map[uuid.UUID][]T, error) {
+	rows, err := get(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	m := make(map[uuid.UUID][]T, len(keys))
+	for _, r := range rows {
+		m[key(r)] = append(m[key(r)], r)
+	}
+	return m, nil
+}

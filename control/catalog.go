@@ -1,0 +1,179 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// FlavorInput creates a flavor.
+type FlavorInput struct {
+	Name     string
+	Vcpus    int32
+	MemoryMB int64
+	DiskGB   int32
+	// GPUModel and GPUCount ask for passed-through GPUs; both or neither.
+	GPUModel string
+	GPUCount int32
+}
+
+// CreateFlavor creates a flavor. Operators only.
+func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor, error) {
+	var f sqlc.Flavor
+	err := s.mutate(ctx, "flavor.create", "flavor", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		switch {
+		case !slug.MatchString(in.Name):
+			return apierr.Invalid("name", "must be a lowercase slug of at most 63 characters")
+		case in.Vcpus <= 0:
+			return apierr.Invalid("vcpus", "must be positive")
+		case in.MemoryMB <= 0:
+			return apierr.Invalid("memoryMb", "must be positive")
+		case in.DiskGB <= 0:
+			return apierr.Invalid("diskGb", "must be positive")
+		case in.GPUCount < 0:
+			return apierr.Invalid("gpuCount", "must not be negative")
+		case (in.GPUCount > 0) != (strings.TrimSpace(in.GPUModel) != ""):
+			return apierr.Invalid("gpuModel", "give a GPU model exactly when gpuCount is positive")
+		}
+		var model *string
+		if in.GPUCount > 0 {
+			model = &in.GPUModel
+		}
+		var err error
+		f, err = q.CreateFlavor(ctx, sqlc.CreateFlavorParams{ID: ids.New(), Name: in.Name, Vcpus: in.Vcpus, MemoryMb: in.MemoryMB, DiskGb: in.DiskGB, GpuModel: model, GpuCount: in.GPUCount})
+		if err != nil {
+			return fmt.Errorf("create flavor: %w", err)
+		}
+		ev.TargetID = f.ID
+		ev.Details = map[string]any{"name": in.Name}
+		return nil
+	})
+	return f, err
+}
+
+// Flavors lists every flavor.
+func (s *Service) Flavors(ctx context.Context) ([]sqlc.Flavor, error) {
+	if _, err := caller(ctx); err != nil {
+		return nil, err
+	}
+	fs, err := s.q.ListFlavors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list flavors: %w", err)
+	}
+	return fs, nil
+}
+
+// Flavor returns a flavor.
+func (s *Service) Flavor(ctx context.Context, id uuid.UUID) (sqlc.Flavor, error) {
+	if _, err := caller(ctx); err != nil {
+		return sqlc.Flavor{}, err
+	}
+	f, err := s.q.GetFlavor(ctx, id)
+	if err != nil {
+		return f, notFound(err, "id", "flavor")
+	}
+	return f, nil
+}
+
+// ImageInput registers an image.
+type ImageInput struct {
+	Name string
+	// SourceURL is where hosts fetch it: http, https or file.
+	SourceURL string
+	SHA256    string
+	// Format is raw, qcow2 or iso.
+	Format string
+	// Visibility is public, or tenant (then TenantID owns it).
+	Visibility string
+	TenantID   uuid.UUID
+	Verified   bool
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// RegisterImage registers an image. Operators only.
+func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image, error) {
+	var img sqlc.Image
+	err := s.mutate(ctx, "image.register", "image", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		in.Name = strings.TrimSpace(in.Name)
+		in.SHA256 = strings.ToLower(strings.TrimSpace(in.SHA256))
+		u, err := url.Parse(in.SourceURL)
+		switch {
+		case in.Name == "" || len(in.Name) > 100:
+			return apierr.Invalid("name", "must be 1-100 characters")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") || (u.Host == "" && u.Path == ""):
+			return apierr.Invalid("sourceUrl", "must be an http, https or file URL")
+		case !sha256Hex.MatchString(in.SHA256):
+			return apierr.Invalid("sha256", "must be 64 hexadecimal digits")
+		case in.Format != "raw" && in.Format != "qcow2" && in.Format != "iso":
+			return apierr.Invalid("format", "must be raw, qcow2 or iso")
+		case in.Visibility != "public" && in.Visibility != "tenant":
+			return apierr.Invalid("visibility", "must be public or tenant")
+		case (in.Visibility == "tenant") != (in.TenantID != uuid.Nil):
+			return apierr.Invalid("tenantId", "name the owning tenant exactly when visibility is tenant")
+		}
+		var tenant *uuid.UUID
+		if in.TenantID != uuid.Nil {
+			if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+				return notFound(err, "tenantId", "tenant")
+			}
+			tenant, ev.TenantID = &in.TenantID, in.TenantID
+		}
+		img, err = q.CreateImage(ctx, sqlc.CreateImageParams{
+			ID: ids.New(), Name: in.Name, Source: in.SourceURL, Sha256: in.SHA256, Format: in.Format,
+			Visibility: in.Visibility, TenantID: tenant, Verified: in.Verified,
+		})
+		if err != nil {
+			return fmt.Errorf("register image: %w", err)
+		}
+		ev.TargetID = img.ID
+		ev.Details = map[string]any{"name": in.Name, "visibility": in.Visibility, "verified": in.Verified}
+		return nil
+	})
+	return img, err
+}
+
+// Images lists the images the caller can see.
+func (s *Service) Images(ctx context.Context) ([]sqlc.Image, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := s.q.ListImages(ctx, p.TenantFilter())
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	return imgs, nil
+}
+
+// Image returns an image the caller can see.
+func (s *Service) Image(ctx context.Context, id uuid.UUID) (sqlc.Image, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Image{}, err
+	}
+	img, err := s.q.GetImage(ctx, id)
+	if err != nil {
+		return img, notFound(err, "id", "image")
+	}
+	if img.Visibility != "public" && (img.TenantID == nil || !p.CanSee(*img.TenantID)) {
+		return sqlc.Image{}, apierr.NotFoundf("id", "image not found")
+	}
+	return img, nil
+}

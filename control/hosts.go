@@ -1,0 +1,147 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// HostCredentialPrefix starts every host credential.
+const HostCredentialPrefix = "bch_"
+
+// NewHost is an adopted host. Credential is shown once and never stored.
+type NewHost struct {
+	Host       sqlc.Host
+	Credential string
+}
+
+// CreateHost adopts a hypervisor host into a hosted pool. Operators only.
+func (s *Service) CreateHost(ctx context.Context, poolID uuid.UUID, name string) (NewHost, error) {
+	var out NewHost
+	err := s.mutate(ctx, "host.create", "host", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		if !slug.MatchString(name) {
+			return apierr.Invalid("name", "must be a lowercase slug of at most 63 characters")
+		}
+		pool, err := q.GetPool(ctx, poolID)
+		if err != nil {
+			return notFound(err, "poolId", "pool")
+		}
+		if pool.Class != ClassHosted {
+			return apierr.Invalid("poolId", "hosts join pools of class %s, not %s", ClassHosted, pool.Class)
+		}
+		secret, hash := iam.NewSecret(HostCredentialPrefix)
+		out.Credential = secret
+		if out.Host, err = q.CreateHost(ctx, sqlc.CreateHostParams{ID: ids.New(), PoolID: poolID, Name: name, CredentialHash: hash}); err != nil {
+			return fmt.Errorf("create host: %w", err)
+		}
+		ev.TargetID = out.Host.ID
+		ev.Details = map[string]any{"name": name, "pool": pool.Name}
+		return nil
+	})
+	return out, err
+}
+
+// GPU is a GPU device of a host.
+type GPU struct {
+	// Address is the PCI address, such as 0000:65:00.0.
+	Address string
+	Vendor  string
+	Model   string
+}
+
+// HostCapacityInput sets what a host can give to instances.
+type HostCapacityInput struct {
+	HostID   uuid.UUID
+	Vcpus    int32
+	MemoryMB int64
+	DiskGB   int64
+	GPUs     []GPU
+}
+
+var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// SetHostCapacity replaces a host's capacity and GPU inventory. Operators only.
+func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (sqlc.Host, error) {
+	var host sqlc.Host
+	err := s.mutate(ctx, "host.setCapacity", "host", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = in.HostID
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		if in.Vcpus < 0 {
+			return apierr.Invalid("vcpus", "must not be negative")
+		}
+		if in.MemoryMB < 0 {
+			return apierr.Invalid("memoryMb", "must not be negative")
+		}
+		if in.DiskGB < 0 {
+			return apierr.Invalid("diskGb", "must not be negative")
+		}
+		var err error
+		if host, err = q.GetHost(ctx, in.HostID); err != nil {
+			return notFound(err, "hostId", "host")
+		}
+		if _, err := q.SetHostCapacity(ctx, sqlc.SetHostCapacityParams{HostID: in.HostID, Vcpus: in.Vcpus, MemoryMb: in.MemoryMB, DiskGb: in.DiskGB}); err != nil {
+			return fmt.Errorf("set capacity: %w", err)
+		}
+		if err := q.DeleteHostGPUs(ctx, in.HostID); err != nil {
+			return fmt.Errorf("clear GPUs: %w", err)
+		}
+		for i, g := range in.GPUs {
+			g.Address = strings.ToLower(strings.TrimSpace(g.Address))
+			if !pciAddress.MatchString(g.Address) {
+				return apierr.Invalid(fmt.Sprintf("gpus[%d].address", i), "must be a PCI address such as 0000:65:00.0")
+			}
+			if strings.TrimSpace(g.Model) == "" {
+				return apierr.Invalid(fmt.Sprintf("gpus[%d].model", i), "is required")
+			}
+			if err := q.InsertHostGPU(ctx, sqlc.InsertHostGPUParams{HostID: in.HostID, Address: g.Address, Vendor: g.Vendor, Model: g.Model}); err != nil {
+				return fmt.Errorf("add GPU %s: %w", g.Address, err)
+			}
+		}
+		ev.Details = map[string]any{"vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "diskGb": in.DiskGB, "gpus": len(in.GPUs)}
+		return nil
+	})
+	return host, err
+}
+
+// Hosts lists every host. Operators only.
+func (s *Service) Hosts(ctx context.Context) ([]sqlc.Host, error) {
+	if _, err := operator(ctx); err != nil {
+		return nil, err
+	}
+	hosts, err := s.q.ListHosts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	return hosts, nil
+}
+
+// Host returns a host. Operators only; members are told it does not exist.
+func (s *Service) Host(ctx context.Context, id uuid.UUID) (sqlc.Host, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Host{}, err
+	}
+	if !p.IsOperator() {
+		return sqlc.Host{}, apierr.NotFoundf("id", "host not found")
+	}
+	h, err := s.q.GetHost(ctx, id)
+	if err != nil {
+		return h, notFound(err, "id", "host")
+	}
+	return h, nil
+}

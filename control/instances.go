@@ -1,0 +1,322 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// CreateInstanceInput asks for an instance.
+type CreateInstanceInput struct {
+	// TenantID owns the instance. Members may leave it zero (their own
+	// tenant); operators must name it.
+	TenantID uuid.UUID
+	PoolID   uuid.UUID
+	FlavorID uuid.UUID
+	ImageID  uuid.UUID
+	Name     string
+	// SSHKeys are authorized_keys lines; at least one.
+	SSHKeys []string
+	// UserData is sealed at rest and never readable back; nil for none.
+	UserData []byte
+	// DesiredState is RUNNING (the default) or STOPPED.
+	DesiredState lifecycle.Desired
+	// IdempotencyKey, when set, makes a repeated create by the same tenant
+	// return the first result.
+	IdempotencyKey string
+}
+
+// CreateInstance admits an instance and records it as desired state.
+func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (sqlc.Instance, error) {
+	var inst sqlc.Instance
+	err := s.mutate(ctx, "instance.create", "instance", func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		var err error
+		inst, err = s.admit(ctx, tx, q, ev, in)
+		return err
+	})
+	return inst, err
+}
+
+func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (sqlc.Instance, error) {
+	var none sqlc.Instance
+	p, err := caller(ctx)
+	if err != nil {
+		return none, err
+	}
+	tenant := in.TenantID
+	switch {
+	case p.IsOperator() && tenant == uuid.Nil:
+		return none, apierr.Invalid("tenantId", "operators must name the tenant")
+	case !p.IsOperator() && tenant == uuid.Nil:
+		tenant = p.TenantID
+	case !p.CanSee(tenant):
+		return none, apierr.NotFoundf("tenantId", "tenant not found")
+	}
+	if in.DesiredState == "" {
+		in.DesiredState = lifecycle.WantRunning
+	}
+	if in.DesiredState != lifecycle.WantRunning && in.DesiredState != lifecycle.WantStopped {
+		return none, apierr.Invalid("desiredState", "must be RUNNING or STOPPED")
+	}
+	if err := checkName("name", in.Name); err != nil {
+		return none, err
+	}
+	keys, err := parseSSHKeys(in.SSHKeys)
+	if err != nil {
+		return none, err
+	}
+	if len(in.UserData) > MaxUserData {
+		return none, apierr.Invalid("userData", "is %d bytes, the limit is %d", len(in.UserData), MaxUserData)
+	}
+	if len(in.IdempotencyKey) > 255 {
+		return none, apierr.Invalid("idempotencyKey", "at most 255 characters")
+	}
+
+	// The tenant lock serializes admission per tenant: quota counts and
+	// idempotency keys cannot race.
+	if _, err := q.LockTenant(ctx, tenant); err != nil {
+		return none, notFound(err, "tenantId", "tenant")
+	}
+	ev.TenantID = tenant
+	if in.IdempotencyKey != "" {
+		prev, err := q.GetInstanceByIdempotencyKey(ctx, sqlc.GetInstanceByIdempotencyKeyParams{TenantID: tenant, IdempotencyKey: &in.IdempotencyKey})
+		if err == nil {
+			ev.TargetID = prev.ID
+			ev.Details = map[string]any{"idempotentReplay": true}
+			return prev, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return none, fmt.Errorf("look up idempotency key: %w", err)
+		}
+	}
+	pool, err := q.GetPool(ctx, in.PoolID)
+	if err != nil {
+		return none, notFound(err, "poolId", "pool")
+	}
+	if pool.TenantID != nil && *pool.TenantID != tenant {
+		return none, apierr.NotFoundf("poolId", "pool not found")
+	}
+	if pool.Class != ClassHosted && pool.Class != ClassProvider {
+		return none, apierr.Invalid("poolId", "pool %s is of class %q; instances need class %s or %s", pool.Name, pool.Class, ClassHosted, ClassProvider)
+	}
+	flavor, err := q.GetFlavor(ctx, in.FlavorID)
+	if err != nil {
+		return none, notFound(err, "flavorId", "flavor")
+	}
+	img, err := s.images.Resolve(ctx, tx, tenant, in.ImageID)
+	if err != nil {
+		return none, err
+	}
+	if img == nil {
+		return none, apierr.NotFoundf("imageId", "image not found")
+	}
+	if pool.RequireVerifiedImage && !img.Verified {
+		return none, apierr.Invalid("imageId", "pool %s requires a verified image", pool.Name)
+	}
+	taken, err := q.InstanceNameTaken(ctx, sqlc.InstanceNameTakenParams{TenantID: tenant, Name: in.Name})
+	if err != nil {
+		return none, fmt.Errorf("check instance name: %w", err)
+	}
+	if taken {
+		return none, &apierr.Error{Code: apierr.Conflict, Field: "name", Message: fmt.Sprintf("an instance named %s exists", in.Name)}
+	}
+	if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
+		return none, err
+	}
+
+	id := ids.New()
+	var sealed []byte
+	if in.UserData != nil {
+		if s.sealer == nil {
+			return none, errors.New("no sealer configured for user data")
+		}
+		sealed = s.sealer.Seal(in.UserData, id[:])
+	}
+	var idem *string
+	if in.IdempotencyKey != "" {
+		idem = &in.IdempotencyKey
+	}
+	inst, err := q.InsertInstance(ctx, sqlc.InsertInstanceParams{
+		ID:             id,
+		TenantID:       tenant,
+		PoolID:         pool.ID,
+		FlavorID:       flavor.ID,
+		ImageID:        in.ImageID,
+		ImageUrl:       img.URL,
+		ImageSha256:    img.SHA256,
+		ImageFormat:    img.Format,
+		ImageVerified:  img.Verified,
+		Name:           in.Name,
+		SshKeys:        keys,
+		Vcpus:          flavor.Vcpus,
+		MemoryMb:       flavor.MemoryMb,
+		DiskGb:         flavor.DiskGb,
+		GpuModel:       flavor.GpuModel,
+		GpuCount:       flavor.GpuCount,
+		DesiredState:   string(in.DesiredState),
+		IdempotencyKey: idem,
+		UserDataSealed: sealed,
+	})
+	if err != nil {
+		return none, fmt.Errorf("insert instance: %w", err)
+	}
+	ev.TargetID = inst.ID
+	ev.Details = map[string]any{"name": inst.Name, "desiredState": inst.DesiredState}
+	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: inst.ID}); err != nil {
+		return none, fmt.Errorf("enqueue instance: %w", err)
+	}
+	return inst, nil
+}
+
+func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
+	quota, err := q.GetQuota(ctx, tenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read quota: %w", err)
+	}
+	usage, err := q.TenantUsage(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("count usage: %w", err)
+	}
+	return checkQuota(quota, usage, f)
+}
+
+// SetDesiredState asks for an instance to be running, stopped or deleted.
+// Asking for what is already desired changes nothing.
+func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecycle.Desired) (sqlc.Instance, error) {
+	var inst sqlc.Instance
+	action := map[lifecycle.Desired]string{
+		lifecycle.WantRunning: "instance.start",
+		lifecycle.WantStopped: "instance.stop",
+		lifecycle.WantDeleted: "instance.delete",
+	}[want]
+	if action == "" {
+		return inst, apierr.Invalid("desiredState", "must be RUNNING, STOPPED or DELETED")
+	}
+	err := s.mutate(ctx, action, "instance", func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		cur, err := s.visibleInstance(ctx, q.LockInstance, id)
+		if err != nil {
+			return err
+		}
+		ev.TenantID = cur.TenantID
+		inst = cur
+		deleted := cur.DesiredState == string(lifecycle.WantDeleted) || cur.State == string(lifecycle.Deleted)
+		switch {
+		case deleted && want == lifecycle.WantDeleted, cur.DesiredState == string(want):
+			ev.Details = map[string]any{"unchanged": true}
+			return nil
+		case deleted:
+			return apierr.New(apierr.FailedPrecondition, "instance %s is deleted", cur.Name)
+		}
+		inst, err = q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: id, DesiredState: string(want), Version: cur.Version})
+		if err != nil {
+			return fmt.Errorf("set desired state: %w", err)
+		}
+		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
+		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: id}); err != nil {
+			return fmt.Errorf("enqueue instance: %w", err)
+		}
+		return nil
+	})
+	return inst, err
+}
+
+// visibleInstance reads an instance with get and answers NOT_FOUND when the
+// caller may not see it.
+func (s *Service) visibleInstance(ctx context.Context, get func(context.Context, uuid.UUID) (sqlc.Instance, error), id uuid.UUID) (sqlc.Instance, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Instance{}, err
+	}
+	inst, err := get(ctx, id)
+	if err != nil {
+		return inst, notFound(err, "id", "instance")
+	}
+	if !p.CanSee(inst.TenantID) {
+		return sqlc.Instance{}, apierr.NotFoundf("id", "instance not found")
+	}
+	return inst, nil
+}
+
+// Instance returns an instance the caller may see.
+func (s *Service) Instance(ctx context.Context, id uuid.UUID) (sqlc.Instance, error) {
+	return s.visibleInstance(ctx, s.q.GetInstance, id)
+}
+
+// InstanceFilter narrows a list of instances; zero fields do not filter.
+type InstanceFilter struct {
+	PoolID       *uuid.UUID
+	State        *string
+	DesiredState *string
+	Name         *string
+}
+
+// Page asks for up to First items after a cursor.
+type Page[C any] struct {
+	First int
+	After *C
+}
+
+// MaxPage is the largest page a list returns.
+const MaxPage = 100
+
+func (p Page[C]) limit() (int32, error) {
+	switch {
+	case p.First < 0 || p.First > MaxPage:
+		return 0, apierr.Invalid("first", "must be between 0 and %d", MaxPage)
+	case p.First == 0:
+		return 20, nil
+	}
+	return int32(p.First), nil
+}
+
+// Instances lists the instances the caller may see, newest first. It reads
+// one more than asked so the caller knows whether there is a next page.
+func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) (items []sqlc.Instance, hasNext bool, err error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	lim, err := page.limit()
+	if err != nil {
+		return nil, false, err
+	}
+	items, err = s.q.ListInstances(ctx, sqlc.ListInstancesParams{
+		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState,
+		Name: f.Name, After: page.After, Lim: lim + 1,
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list instances: %w", err)
+	}
+	if len(items) > int(lim) {
+		return items[:lim], true, nil
+	}
+	return items, false, nil
+}
+
+// CountInstances counts the instances a list with f would page through.
+func (s *Service) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.q.CountInstances(ctx, sqlc.CountInstancesParams{
+		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState, Name: f.Name,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count instances: %w", err)
+	}
+	return int(n), nil
+}

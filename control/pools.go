@@ -1,0 +1,177 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// PoolInput creates a pool.
+type PoolInput struct {
+	Name  string
+	Class string
+	// TenantID dedicates the pool to one tenant; zero shares it with all.
+	TenantID uuid.UUID
+	// Placement is spread (default) or pack.
+	Placement            string
+	SingleTenant         bool
+	RequireVerifiedImage bool
+}
+
+var (
+	slug      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	poolClass = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+)
+
+// CreatePool creates a pool. Operators only.
+func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, error) {
+	var pool sqlc.Pool
+	err := s.mutate(ctx, "pool.create", "pool", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		if !slug.MatchString(in.Name) {
+			return apierr.Invalid("name", "must be a lowercase slug of at most 63 characters")
+		}
+		if !poolClass.MatchString(in.Class) {
+			return apierr.Invalid("class", "must be a lowercase slug such as %s or %s", ClassHosted, ClassProvider)
+		}
+		if in.Placement == "" {
+			in.Placement = "spread"
+		}
+		if in.Placement != "spread" && in.Placement != "pack" {
+			return apierr.Invalid("placement", "must be spread or pack")
+		}
+		var tenant *uuid.UUID
+		if in.TenantID != uuid.Nil {
+			if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+				return notFound(err, "tenantId", "tenant")
+			}
+			tenant, ev.TenantID = &in.TenantID, in.TenantID
+		}
+		var err error
+		pool, err = q.CreatePool(ctx, sqlc.CreatePoolParams{
+			ID: ids.New(), Name: in.Name, Class: in.Class, TenantID: tenant, Placement: in.Placement,
+			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage,
+		})
+		if err != nil {
+			return fmt.Errorf("create pool: %w", err)
+		}
+		ev.TargetID = pool.ID
+		ev.Details = map[string]any{"name": in.Name, "class": in.Class}
+		return nil
+	})
+	return pool, err
+}
+
+// Pool returns a pool the caller may use.
+func (s *Service) Pool(ctx context.Context, id uuid.UUID) (sqlc.Pool, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Pool{}, err
+	}
+	pool, err := s.q.GetPool(ctx, id)
+	if err != nil {
+		return pool, notFound(err, "id", "pool")
+	}
+	if pool.TenantID != nil && !p.CanSee(*pool.TenantID) {
+		return sqlc.Pool{}, apierr.NotFoundf("id", "pool not found")
+	}
+	return pool, nil
+}
+
+// Pools lists the pools the caller may use.
+func (s *Service) Pools(ctx context.Context) ([]sqlc.Pool, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := s.q.ListPools(ctx, p.TenantFilter())
+	if err != nil {
+		return nil, fmt.Errorf("list pools: %w", err)
+	}
+	return pools, nil
+}
+
+// IPPoolInput adds an IPv4 range to a pool.
+type IPPoolInput struct {
+	PoolID     uuid.UUID
+	CIDR       string
+	Gateway    string
+	RangeStart string
+	RangeEnd   string
+	DNS        []string
+}
+
+// CreateIPPool adds an address range to a pool. Operators only.
+func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (sqlc.IpPool, error) {
+	var ipp sqlc.IpPool
+	err := s.mutate(ctx, "ipPool.create", "ipPool", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		params, err := parseIPPool(in)
+		if err != nil {
+			return err
+		}
+		if _, err := q.GetPool(ctx, in.PoolID); err != nil {
+			return notFound(err, "poolId", "pool")
+		}
+		if ipp, err = q.CreateIPPool(ctx, params); err != nil {
+			return fmt.Errorf("create IP pool: %w", err)
+		}
+		ev.TargetID = ipp.ID
+		ev.Details = map[string]any{"pool": ids.Encode(ids.Pool, in.PoolID), "cidr": in.CIDR}
+		return nil
+	})
+	return ipp, err
+}
+
+func parseIPPool(in IPPoolInput) (sqlc.CreateIPPoolParams, error) {
+	prefix, err := netip.ParsePrefix(strings.TrimSpace(in.CIDR))
+	if err != nil || !prefix.Addr().Is4() || prefix.Masked() != prefix {
+		return sqlc.CreateIPPoolParams{}, apierr.Invalid("cidr", "must be an IPv4 network such as 10.0.0.0/24")
+	}
+	addr := func(field, s string) (netip.Addr, error) {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil || !prefix.Contains(a) {
+			return a, apierr.Invalid(field, "must be an address in %s", prefix)
+		}
+		return a, nil
+	}
+	gw, err := addr("gateway", in.Gateway)
+	if err != nil {
+		return sqlc.CreateIPPoolParams{}, err
+	}
+	start, err := addr("rangeStart", in.RangeStart)
+	if err != nil {
+		return sqlc.CreateIPPoolParams{}, err
+	}
+	end, err := addr("rangeEnd", in.RangeEnd)
+	if err != nil {
+		return sqlc.CreateIPPoolParams{}, err
+	}
+	if end.Less(start) {
+		return sqlc.CreateIPPoolParams{}, apierr.Invalid("rangeEnd", "must not be before rangeStart")
+	}
+	if !gw.Less(start) && !end.Less(gw) {
+		return sqlc.CreateIPPoolParams{}, apierr.Invalid("gateway", "must be outside the range")
+	}
+	dns := make([]netip.Addr, len(in.DNS))
+	for i, d := range in.DNS {
+		if dns[i], err = netip.ParseAddr(strings.TrimSpace(d)); err != nil {
+			return sqlc.CreateIPPoolParams{}, apierr.Invalid(fmt.Sprintf("dns[%d]", i), "must be an IP address")
+		}
+	}
+	return sqlc.CreateIPPoolParams{ID: ids.New(), PoolID: in.PoolID, Cidr: prefix, Gateway: gw, RangeStart: start, RangeEnd: end, Dns: dns}, nil
+}

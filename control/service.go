@@ -1,0 +1,133 @@
+// Package control is the API's domain layer: it authorizes, admits and
+// records desired state, each mutation in one Postgres transaction with its
+// audit event and outbox row. Nothing here calls a hypervisor or a cloud.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/seal"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Sealer seals user data at rest. Required to create instances.
+	Sealer *seal.Sealer
+	// Images resolves an instance's image for its tenant. Default: the
+	// registered images the tenant owns or that are public.
+	Images ImageResolver
+	// Logger receives internal errors. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Service carries out API operations against Postgres.
+type Service struct {
+	db     *pgxpool.Pool
+	q      *sqlc.Queries
+	sealer *seal.Sealer
+	images ImageResolver
+	log    *slog.Logger
+}
+
+// New returns a Service on db.
+func New(db *pgxpool.Pool, cfg Config) *Service {
+	if cfg.Images == nil {
+		cfg.Images = RegisteredImages{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger}
+}
+
+// TopicInstances is the outbox topic of the vps.instances reconciler.
+const TopicInstances = "vps.instances"
+
+// mutation is the body of an audited mutation. It runs inside the
+// transaction and fills in the audit event's target and tenant once the
+// caller is known to be allowed to see them.
+type mutation func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error
+
+// mutate runs fn in one transaction together with its audit event. A failed
+// attempt is rolled back and audited in a transaction of its own.
+func (s *Service) mutate(ctx context.Context, action, targetType string, fn mutation) error {
+	p := iam.FromContext(ctx)
+	if p == nil {
+		return apierr.New(apierr.Unauthenticated, "authentication required")
+	}
+	ev := audit.Event{
+		PrincipalID: p.ID,
+		TenantID:    p.TenantID,
+		Action:      action,
+		TargetType:  targetType,
+		RequestID:   audit.RequestID(ctx),
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		if err := fn(ctx, tx, q, &ev); err != nil {
+			return err
+		}
+		return audit.Write(ctx, q, ev)
+	})
+	if err == nil {
+		return nil
+	}
+	err = classify(err)
+	ev.ErrorCode = string(apierr.CodeOf(err))
+	if ev.ErrorCode == string(apierr.Internal) {
+		s.log.ErrorContext(ctx, "mutation failed", "action", action, "request_id", ev.RequestID, "err", err)
+	}
+	if aerr := audit.Write(context.WithoutCancel(ctx), s.q, ev); aerr != nil {
+		s.log.ErrorContext(ctx, "audit failed attempt", "action", action, "request_id", ev.RequestID, "err", aerr)
+	}
+	return err
+}
+
+// classify turns database constraint violations into API errors.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return apierr.New(apierr.Conflict, "already exists (%s)", pgErr.ConstraintName)
+	}
+	return err
+}
+
+// caller returns the authenticated principal of ctx.
+func caller(ctx context.Context) (*iam.Principal, error) {
+	p := iam.FromContext(ctx)
+	if p == nil {
+		return nil, apierr.New(apierr.Unauthenticated, "authentication required")
+	}
+	return p, nil
+}
+
+// operator returns the principal of ctx if it is an operator.
+func operator(ctx context.Context) (*iam.Principal, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsOperator() {
+		return nil, apierr.New(apierr.Forbidden, "operators only")
+	}
+	return p, nil
+}
+
+// notFound maps a missing row to NOT_FOUND naming field, and wraps other errors.
+func notFound(err error, field, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apierr.NotFoundf(field, "%s not found", what)
+	}
+	return fmt.Errorf("read %s: %w", what, err)
+}

@@ -1,0 +1,163 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// CreateTenant creates a tenant. Operators only.
+func (s *Service) CreateTenant(ctx context.Context, name string) (sqlc.Tenant, error) {
+	var t sqlc.Tenant
+	err := s.mutate(ctx, "tenant.create", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		name = strings.TrimSpace(name)
+		if name == "" || len(name) > 100 {
+			return apierr.Invalid("name", "must be 1-100 characters")
+		}
+		var err error
+		if t, err = q.CreateTenant(ctx, sqlc.CreateTenantParams{ID: ids.New(), Name: name}); err != nil {
+			return fmt.Errorf("create tenant: %w", err)
+		}
+		ev.TenantID, ev.TargetID = t.ID, t.ID
+		ev.Details = map[string]any{"name": name}
+		return nil
+	})
+	return t, err
+}
+
+// DeleteTenant deletes a tenant: its tokens stop working and every one of
+// its instances is asked to be deleted. Operators only.
+func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, error) {
+	var t sqlc.Tenant
+	err := s.mutate(ctx, "tenant.delete", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		if _, err := q.LockTenant(ctx, id); err != nil {
+			return notFound(err, "id", "tenant")
+		}
+		ev.TenantID = id
+		var err error
+		if t, err = q.GetTenant(ctx, id); err != nil {
+			return fmt.Errorf("read tenant: %w", err)
+		}
+		if err := q.SoftDeleteTenant(ctx, id); err != nil {
+			return fmt.Errorf("delete tenant: %w", err)
+		}
+		if err := q.RevokeTenantTokens(ctx, &id); err != nil {
+			return fmt.Errorf("revoke tenant tokens: %w", err)
+		}
+		deleted, err := q.DeleteTenantInstances(ctx, id)
+		if err != nil {
+			return fmt.Errorf("delete tenant instances: %w", err)
+		}
+		for _, inst := range deleted {
+			if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: inst}); err != nil {
+				return fmt.Errorf("enqueue instance: %w", err)
+			}
+		}
+		ev.Details = map[string]any{"instancesDeleted": len(deleted)}
+		return nil
+	})
+	return t, err
+}
+
+// QuotaInput sets a tenant's limits; nil is unlimited.
+type QuotaInput struct {
+	TenantID  uuid.UUID
+	Instances *int32
+	Vcpus     *int32
+	MemoryMB  *int64
+	GPUs      *int32
+}
+
+// SetQuota replaces a tenant's quota. Operators only.
+func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (sqlc.Quota, error) {
+	var quota sqlc.Quota
+	err := s.mutate(ctx, "quota.set", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = in.TenantID
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		for field, v := range map[string]*int64{"instances": i64(in.Instances), "vcpus": i64(in.Vcpus), "memoryMb": in.MemoryMB, "gpus": i64(in.GPUs)} {
+			if v != nil && *v < 0 {
+				return apierr.Invalid(field, "must not be negative")
+			}
+		}
+		if _, err := q.LockTenant(ctx, in.TenantID); err != nil {
+			return notFound(err, "tenantId", "tenant")
+		}
+		ev.TenantID = in.TenantID
+		var err error
+		quota, err = q.SetQuota(ctx, sqlc.SetQuotaParams{
+			TenantID: in.TenantID, MaxInstances: in.Instances, MaxVcpus: in.Vcpus, MaxMemoryMb: in.MemoryMB, MaxGpus: in.GPUs,
+		})
+		if err != nil {
+			return fmt.Errorf("set quota: %w", err)
+		}
+		ev.Details = map[string]any{"instances": in.Instances, "vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "gpus": in.GPUs}
+		return nil
+	})
+	return quota, err
+}
+
+// Tenant returns a live tenant the caller may see.
+func (s *Service) Tenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Tenant{}, err
+	}
+	if !p.CanSee(id) {
+		return sqlc.Tenant{}, apierr.NotFoundf("id", "tenant not found")
+	}
+	t, err := s.q.GetTenant(ctx, id)
+	if err != nil {
+		return t, notFound(err, "id", "tenant")
+	}
+	return t, nil
+}
+
+// Tenants lists live tenants. Operators only.
+func (s *Service) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
+	if _, err := operator(ctx); err != nil {
+		return nil, err
+	}
+	ts, err := s.q.ListTenants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return ts, nil
+}
+
+// Quota returns a tenant's quota and usage. ok is false when it has none.
+func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (quota sqlc.Quota, usage sqlc.TenantUsageRow, err error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return quota, usage, err
+	}
+	if !p.CanSee(tenant) {
+		return quota, usage, apierr.NotFoundf("id", "tenant not found")
+	}
+	quota, err = s.q.GetQuota(ctx, tenant)
+	if err != nil && err != pgx.ErrNoRows {
+		return quota, usage, fmt.Errorf("read quota: %w", err)
+	}
+	quota.TenantID = tenant
+	usage, err = s.q.TenantUsage(ctx, tenant)
+	if err != nil {
+		return quota, usage, fmt.Errorf("count usage: %w", err)
+	}
+	return quota, usage, nil
+}

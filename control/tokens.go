@@ -1,0 +1,171 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// APITokenInput asks for a new principal and its token.
+type APITokenInput struct {
+	// Name names the principal and its token.
+	Name string
+	// TenantID makes a member of that tenant; zero makes an operator.
+	TenantID uuid.UUID
+	// ExpiresAt is when the token stops working; nil: never.
+	ExpiresAt *time.Time
+}
+
+// NewAPIToken is a created token. Secret is shown once and never stored.
+type NewAPIToken struct {
+	Token  sqlc.ApiToken
+	Role   iam.Role
+	Tenant *uuid.UUID
+	Secret string
+}
+
+// CreateAPIToken creates a principal with a token. Operators only.
+func (s *Service) CreateAPIToken(ctx context.Context, in APITokenInput) (NewAPIToken, error) {
+	var out NewAPIToken
+	err := s.mutate(ctx, "apiToken.create", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		var err error
+		out, err = issueToken(ctx, q, in)
+		if err != nil {
+			return err
+		}
+		ev.TargetID = out.Token.ID
+		if out.Tenant != nil {
+			ev.TenantID = *out.Tenant
+		}
+		ev.Details = map[string]any{"name": in.Name, "role": out.Role}
+		return nil
+	})
+	return out, err
+}
+
+func issueToken(ctx context.Context, q *sqlc.Queries, in APITokenInput) (NewAPIToken, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	if in.Name == "" || len(in.Name) > 100 {
+		return NewAPIToken{}, apierr.Invalid("name", "must be 1-100 characters")
+	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(time.Now()) {
+		return NewAPIToken{}, apierr.Invalid("expiresAt", "must be in the future")
+	}
+	out := NewAPIToken{Role: iam.Operator}
+	if in.TenantID != uuid.Nil {
+		if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+			return NewAPIToken{}, notFound(err, "tenantId", "tenant")
+		}
+		out.Role, out.Tenant = iam.Member, &in.TenantID
+	}
+	p, err := q.CreatePrincipal(ctx, sqlc.CreatePrincipalParams{ID: ids.New(), Name: in.Name, Role: string(out.Role), TenantID: out.Tenant})
+	if err != nil {
+		return NewAPIToken{}, fmt.Errorf("create principal: %w", err)
+	}
+	secret, hash := iam.NewToken()
+	out.Secret = secret
+	out.Token, err = q.CreateAPIToken(ctx, sqlc.CreateAPITokenParams{ID: ids.New(), PrincipalID: p.ID, Name: in.Name, Hash: hash, ExpiresAt: in.ExpiresAt})
+	if err != nil {
+		return NewAPIToken{}, fmt.Errorf("create token: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeAPIToken revokes a token; revoking twice is harmless. Operators only.
+func (s *Service) RevokeAPIToken(ctx context.Context, id uuid.UUID) (sqlc.ApiToken, error) {
+	var tok sqlc.ApiToken
+	err := s.mutate(ctx, "apiToken.revoke", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		var err error
+		if tok, err = q.RevokeAPIToken(ctx, id); err != nil {
+			return notFound(err, "id", "API token")
+		}
+		return nil
+	})
+	return tok, err
+}
+
+// APIToken returns a token's view. Operators only.
+func (s *Service) APIToken(ctx context.Context, id uuid.UUID) (sqlc.GetAPITokenRow, error) {
+	if _, err := operator(ctx); err != nil {
+		return sqlc.GetAPITokenRow{}, err
+	}
+	t, err := s.q.GetAPIToken(ctx, id)
+	if err != nil {
+		return t, notFound(err, "id", "API token")
+	}
+	return t, nil
+}
+
+// Principal returns a principal the caller may see.
+func (s *Service) Principal(ctx context.Context, id uuid.UUID) (sqlc.Principal, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.Principal{}, err
+	}
+	pr, err := s.q.GetPrincipal(ctx, id)
+	if err != nil {
+		return pr, notFound(err, "id", "principal")
+	}
+	tenant := uuid.Nil
+	if pr.TenantID != nil {
+		tenant = *pr.TenantID
+	}
+	if !p.IsOperator() && (tenant == uuid.Nil || tenant != p.TenantID) {
+		return sqlc.Principal{}, apierr.NotFoundf("id", "principal not found")
+	}
+	return pr, nil
+}
+
+// System is the principal of operator commands run on the server itself
+// (better-compute token, bootstrap); its audit events carry no principal.
+var System = &iam.Principal{Name: "system", Role: iam.Operator}
+
+// IssueToken creates a principal and token from the command line.
+func (s *Service) IssueToken(ctx context.Context, in APITokenInput) (NewAPIToken, error) {
+	return s.CreateAPIToken(iam.WithPrincipal(audit.WithRequestID(ctx, "cli"), System), in)
+}
+
+// EnsureBootstrapToken makes token an operator token, once: the
+// BC_BOOTSTRAP_TOKEN of a fresh deployment.
+func (s *Service) EnsureBootstrapToken(ctx context.Context, token string) error {
+	if len(token) < 16 {
+		return errors.New("bootstrap token: must be at least 16 characters")
+	}
+	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "bootstrap"), System)
+	return s.mutate(ctx, "apiToken.bootstrap", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		hash := iam.Hash(token)
+		if _, err := q.FindBootstrapToken(ctx, hash); err == nil {
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("find bootstrap token: %w", err)
+		}
+		p, err := q.CreatePrincipal(ctx, sqlc.CreatePrincipalParams{ID: ids.New(), Name: "bootstrap", Role: string(iam.Operator)})
+		if err != nil {
+			return fmt.Errorf("create bootstrap principal: %w", err)
+		}
+		t, err := q.CreateAPIToken(ctx, sqlc.CreateAPITokenParams{ID: ids.New(), PrincipalID: p.ID, Name: "bootstrap", Hash: hash})
+		if err != nil {
+			return fmt.Errorf("create bootstrap token: %w", err)
+		}
+		ev.TargetID = t.ID
+		return nil
+	})
+}

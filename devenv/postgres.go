@@ -1,0 +1,182 @@
+// Package devenv provides the embedded defaults of `better-compute dev`: a
+// Postgres (the local one, or a private one started from the installed
+// server binaries) and an in-process Redis.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DevDatabase is the database dev uses on a shared Postgres server.
+const DevDatabase = "better_compute_dev"
+
+// LocalServer is where dev looks for a running Postgres first.
+const LocalServer = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// Postgres returns the URL of a database for dev: DevDatabase on the local
+// server when it accepts connections, else one on a private server started
+// under stateDir. stop stops what was started (a no-op for the local server).
+func Postgres(ctx context.Context, log *slog.Logger, stateDir string) (url string, stop func(), err error) {
+	if url, err := ensureDatabase(ctx, LocalServer, DevDatabase); err == nil {
+		log.Info("using the local Postgres", "database", DevDatabase)
+		return url, func() {}, nil
+	} else {
+		log.Info("no local Postgres; starting a private one", "reason", err)
+	}
+	return startPrivate(ctx, log, filepath.Join(stateDir, "postgres"))
+}
+
+// ensureDatabase connects to serverURL and creates db there if it is missing,
+// returning the URL of db.
+func ensureDatabase(ctx context.Context, serverURL, db string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", db).Scan(&exists); err != nil {
+		return "", fmt.Errorf("look up database %s: %w", db, err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+			var again bool
+			if conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", db).Scan(&again); !again {
+				return "", fmt.Errorf("create database %s: %w", db, err)
+			}
+		}
+	}
+	cfg := conn.Config()
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), db), nil
+}
+
+// startPrivate runs a Postgres server with its data in dir, listening on a
+// unix socket in dir and on a free loopback port.
+func startPrivate(ctx context.Context, log *slog.Logger, dir string) (string, func(), error) {
+	bin, err := serverBinaries(ctx, log)
+	if err != nil {
+		return "", nil, err
+	}
+	owner, err := serverUser()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if owner != nil {
+		uid, _ := strconv.Atoi(owner.Uid)
+		gid, _ := strconv.Atoi(owner.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", nil, fmt.Errorf("chown %s: %w", dir, err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
+		log.Info("initializing a private Postgres", "dir", data)
+		if out, err := runAs(ctx, owner, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8").CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("initdb: %w: %s", err, out)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
+	if out, err := runAs(ctx, owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "start").CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("start private Postgres: %w: %s", err, out)
+	}
+	stop := func() {
+		if out, err := runAs(context.Background(), owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
+			log.Error("stop private Postgres", "err", err, "output", string(out))
+		}
+	}
+	url, err := ensureDatabase(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), DevDatabase)
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	return url, stop, nil
+}
+
+// serverBinaries finds the newest installed Postgres server, installing
+// Debian's package when none is and we are root.
+func serverBinaries(ctx context.Context, log *slog.Logger) (string, error) {
+	find := func() string {
+		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+		sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+				return d
+			}
+		}
+		return ""
+	}
+	if d := find(); d != "" {
+		return d, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("no Postgres server is installed: install Debian's postgresql package, or set DATABASE_URL")
+	}
+	log.Info("installing Debian's postgresql package")
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("apt-get %s: %w: %s", args[0], err, out)
+		}
+	}
+	if d := find(); d != "" {
+		return d, nil
+	}
+	return "", errors.New("postgresql installed but no server binaries found under /usr/lib/postgresql")
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+// serverUser is the user Postgres runs as: postgres when we are root (the
+// server refuses to run as root), else nil for ourselves.
+func serverUser() (*user.User, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("Postgres cannot run as root and there is no postgres user: %w", err)
+	}
+	return u, nil
+}
+
+func runAs(ctx context.Context, u *user.User, name string, args ...string) *exec.Cmd {
+	if u == nil {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "runuser", append([]string{"-u", u.Username, "--", name}, args...)...)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

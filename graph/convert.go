@@ -1,0 +1,105 @@
+package graph
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/ids"
+)
+
+// decodeID returns the UUID of an API ID of kind k given in field. A
+// malformed ID is INVALID_INPUT; an ID of another kind names nothing the
+// caller can see, so it is NOT_FOUND.
+func decodeID(k ids.Kind, field, s string) (uuid.UUID, error) {
+	kind, id, ok := ids.Parse(s)
+	if !ok {
+		return uuid.Nil, apierr.Invalid(field, "not a valid ID")
+	}
+	if kind != k {
+		return uuid.Nil, apierr.NotFoundf(field, "not found")
+	}
+	return id, nil
+}
+
+// decodeOptID is decodeID for an optional field: nil gives uuid.Nil.
+func decodeOptID(k ids.Kind, field string, s *string) (uuid.UUID, error) {
+	if s == nil {
+		return uuid.Nil, nil
+	}
+	return decodeID(k, field, *s)
+}
+
+// decodeOptIDPtr is decodeOptID returning nil for an absent ID, for filters.
+func decodeOptIDPtr(k ids.Kind, field string, s *string) (*uuid.UUID, error) {
+	if s == nil {
+		return nil, nil
+	}
+	id, err := decodeID(k, field, *s)
+	return &id, err
+}
+
+// encodeOptID encodes an optional UUID.
+func encodeOptID(k ids.Kind, id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	s := ids.Encode(k, *id)
+	return &s
+}
+
+// enumString turns a GraphQL enum into the lowercase word the database keeps.
+func enumString[E ~string](e *E) string {
+	if e == nil {
+		return ""
+	}
+	return strings.ToLower(string(*e))
+}
+
+func ptrInt32(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
+}
+
+func ptrInt64(v *int) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := int64(*v)
+	return &n
+}
+
+func ptrInt(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+func ptrInt64ToInt(v *int64) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+// rangeSize counts the IPv4 addresses from start to end inclusive.
+func rangeSize(start, end netip.Addr) int {
+	s, e := start.As4(), end.As4()
+	a := uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])
+	b := uint32(e[0])<<24 | uint32(e[1])<<16 | uint32(e[2])<<8 | uint32(e[3])
+	return int(b-a) + 1
+}
+
+// targetKinds maps audit target types to ID kinds.
+var targetKinds = map[string]ids.Kind{
+	"instance": ids.Instance, "tenant": ids.Tenant, "pool": ids.Pool, "host": ids.Host,
+	"flavor": ids.Flavor, "image": ids.Image, "apiToken": ids.APIToken, "ipPool": ids.IPPool,
+}

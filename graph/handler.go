@@ -1,0 +1,168 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// HandlerConfig configures the GraphQL endpoint.
+type HandlerConfig struct {
+	// Service carries out operations. Required.
+	Service *control.Service
+	// DB authenticates tokens. Required.
+	DB *pgxpool.Pool
+	// Logger logs internal errors. Required.
+	Logger *slog.Logger
+	// AllowedOrigins may open websockets besides the server's own host.
+	AllowedOrigins []string
+	// Observe, if set, is told of every answered operation.
+	Observe func(opType, outcome string, took time.Duration)
+}
+
+// NewHandler returns the /graphql endpoint: POST and websocket, with
+// bearer-token authentication on both.
+func NewHandler(cfg HandlerConfig) http.Handler {
+	q := sqlc.New(cfg.DB)
+	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{svc: cfg.Service}}))
+	srv.AddTransport(transport.Websocket{
+		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			p, err := iam.Authenticate(ctx, q, iam.BearerToken(payload.Authorization()))
+			if err != nil {
+				return ctx, nil, errors.New("unauthenticated")
+			}
+			ctx = withLoaders(iam.WithPrincipal(ctx, p), cfg.Service)
+			if !p.ExpiresAt.IsZero() {
+				// The connection ends when its token expires.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, p.ExpiresAt)
+				context.AfterFunc(ctx, cancel)
+			}
+			return ctx, &payload, nil
+		},
+		InitTimeout:           10 * time.Second,
+		KeepAlivePingInterval: 15 * time.Second,
+	})
+	srv.AddTransport(transport.POST{})
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.FixedComplexityLimit(2000))
+	srv.SetErrorPresenter(presenter(cfg.Logger))
+	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
+		cfg.Logger.ErrorContext(ctx, "resolver panic", "panic", v)
+		return apierr.New(apierr.Internal, "internal error")
+	})
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if iam.FromContext(ctx) == nil {
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apierr.New(apierr.Unauthenticated, "a valid bearer token is required"), nil)}})
+		}
+		return next(ctx)
+	})
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		start := time.Now()
+		resp := next(ctx)
+		if resp != nil {
+			normalizeCodes(resp.Errors)
+		}
+		if cfg.Observe != nil && resp != nil {
+			opType := "unknown"
+			if graphql.HasOperationContext(ctx) {
+				if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+					opType = string(op.Operation)
+				}
+			}
+			outcome := "ok"
+			if len(resp.Errors) > 0 {
+				outcome, _ = resp.Errors[0].Extensions["code"].(string)
+			}
+			cfg.Observe(opType, outcome, time.Since(start))
+		}
+		return resp
+	})
+	return authenticate(q, cfg.Service, srv)
+}
+
+// authenticate puts the principal of the request's bearer token, if any, and
+// fresh loaders into its context. Operations without a principal are refused.
+func authenticate(q *sqlc.Queries, svc *control.Service, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := withLoaders(r.Context(), svc)
+		if token := iam.BearerToken(r.Header.Get("Authorization")); token != "" {
+			p, err := iam.Authenticate(ctx, q, token)
+			if err != nil && !errors.Is(err, iam.ErrUnauthenticated) {
+				http.Error(w, `{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}`, http.StatusInternalServerError)
+				return
+			}
+			if p != nil {
+				ctx = iam.WithPrincipal(ctx, p)
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// presenter shows API errors as they are and hides everything else behind
+// INTERNAL, logging it with the request's path.
+func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		var gqlErr *gqlerror.Error
+		if errors.As(err, &gqlErr) && gqlErr.Err == nil {
+			return gqlErr // parse and validation errors; codes normalized later
+		}
+		var apiErr *apierr.Error
+		if errors.As(err, &apiErr) {
+			return toGQL(apiErr, graphql.GetPath(ctx))
+		}
+		log.ErrorContext(ctx, "internal error", "path", graphql.GetPath(ctx).String(), "err", err)
+		return toGQL(apierr.New(apierr.Internal, "internal error"), graphql.GetPath(ctx))
+	}
+}
+
+func toGQL(e *apierr.Error, path ast.Path) *gqlerror.Error {
+	ext := map[string]any{"code": string(e.Code)}
+	if e.Field != "" {
+		ext["field"] = e.Field
+	}
+	if e.Limit != "" {
+		ext["limit"] = e.Limit
+	}
+	msg := e.Message
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
+	}
+	return &gqlerror.Error{Message: msg, Path: path, Extensions: ext}
+}
+
+// normalizeCodes gives gqlgen's own errors (parse, validation, unknown
+// fields) a code from the API's set.
+func normalizeCodes(errs gqlerror.List) {
+	for _, e := range errs {
+		code, _ := e.Extensions["code"].(string)
+		switch {
+		case code == "":
+			if e.Extensions == nil {
+				e.Extensions = map[string]any{}
+			}
+			e.Extensions["code"] = string(apierr.Internal)
+		case strings.HasPrefix(code, "GRAPHQL_"):
+			e.Extensions["code"] = string(apierr.InvalidInput)
+		}
+	}
+}

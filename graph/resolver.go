@@ -1,0 +1,13 @@
+// Package graph is the GraphQL API: the schema, its resolvers and the
+// generated executor. Resolvers translate between the API and package
+// control, which does the work.
+package graph
+
+//go:generate go run -C ../tools github.com/99designs/gqlgen generate --config ../gqlgen.yml
+
+import "github.com/better-compute/vps/control"
+
+// Resolver is the root resolver.
+type Resolver struct {
+	svc *control.Service
+}

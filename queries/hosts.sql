@@ -1,0 +1,29 @@
+-- name: CreateHost :one
+INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING *;
+
+-- name: GetHost :one
+SELECT * FROM hosts WHERE id = $1;
+
+-- name: ListHosts :many
+SELECT * FROM hosts ORDER BY name;
+
+-- name: GetHostsByIDs :many
+SELECT * FROM hosts WHERE id = ANY(@ids::uuid[]);
+
+-- name: SetHostCapacity :one
+INSERT INTO host_capacity (host_id, vcpus, memory_mb, disk_gb) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_id) DO UPDATE SET
+    vcpus = EXCLUDED.vcpus, memory_mb = EXCLUDED.memory_mb, disk_gb = EXCLUDED.disk_gb, updated_at = now()
+RETURNING *;
+
+-- name: GetHostCapacities :many
+SELECT * FROM host_capacity WHERE host_id = ANY(@ids::uuid[]);
+
+-- name: DeleteHostGPUs :exec
+DELETE FROM host_gpus WHERE host_id = $1;
+
+-- name: InsertHostGPU :exec
+INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4);
+
+-- name: ListHostGPUs :many
+SELECT * FROM host_gpus WHERE host_id = ANY(@ids::uuid[]) ORDER BY host_id, address;

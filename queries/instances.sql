@@ -1,0 +1,53 @@
+-- name: InsertInstance :one
+INSERT INTO instances (
+    id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
+    image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
+    desired_state, state, idempotency_key, user_data_sealed
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
+) RETURNING *;
+
+-- name: GetInstance :one
+SELECT * FROM instances WHERE id = $1;
+
+-- name: LockInstance :one
+SELECT * FROM instances WHERE id = $1 FOR UPDATE;
+
+-- name: GetInstanceByIdempotencyKey :one
+SELECT * FROM instances WHERE tenant_id = $1 AND idempotency_key = $2;
+
+-- name: InstanceNameTaken :one
+SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND name = $2 AND state <> 'DELETED');
+
+-- ListInstances pages newest first. A NULL argument does not filter.
+-- name: ListInstances :many
+SELECT * FROM instances
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(pool)::uuid IS NULL OR pool_id = sqlc.narg(pool))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
+  AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name))
+  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+ORDER BY id DESC
+LIMIT @lim;
+
+-- name: CountInstances :one
+SELECT count(*) FROM instances
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(pool)::uuid IS NULL OR pool_id = sqlc.narg(pool))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
+  AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name));
+
+-- SetDesiredState is a compare-and-set on version.
+-- name: SetDesiredState :one
+UPDATE instances
+SET desired_state = @desired_state, version = version + 1, updated_at = now()
+WHERE id = @id AND version = @version
+RETURNING *;
+
+-- name: DeleteTenantInstances :many
+UPDATE instances
+SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+WHERE tenant_id = $1 AND desired_state <> 'DELETED'
+RETURNING id;

@@ -1,0 +1,15 @@
+-- name: CreatePool :one
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image)
+VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *;
+
+-- name: GetPool :one
+SELECT * FROM pools WHERE id = $1;
+
+-- ListPools lists the pools a tenant may use, or every pool when tenant is NULL.
+-- name: ListPools :many
+SELECT * FROM pools
+WHERE sqlc.narg(tenant)::uuid IS NULL OR tenant_id IS NULL OR tenant_id = sqlc.narg(tenant)
+ORDER BY name;
+
+-- name: GetPoolsByIDs :many
+SELECT * FROM pools WHERE id = ANY(@ids::uuid[]);

@@ -1,0 +1,21 @@
+-- name: SetQuota :one
+INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id) DO UPDATE SET
+    max_instances = EXCLUDED.max_instances,
+    max_vcpus = EXCLUDED.max_vcpus,
+    max_memory_mb = EXCLUDED.max_memory_mb,
+    max_gpus = EXCLUDED.max_gpus,
+    updated_at = now()
+RETURNING *;
+
+-- name: GetQuota :one
+SELECT * FROM quotas WHERE tenant_id = $1;
+
+-- TenantUsage counts what a tenant's live instances hold against its quota.
+-- name: TenantUsage :one
+SELECT count(*)::int AS instances,
+       coalesce(sum(vcpus), 0)::int AS vcpus,
+       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(gpu_count), 0)::int AS gpus
+FROM instances WHERE tenant_id = $1 AND state <> 'DELETED';

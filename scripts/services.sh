@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Makes sure the Postgres and Redis the tests use are running on
+# 127.0.0.1:5432 and 127.0.0.1:6379: starts them when installed but stopped,
+# and installs Debian's packages first when they are missing and we are root.
+set -euo pipefail
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+
+install() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "services.sh: $* missing and not root: install Debian's $* packages" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if ! pg_up; then
+	command -v pg_ctlcluster >/dev/null || install postgresql postgresql-client
+	if [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+		pg_createcluster "$(ls /usr/lib/postgresql | sort -n | tail -1)" main
+	fi
+	version=$(ls /etc/postgresql | sort -n | tail -1)
+	conf=/etc/postgresql/$version/main
+	# Trust local connections, as the tests connect as postgres without a password.
+	if ! grep -q '^host all all 127.0.0.1/32 trust' "$conf/pg_hba.conf"; then
+		sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\nlocal all all trust' "$conf/pg_hba.conf"
+	fi
+	pg_ctlcluster --skip-systemctl-redirect "$version" main start || pg_ctlcluster --skip-systemctl-redirect "$version" main restart
+	for _ in $(seq 1 50); do pg_up && break; sleep 0.2; done
+	pg_up || { echo "services.sh: Postgres did not come up" >&2; exit 1; }
+fi
+
+if ! redis_up; then
+	command -v redis-server >/dev/null || install redis-server
+	mkdir -p /var/lib/redis /var/log/redis
+	redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+		--dir /var/lib/redis --logfile /var/log/redis/ci.log
+	for _ in $(seq 1 50); do redis_up && break; sleep 0.2; done
+	redis_up || { echo "services.sh: Redis did not come up" >&2; exit 1; }
+fi
+echo "services: Postgres and Redis are up"

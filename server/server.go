@@ -1,0 +1,115 @@
+// Package server is the HTTP face of `serve`: GraphQL over HTTP and
+// websocket, health and readiness, and Prometheus metrics.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/migrations"
+)
+
+// Config configures the HTTP handler.
+type Config struct {
+	// DB is the database. Required.
+	DB *pgxpool.Pool
+	// Redis carries work and events; readiness checks it. Required.
+	Redis redis.UniversalClient
+	// Service carries out API operations. Required.
+	Service *control.Service
+	// Logger logs requests that fail inside. Default: slog.Default().
+	Logger *slog.Logger
+	// AllowedOrigins are the browser origins that may open websockets besides
+	// the server's own host. Default: none.
+	AllowedOrigins []string
+}
+
+// New returns the handler serving /graphql, /healthz, /readyz and /metrics.
+func New(cfg Config) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg)
+
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(graph.HandlerConfig{
+		Service:        cfg.Service,
+		DB:             cfg.DB,
+		Logger:         cfg.Logger,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Observe:        m.observe,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := ready(r.Context(), cfg); err != nil {
+			cfg.Logger.WarnContext(r.Context(), "not ready", "err", err)
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return withRequestID(mux)
+}
+
+// ready checks what serving needs: the database at this binary's schema,
+// and Redis.
+func ready(ctx context.Context, cfg Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := cfg.DB.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if err := migrations.Current(ctx, cfg.DB); err != nil {
+		return err
+	}
+	if err := cfg.Redis.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// withRequestID gives every request an id, taken from X-Request-Id when the
+// client sent a sane one, and echoes it back.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !saneRequestID(id) {
+			b := make([]byte, 12)
+			rand.Read(b)
+			id = hex.EncodeToString(b)
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(audit.WithRequestID(r.Context(), id)))
+	})
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
