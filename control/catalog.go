@@ -30,7 +30,7 @@ type FlavorInput struct {
 // CreateFlavor creates a flavor. Operators only.
 func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor, error) {
 	var f sqlc.Flavor
-	err := s.mutate(ctx, "flavor.create", "flavor", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateFlavor, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // RegisterImage registers an image. Operators only.
 func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image, error) {
 	var img sqlc.Image
-	err := s.mutate(ctx, "image.register", "image", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActRegisterImage, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ type NewHost struct {
 // CreateHost adopts a hypervisor host into a hosted pool. Operators only.
 func (s *Service) CreateHost(ctx context.Context, poolID uuid.UUID, name string) (NewHost, error) {
 	var out NewHost
-	err := s.mutate(ctx, "host.create", "host", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateHost, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]
 // SetHostCapacity replaces a host's capacity and GPU inventory. Operators only.
 func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (sqlc.Host, error) {
 	var host sqlc.Host
-	err := s.mutate(ctx, "host.setCapacity", "host", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActSetHostCapacity, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = in.HostID
 		if _, err := operator(ctx); err != nil {
 			return err

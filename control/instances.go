@@ -38,7 +38,7 @@ type CreateInstanceInput struct {
 // CreateInstance admits an instance and records it as desired state.
 func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (sqlc.Instance, error) {
 	var inst sqlc.Instance
-	err := s.mutate(ctx, "instance.create", "instance", func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		var err error
 		inst, err = s.admit(ctx, tx, q, ev, in)
 		return err
@@ -196,15 +196,11 @@ func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.U
 // Asking for what is already desired changes nothing.
 func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecycle.Desired) (sqlc.Instance, error) {
 	var inst sqlc.Instance
-	action := map[lifecycle.Desired]string{
-		lifecycle.WantRunning: "instance.start",
-		lifecycle.WantStopped: "instance.stop",
-		lifecycle.WantDeleted: "instance.delete",
-	}[want]
-	if action == "" {
+	action, ok := DesiredStateActions[want]
+	if !ok {
 		return inst, apierr.Invalid("desiredState", "must be RUNNING, STOPPED or DELETED")
 	}
-	err := s.mutate(ctx, action, "instance", func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, action, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
 		cur, err := s.visibleInstance(ctx, q.LockInstance, id)
 		if err != nil {

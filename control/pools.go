@@ -36,7 +36,7 @@ var (
 // CreatePool creates a pool. Operators only.
 func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, error) {
 	var pool sqlc.Pool
-	err := s.mutate(ctx, "pool.create", "pool", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreatePool, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ type IPPoolInput struct {
 // CreateIPPool adds an address range to a pool. Operators only.
 func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (sqlc.IpPool, error) {
 	var ipp sqlc.IpPool
-	err := s.mutate(ctx, "ipPool.create", "ipPool", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateIPPool, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}

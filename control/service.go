@@ -61,18 +61,12 @@ type mutation func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Ev
 
 // mutate runs fn in one transaction together with its audit event. A failed
 // attempt is rolled back and audited in a transaction of its own.
-func (s *Service) mutate(ctx context.Context, action, targetType string, fn mutation) error {
+func (s *Service) mutate(ctx context.Context, action Action, fn mutation) error {
 	p := iam.FromContext(ctx)
 	if p == nil {
 		return apierr.New(apierr.Unauthenticated, "authentication required")
 	}
-	ev := audit.Event{
-		PrincipalID: p.ID,
-		TenantID:    p.TenantID,
-		Action:      action,
-		TargetType:  targetType,
-		RequestID:   audit.RequestID(ctx),
-	}
+	ev := newEvent(ctx, p, action)
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		if err := fn(ctx, tx, q, &ev); err != nil {
@@ -83,13 +77,38 @@ func (s *Service) mutate(ctx context.Context, action, targetType string, fn muta
 	if err == nil {
 		return nil
 	}
+	return s.auditFailure(ctx, ev, err)
+}
+
+// Reject audits an attempt at action refused before it reached the service,
+// such as one naming a malformed ID, and returns err.
+func (s *Service) Reject(ctx context.Context, action Action, err error) error {
+	p := iam.FromContext(ctx)
+	if p == nil {
+		return err
+	}
+	return s.auditFailure(ctx, newEvent(ctx, p, action), err)
+}
+
+func newEvent(ctx context.Context, p *iam.Principal, action Action) audit.Event {
+	return audit.Event{
+		PrincipalID: p.ID,
+		TenantID:    p.TenantID,
+		Action:      action.Name,
+		TargetType:  action.Target,
+		RequestID:   audit.RequestID(ctx),
+	}
+}
+
+// auditFailure records a failed attempt in a transaction of its own.
+func (s *Service) auditFailure(ctx context.Context, ev audit.Event, err error) error {
 	err = classify(err)
 	ev.ErrorCode = string(apierr.CodeOf(err))
 	if ev.ErrorCode == string(apierr.Internal) {
-		s.log.ErrorContext(ctx, "mutation failed", "action", action, "request_id", ev.RequestID, "err", err)
+		s.log.ErrorContext(ctx, "mutation failed", "action", ev.Action, "request_id", ev.RequestID, "err", err)
 	}
 	if aerr := audit.Write(context.WithoutCancel(ctx), s.q, ev); aerr != nil {
-		s.log.ErrorContext(ctx, "audit failed attempt", "action", action, "request_id", ev.RequestID, "err", aerr)
+		s.log.ErrorContext(ctx, "audit failed attempt", "action", ev.Action, "request_id", ev.RequestID, "err", aerr)
 	}
 	return err
 }

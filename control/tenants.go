@@ -17,7 +17,7 @@ import (
 // CreateTenant creates a tenant. Operators only.
 func (s *Service) CreateTenant(ctx context.Context, name string) (sqlc.Tenant, error) {
 	var t sqlc.Tenant
-	err := s.mutate(ctx, "tenant.create", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
@@ -40,7 +40,7 @@ func (s *Service) CreateTenant(ctx context.Context, name string) (sqlc.Tenant, e
 // its instances is asked to be deleted. Operators only.
 func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, error) {
 	var t sqlc.Tenant
-	err := s.mutate(ctx, "tenant.delete", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActDeleteTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
 		if _, err := operator(ctx); err != nil {
 			return err
@@ -86,7 +86,7 @@ type QuotaInput struct {
 // SetQuota replaces a tenant's quota. Operators only.
 func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (sqlc.Quota, error) {
 	var quota sqlc.Quota
-	err := s.mutate(ctx, "quota.set", "tenant", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActSetQuota, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = in.TenantID
 		if _, err := operator(ctx); err != nil {
 			return err

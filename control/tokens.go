@@ -38,7 +38,7 @@ type NewAPIToken struct {
 // CreateAPIToken creates a principal with a token. Operators only.
 func (s *Service) CreateAPIToken(ctx context.Context, in APITokenInput) (NewAPIToken, error) {
 	var out NewAPIToken
-	err := s.mutate(ctx, "apiToken.create", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActCreateAPIToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func issueToken(ctx context.Context, q *sqlc.Queries, in APITokenInput) (NewAPIT
 // RevokeAPIToken revokes a token; revoking twice is harmless. Operators only.
 func (s *Service) RevokeAPIToken(ctx context.Context, id uuid.UUID) (sqlc.ApiToken, error) {
 	var tok sqlc.ApiToken
-	err := s.mutate(ctx, "apiToken.revoke", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, ActRevokeAPIToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
 		if _, err := operator(ctx); err != nil {
 			return err
@@ -150,7 +150,7 @@ func (s *Service) EnsureBootstrapToken(ctx context.Context, token string) error 
 		return errors.New("bootstrap token: must be at least 16 characters")
 	}
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "bootstrap"), System)
-	return s.mutate(ctx, "apiToken.bootstrap", "apiToken", func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	return s.mutate(ctx, ActBootstrapToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		hash := iam.Hash(token)
 		if _, err := q.FindBootstrapToken(ctx, hash); err == nil {
 			return nil

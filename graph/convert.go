@@ -24,21 +24,33 @@ func decodeID(k ids.Kind, field, s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// decodeOptID is decodeID for an optional field: nil gives uuid.Nil.
-func decodeOptID(k ids.Kind, field string, s *string) (uuid.UUID, error) {
-	if s == nil {
-		return uuid.Nil, nil
+// decoder decodes the IDs of one input, keeping the first error.
+type decoder struct{ err error }
+
+func (d *decoder) id(k ids.Kind, field, s string) uuid.UUID {
+	if d.err != nil {
+		return uuid.Nil
 	}
-	return decodeID(k, field, *s)
+	id, err := decodeID(k, field, s)
+	d.err = err
+	return id
 }
 
-// decodeOptIDPtr is decodeOptID returning nil for an absent ID, for filters.
-func decodeOptIDPtr(k ids.Kind, field string, s *string) (*uuid.UUID, error) {
+// optID decodes an optional ID: nil gives uuid.Nil.
+func (d *decoder) optID(k ids.Kind, field string, s *string) uuid.UUID {
 	if s == nil {
-		return nil, nil
+		return uuid.Nil
 	}
-	id, err := decodeID(k, field, *s)
-	return &id, err
+	return d.id(k, field, *s)
+}
+
+// ptrID decodes an optional ID for a filter: nil gives nil.
+func (d *decoder) ptrID(k ids.Kind, field string, s *string) *uuid.UUID {
+	if s == nil {
+		return nil
+	}
+	id := d.id(k, field, *s)
+	return &id
 }
 
 // encodeOptID encodes an optional UUID.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
@@ -16,7 +17,7 @@ import (
 func (r *Resolver) setDesiredState(ctx context.Context, id string, want lifecycle.Desired) (model.InstancePayload, error) {
 	uid, err := decodeID(ids.Instance, "id", id)
 	if err != nil {
-		return model.InstancePayload{}, err
+		return model.InstancePayload{}, r.svc.Reject(ctx, control.DesiredStateActions[want], err)
 	}
 	inst, err := r.svc.SetDesiredState(ctx, uid, want)
 	return model.InstancePayload{Instance: inst}, err

@@ -19,19 +19,17 @@ import (
 
 // CreateInstance is the resolver for the createInstance field.
 func (r *mutationResolver) CreateInstance(ctx context.Context, input model.CreateInstanceInput) (model.InstancePayload, error) {
-	in := control.CreateInstanceInput{Name: input.Name, SSHKeys: input.SSHKeys}
-	var err error
-	if in.TenantID, err = decodeOptID(ids.Tenant, "tenantId", input.TenantID); err != nil {
-		return model.InstancePayload{}, err
+	var d decoder
+	in := control.CreateInstanceInput{
+		Name:     input.Name,
+		SSHKeys:  input.SSHKeys,
+		TenantID: d.optID(ids.Tenant, "tenantId", input.TenantID),
+		PoolID:   d.id(ids.Pool, "poolId", input.PoolID),
+		FlavorID: d.id(ids.Flavor, "flavorId", input.FlavorID),
+		ImageID:  d.id(ids.Image, "imageId", input.ImageID),
 	}
-	if in.PoolID, err = decodeID(ids.Pool, "poolId", input.PoolID); err != nil {
-		return model.InstancePayload{}, err
-	}
-	if in.FlavorID, err = decodeID(ids.Flavor, "flavorId", input.FlavorID); err != nil {
-		return model.InstancePayload{}, err
-	}
-	if in.ImageID, err = decodeID(ids.Image, "imageId", input.ImageID); err != nil {
-		return model.InstancePayload{}, err
+	if d.err != nil {
+		return model.InstancePayload{}, r.svc.Reject(ctx, control.ActCreateInstance, d.err)
 	}
 	if input.UserData != nil {
 		in.UserData = []byte(*input.UserData)
@@ -71,7 +69,7 @@ func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateT
 func (r *mutationResolver) DeleteTenant(ctx context.Context, input model.DeleteTenantInput) (model.TenantPayload, error) {
 	id, err := decodeID(ids.Tenant, "id", input.ID)
 	if err != nil {
-		return model.TenantPayload{}, err
+		return model.TenantPayload{}, r.svc.Reject(ctx, control.ActDeleteTenant, err)
 	}
 	t, err := r.svc.DeleteTenant(ctx, id)
 	return model.TenantPayload{Tenant: t}, err
@@ -81,7 +79,7 @@ func (r *mutationResolver) DeleteTenant(ctx context.Context, input model.DeleteT
 func (r *mutationResolver) SetQuota(ctx context.Context, input model.SetQuotaInput) (model.TenantPayload, error) {
 	id, err := decodeID(ids.Tenant, "tenantId", input.TenantID)
 	if err != nil {
-		return model.TenantPayload{}, err
+		return model.TenantPayload{}, r.svc.Reject(ctx, control.ActSetQuota, err)
 	}
 	_, err = r.svc.SetQuota(ctx, control.QuotaInput{
 		TenantID: id, Instances: ptrInt32(input.Instances), Vcpus: ptrInt32(input.Vcpus),
@@ -96,9 +94,10 @@ func (r *mutationResolver) SetQuota(ctx context.Context, input model.SetQuotaInp
 
 // CreateAPIToken is the resolver for the createApiToken field.
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (model.CreateAPITokenPayload, error) {
-	tenant, err := decodeOptID(ids.Tenant, "tenantId", input.TenantID)
-	if err != nil {
-		return model.CreateAPITokenPayload{}, err
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.CreateAPITokenPayload{}, r.svc.Reject(ctx, control.ActCreateAPIToken, d.err)
 	}
 	out, err := r.svc.CreateAPIToken(ctx, control.APITokenInput{Name: input.Name, TenantID: tenant, ExpiresAt: input.ExpiresAt})
 	if err != nil {
@@ -112,7 +111,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.RevokeAPITokenInput) (model.APITokenPayload, error) {
 	id, err := decodeID(ids.APIToken, "id", input.ID)
 	if err != nil {
-		return model.APITokenPayload{}, err
+		return model.APITokenPayload{}, r.svc.Reject(ctx, control.ActRevokeAPIToken, err)
 	}
 	if _, err := r.svc.RevokeAPIToken(ctx, id); err != nil {
 		return model.APITokenPayload{}, err
@@ -123,9 +122,10 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 
 // CreatePool is the resolver for the createPool field.
 func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error) {
-	tenant, err := decodeOptID(ids.Tenant, "tenantId", input.TenantID)
-	if err != nil {
-		return model.PoolPayload{}, err
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreatePool, d.err)
 	}
 	pool, err := r.svc.CreatePool(ctx, control.PoolInput{
 		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
@@ -138,7 +138,7 @@ func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoo
 func (r *mutationResolver) CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error) {
 	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
 	if err != nil {
-		return model.PoolPayload{}, err
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreateIPPool, err)
 	}
 	_, err = r.svc.CreateIPPool(ctx, control.IPPoolInput{
 		PoolID: poolID, CIDR: input.Cidr, Gateway: input.Gateway, RangeStart: input.RangeStart, RangeEnd: input.RangeEnd, DNS: input.DNS,
@@ -154,7 +154,7 @@ func (r *mutationResolver) CreateIPPool(ctx context.Context, input model.CreateI
 func (r *mutationResolver) CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error) {
 	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
 	if err != nil {
-		return model.CreateHostPayload{}, err
+		return model.CreateHostPayload{}, r.svc.Reject(ctx, control.ActCreateHost, err)
 	}
 	out, err := r.svc.CreateHost(ctx, poolID, input.Name)
 	return model.CreateHostPayload{Host: out.Host, Credential: out.Credential}, err
@@ -164,7 +164,7 @@ func (r *mutationResolver) CreateHost(ctx context.Context, input model.CreateHos
 func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error) {
 	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
 	if err != nil {
-		return model.HostPayload{}, err
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostCapacity, err)
 	}
 	gpus := make([]control.GPU, len(input.Gpus))
 	for i, g := range input.Gpus {
@@ -187,9 +187,10 @@ func (r *mutationResolver) CreateFlavor(ctx context.Context, input model.CreateF
 
 // RegisterImage is the resolver for the registerImage field.
 func (r *mutationResolver) RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error) {
-	tenant, err := decodeOptID(ids.Tenant, "tenantId", input.TenantID)
-	if err != nil {
-		return model.ImagePayload{}, err
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, d.err)
 	}
 	img, err := r.svc.RegisterImage(ctx, control.ImageInput{
 		Name: input.Name, SourceURL: input.SourceURL, SHA256: input.Sha256, Format: enumString(&input.Format),
@@ -240,9 +241,9 @@ func (r *queryResolver) Instance(ctx context.Context, id string) (sqlc.Instance,
 func (r *queryResolver) Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error) {
 	var f control.InstanceFilter
 	if filter != nil {
-		var err error
-		if f.PoolID, err = decodeOptIDPtr(ids.Pool, "filter.poolId", filter.PoolID); err != nil {
-			return model.InstanceConnection{}, err
+		var d decoder
+		if f.PoolID = d.ptrID(ids.Pool, "filter.poolId", filter.PoolID); d.err != nil {
+			return model.InstanceConnection{}, d.err
 		}
 		f.State = (*string)(filter.State)
 		f.DesiredState = (*string)(filter.DesiredState)
@@ -304,9 +305,9 @@ func (r *queryResolver) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
 func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error) {
 	var f control.AuditFilter
 	if filter != nil {
-		var err error
-		if f.TenantID, err = decodeOptIDPtr(ids.Tenant, "filter.tenantId", filter.TenantID); err != nil {
-			return model.AuditEventConnection{}, err
+		var d decoder
+		if f.TenantID = d.ptrID(ids.Tenant, "filter.tenantId", filter.TenantID); d.err != nil {
+			return model.AuditEventConnection{}, d.err
 		}
 		if filter.TargetID != nil {
 			_, target, ok := ids.Parse(*filter.TargetID)

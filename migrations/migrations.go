@@ -16,8 +16,10 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
+// Files holds every migration, by module.
+//
 //go:embed platform/*.sql vps/*.sql
-var files embed.FS
+var Files embed.FS
 
 // modules lists the migration sets in the order they apply.
 var modules = []string{"platform", "vps"}
@@ -64,7 +66,7 @@ func withProviders(pool *pgxpool.Pool, fn func(name string, p *goose.Provider) e
 }
 
 func newProvider(db *sql.DB, name string) (*goose.Provider, error) {
-	sub, err := fs.Sub(files, name)
+	sub, err := fs.Sub(Files, name)
 	if err != nil {
 		return nil, fmt.Errorf("open %s migrations: %w", name, err)
 	}

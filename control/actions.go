@@ -1,0 +1,36 @@
+package control
+
+import "github.com/better-compute/vps/lifecycle"
+
+// Action names an audited mutation and the kind of object it targets.
+type Action struct {
+	Name   string
+	Target string
+}
+
+// The audited actions.
+var (
+	ActCreateInstance  = Action{"instance.create", "instance"}
+	ActStartInstance   = Action{"instance.start", "instance"}
+	ActStopInstance    = Action{"instance.stop", "instance"}
+	ActDeleteInstance  = Action{"instance.delete", "instance"}
+	ActCreateTenant    = Action{"tenant.create", "tenant"}
+	ActDeleteTenant    = Action{"tenant.delete", "tenant"}
+	ActSetQuota        = Action{"quota.set", "tenant"}
+	ActCreateAPIToken  = Action{"apiToken.create", "apiToken"}
+	ActRevokeAPIToken  = Action{"apiToken.revoke", "apiToken"}
+	ActBootstrapToken  = Action{"apiToken.bootstrap", "apiToken"}
+	ActCreatePool      = Action{"pool.create", "pool"}
+	ActCreateIPPool    = Action{"ipPool.create", "ipPool"}
+	ActCreateHost      = Action{"host.create", "host"}
+	ActSetHostCapacity = Action{"host.setCapacity", "host"}
+	ActCreateFlavor    = Action{"flavor.create", "flavor"}
+	ActRegisterImage   = Action{"image.register", "image"}
+)
+
+// DesiredStateActions are the actions that set an instance's desired state.
+var DesiredStateActions = map[lifecycle.Desired]Action{
+	lifecycle.WantRunning: ActStartInstance,
+	lifecycle.WantStopped: ActStopInstance,
+	lifecycle.WantDeleted: ActDeleteInstance,
+}

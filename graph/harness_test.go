@@ -1,0 +1,209 @@
+package graph_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/seal"
+)
+
+// env is a GraphQL endpoint on a database of its own, with an operator.
+type env struct {
+	t        testing.TB
+	db       *pgxpool.Pool
+	url      string
+	client   *http.Client
+	sealer   *seal.Sealer
+	operator string
+}
+
+// testKey is an authorized_keys line the tests use.
+var testKey = newKey("test@example")
+
+func newKey(comment string) string {
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		panic(err)
+	}
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) + " " + comment
+}
+
+func setup(t testing.TB) *env {
+	t.Helper()
+	db := testenv.DB(t)
+	sealer, err := seal.New("test secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc := control.New(db, control.Config{Sealer: sealer, Logger: log})
+	h := graph.NewHandler(graph.HandlerConfig{Service: svc, DB: db, Logger: log})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(audit.WithRequestID(r.Context(), "req-test")))
+	}))
+	t.Cleanup(srv.Close)
+	e := &env{
+		t: t, db: db, url: srv.URL, sealer: sealer,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+	}
+	tok, err := svc.IssueToken(context.Background(), control.APITokenInput{Name: "test-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.operator = tok.Secret
+	return e
+}
+
+type gqlError struct {
+	Message    string `json:"message"`
+	Path       []any  `json:"path"`
+	Extensions struct {
+		Code  string `json:"code"`
+		Field string `json:"field"`
+		Limit string `json:"limit"`
+	} `json:"extensions"`
+}
+
+type response struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+}
+
+// code is the code of the first error, or "" when there is none.
+func (r response) code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	return r.Errors[0].Extensions.Code
+}
+
+// do runs a GraphQL operation as token.
+func (e *env) do(token, query string, vars map[string]any) response {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("POST /graphql: %v", err)
+	}
+	defer resp.Body.Close()
+	var r response
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		e.t.Fatalf("decode response (HTTP %d): %v", resp.StatusCode, err)
+	}
+	return r
+}
+
+// must runs an operation that must succeed and decodes its data into out.
+func (e *env) must(token, query string, vars map[string]any, out any) {
+	e.t.Helper()
+	r := e.do(token, query, vars)
+	if len(r.Errors) > 0 {
+		e.t.Fatalf("%s: %+v", query, r.Errors)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Data, out); err != nil {
+			e.t.Fatalf("decode data: %v", err)
+		}
+	}
+}
+
+// id runs a mutation that must succeed and returns the id at path.
+func (e *env) id(token, query string, vars map[string]any, path ...string) string {
+	e.t.Helper()
+	var data map[string]any
+	e.must(token, query, vars, &data)
+	var v any = data
+	for _, p := range path {
+		v = v.(map[string]any)[p]
+	}
+	return v.(string)
+}
+
+func (e *env) tenant(name string) (id, member string) {
+	e.t.Helper()
+	id = e.id(e.operator, `mutation($n: String!) { createTenant(input: {name: $n}) { tenant { id } } }`,
+		map[string]any{"n": name}, "createTenant", "tenant", "id")
+	member = e.id(e.operator, `mutation($n: String!, $t: ID) { createApiToken(input: {name: $n, tenantId: $t}) { token } }`,
+		map[string]any{"n": name + "-member", "t": id}, "createApiToken", "token")
+	return id, member
+}
+
+func (e *env) pool(name, class string, tenant any) string {
+	e.t.Helper()
+	return e.id(e.operator, `mutation($n: String!, $c: String!, $t: ID) { createPool(input: {name: $n, class: $c, tenantId: $t}) { pool { id } } }`,
+		map[string]any{"n": name, "c": class, "t": tenant}, "createPool", "pool", "id")
+}
+
+func (e *env) flavor(name string, vcpus, memoryMB int) string {
+	e.t.Helper()
+	return e.id(e.operator, `mutation($n: String!, $v: Int!, $m: Int!) { createFlavor(input: {name: $n, vcpus: $v, memoryMb: $m, diskGb: 10}) { flavor { id } } }`,
+		map[string]any{"n": name, "v": vcpus, "m": memoryMB}, "createFlavor", "flavor", "id")
+}
+
+func (e *env) image(name, visibility string, tenant any, verified bool) string {
+	e.t.Helper()
+	return e.id(e.operator, `mutation($n: String!, $vis: Visibility!, $t: ID, $ver: Boolean) {
+		registerImage(input: {name: $n, sourceUrl: "https://images.example/debian.qcow2", sha256: "`+sha+`", format: QCOW2, visibility: $vis, tenantId: $t, verified: $ver}) { image { id } } }`,
+		map[string]any{"n": name, "vis": visibility, "t": tenant, "ver": verified}, "registerImage", "image", "id")
+}
+
+const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+const createInstance = `mutation($in: CreateInstanceInput!) {
+	createInstance(input: $in) { instance { id name state desiredState version imageVerified } } }`
+
+// world is a tenant with what it needs to create instances.
+type world struct {
+	tenant, member      string
+	pool, flavor, image string
+}
+
+func (e *env) world(name string) world {
+	e.t.Helper()
+	w := world{}
+	w.tenant, w.member = e.tenant(name)
+	w.pool = e.pool(name+"-pool", "vps-host", w.tenant)
+	w.flavor = e.flavor(name+"-small", 1, 1024)
+	w.image = e.image(name+"-debian", "TENANT", w.tenant, true)
+	return w
+}
+
+// input returns a valid createInstance input in w.
+func (w world) input(name string) map[string]any {
+	return map[string]any{"poolId": w.pool, "flavorId": w.flavor, "imageId": w.image, "name": name, "sshKeys": []string{testKey}}
+}
+
+// count counts rows of a table matching an SQL condition.
+func (e *env) count(table, where string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.db.QueryRow(context.Background(), fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", table, where), args...).Scan(&n); err != nil {
+		e.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
