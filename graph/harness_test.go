@@ -207,3 +207,10 @@ func (e *env) count(table, where string, args ...any) int {
 	}
 	return n
 }
+
+func decodeInto(t testing.TB, data json.RawMessage, out any) {
+	t.Helper()
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatalf("decode data: %v", err)
+	}
+}

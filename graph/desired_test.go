@@ -1,0 +1,114 @@
+package graph_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+const setDesired = `mutation($id: ID!) { %s(input: {id: $id}) { instance { desiredState state version } } }`
+
+type instanceView struct {
+	DesiredState, State string
+	Version             int
+}
+
+func (e *env) setDesired(token, mutation, id string) (instanceView, response) {
+	e.t.Helper()
+	r := e.do(token, strings.Replace(setDesired, "%s", mutation, 1), map[string]any{"id": id})
+	var out map[string]struct{ Instance instanceView }
+	if r.Data != nil {
+		decodeInto(e.t, r.Data, &out)
+	}
+	return out[mutation].Instance, r
+}
+
+func TestDesiredState(t *testing.T) {
+	e := setup(t)
+	w := e.world("alpha")
+	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+
+	steps := []struct {
+		mutation     string
+		want         string
+		version      int
+		outbox       int // rows after the step
+		code         string
+		auditOutcome string
+	}{
+		{"stopInstance", "STOPPED", 2, 2, "", "success"},
+		{"stopInstance", "STOPPED", 2, 2, "", "success"}, // already wanted: nothing changes
+		{"startInstance", "RUNNING", 3, 3, "", "success"},
+		{"deleteInstance", "DELETED", 4, 4, "", "success"},
+		{"deleteInstance", "DELETED", 4, 4, "", "success"},
+		{"startInstance", "", 0, 4, "FAILED_PRECONDITION", "failure"},
+		{"stopInstance", "", 0, 4, "FAILED_PRECONDITION", "failure"},
+	}
+	for _, s := range steps {
+		t.Run(s.mutation+"→"+s.want+s.code, func(t *testing.T) {
+			audits := e.count("audit_events", "target_id IS NOT NULL AND action LIKE 'instance.%'")
+			got, r := e.setDesired(w.member, s.mutation, id)
+			if r.code() != s.code {
+				t.Fatalf("errors = %+v, want %s", r.Errors, s.code)
+			}
+			if s.code == "" && (got.DesiredState != s.want || got.Version != s.version || got.State != "PENDING") {
+				t.Fatalf("instance = %+v, want desired %s version %d", got, s.want, s.version)
+			}
+			if n := e.count("outbox", "key = (SELECT id FROM instances)"); n != s.outbox {
+				t.Errorf("outbox rows = %d, want %d", n, s.outbox)
+			}
+			if n := e.count("audit_events", "target_id IS NOT NULL AND action LIKE 'instance.%'"); n != audits+1 {
+				t.Errorf("audit rows %d → %d, want one more", audits, n)
+			}
+			action := map[string]string{"stopInstance": "instance.stop", "startInstance": "instance.start", "deleteInstance": "instance.delete"}[s.mutation]
+			if n := e.count("audit_events", "id = (SELECT max(id) FROM audit_events) AND action = $1 AND outcome = $2", action, s.auditOutcome); n != 1 {
+				t.Errorf("last audit event is not %s/%s", action, s.auditOutcome)
+			}
+		})
+	}
+}
+
+// TestOneTransaction proves a desired-state change, its audit event and its
+// outbox row commit together or not at all: when the outbox refuses the
+// row, nothing of the change remains, and the failure is audited.
+func TestOneTransaction(t *testing.T) {
+	e := setup(t)
+	w := e.world("alpha")
+	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+	ctx := context.Background()
+	_, err := e.db.Exec(ctx, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'outbox refused: SELECT secret FROM vault'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION refuse();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.count("audit_events", "outcome = 'success'")
+
+	_, r := e.setDesired(w.member, "stopInstance", id)
+	if r.code() != "INTERNAL" {
+		t.Fatalf("errors = %+v, want INTERNAL", r.Errors)
+	}
+	if msg := r.Errors[0].Message; strings.Contains(msg, "SELECT") || strings.Contains(msg, "outbox") || strings.Contains(msg, "vault") {
+		t.Fatalf("internal error shows its insides: %q", msg)
+	}
+	if n := e.count("instances", "desired_state = 'RUNNING' AND version = 1"); n != 1 {
+		t.Fatal("the desired state changed without its outbox row")
+	}
+	if n := e.count("audit_events", "outcome = 'success'"); n != before {
+		t.Fatal("a success was audited for a change that did not commit")
+	}
+	if n := e.count("audit_events", "action = 'instance.stop' AND outcome = 'failure' AND error_code = 'INTERNAL'"); n != 1 {
+		t.Fatal("the failed attempt was not audited")
+	}
+
+	t.Run("create too", func(t *testing.T) {
+		r := e.do(w.member, createInstance, map[string]any{"in": w.input("second")})
+		if r.code() != "INTERNAL" {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+		if n := e.count("instances", "true"); n != 1 {
+			t.Fatalf("instances = %d, want 1", n)
+		}
+	})
+}
