@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,10 +102,13 @@ func startPrivate(ctx context.Context, log *slog.Logger, dir string) (string, fu
 	if out, err := runAs(ctx, owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "start").CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("start private Postgres: %w: %s", err, out)
 	}
+	var once sync.Once
 	stop := func() {
-		if out, err := runAs(context.Background(), owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
-			log.Error("stop private Postgres", "err", err, "output", string(out))
-		}
+		once.Do(func() {
+			if out, err := runAs(context.Background(), owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
+				log.Error("stop private Postgres", "err", err, "output", string(out))
+			}
+		})
 	}
 	url, err := ensureDatabase(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), DevDatabase)
 	if err != nil {

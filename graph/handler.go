@@ -47,6 +47,8 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			p, err := iam.Authenticate(ctx, q, iam.BearerToken(payload.Authorization()))
 			if err != nil {
+				// 4403 Forbidden is graphql-transport-ws's answer to a refused init.
+				ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "unauthenticated")
 				return ctx, nil, errors.New("unauthenticated")
 			}
 			ctx = withLoaders(iam.WithPrincipal(ctx, p), cfg.Service)
