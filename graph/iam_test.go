@@ -158,7 +158,9 @@ func TestTokens(t *testing.T) {
 		tok := out.CreateApiToken.Token
 		e.must(tok, viewer, nil, nil)
 		var revoked struct {
-			RevokeApiToken struct{ ApiToken struct{ RevokedAt *time.Time } }
+			RevokeApiToken struct {
+				ApiToken struct{ RevokedAt *time.Time }
+			}
 		}
 		e.must(e.operator, `mutation($id: ID!) { revokeApiToken(input: {id: $id}) { apiToken { revokedAt } } }`, map[string]any{"id": out.CreateApiToken.ApiToken.ID}, &revoked)
 		if revoked.RevokeApiToken.ApiToken.RevokedAt == nil {

@@ -125,7 +125,9 @@ func TestOperatorSetup(t *testing.T) {
 			t.Errorf("tenant image without a tenant: %+v", r.Errors)
 		}
 		var out struct {
-			RegisterImage struct{ Image struct{ Format, Visibility, Sha256 string } }
+			RegisterImage struct {
+				Image struct{ Format, Visibility, Sha256 string }
+			}
 		}
 		e.must(e.operator, `mutation { registerImage(input: {name: "debian", sourceUrl: "file:///var/lib/images/debian.raw", sha256: "`+strings.ToUpper(sha)+`", format: RAW, visibility: PUBLIC, verified: true}) {
 			image { format visibility sha256 } } }`, nil, &out)
