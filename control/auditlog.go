@@ -40,10 +40,8 @@ func (s *Service) AuditEvents(ctx context.Context, f AuditFilter, page Page[int6
 	if err != nil {
 		return nil, false, fmt.Errorf("list audit events: %w", err)
 	}
-	if len(items) > int(lim) {
-		return items[:lim], true, nil
-	}
-	return items, false, nil
+	items, hasNext = trim(items, lim)
+	return items, hasNext, nil
 }
 
 // CountAuditEvents counts what AuditEvents with f pages through.

@@ -66,14 +66,7 @@ func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor
 
 // Flavors lists every flavor.
 func (s *Service) Flavors(ctx context.Context) ([]sqlc.Flavor, error) {
-	if _, err := caller(ctx); err != nil {
-		return nil, err
-	}
-	fs, err := s.q.ListFlavors(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list flavors: %w", err)
-	}
-	return fs, nil
+	return list(ctx, "flavors", func(ctx context.Context, _ *uuid.UUID) ([]sqlc.Flavor, error) { return s.q.ListFlavors(ctx) })
 }
 
 // Flavor returns a flavor.
@@ -151,15 +144,7 @@ func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image,
 
 // Images lists the images the caller can see.
 func (s *Service) Images(ctx context.Context) ([]sqlc.Image, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	imgs, err := s.q.ListImages(ctx, p.TenantFilter())
-	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
-	}
-	return imgs, nil
+	return list(ctx, "images", s.q.ListImages)
 }
 
 // Image returns an image the caller can see.

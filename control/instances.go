@@ -278,6 +278,28 @@ func (p Page[C]) limit() (int32, error) {
 	return int32(p.First), nil
 }
 
+// trim cuts a list read with one extra row back to lim, reporting whether
+// the extra row was there.
+func trim[T any](items []T, lim int32) ([]T, bool) {
+	if len(items) > int(lim) {
+		return items[:lim], true
+	}
+	return items, false
+}
+
+// list runs a list query limited to what the caller may see.
+func list[T any](ctx context.Context, what string, query func(context.Context, *uuid.UUID) ([]T, error)) ([]T, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, err := query(ctx, p.TenantFilter())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	return items, nil
+}
+
 // Instances lists the instances the caller may see, newest first. It reads
 // one more than asked so the caller knows whether there is a next page.
 func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) (items []sqlc.Instance, hasNext bool, err error) {
@@ -296,10 +318,8 @@ func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uui
 	if err != nil {
 		return nil, false, fmt.Errorf("list instances: %w", err)
 	}
-	if len(items) > int(lim) {
-		return items[:lim], true, nil
-	}
-	return items, false, nil
+	items, hasNext = trim(items, lim)
+	return items, hasNext, nil
 }
 
 // CountInstances counts the instances a list with f would page through.

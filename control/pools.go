@@ -92,15 +92,7 @@ func (s *Service) Pool(ctx context.Context, id uuid.UUID) (sqlc.Pool, error) {
 
 // Pools lists the pools the caller may use.
 func (s *Service) Pools(ctx context.Context) ([]sqlc.Pool, error) {
-	p, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pools, err := s.q.ListPools(ctx, p.TenantFilter())
-	if err != nil {
-		return nil, fmt.Errorf("list pools: %w", err)
-	}
-	return pools, nil
+	return list(ctx, "pools", s.q.ListPools)
 }
 
 // IPPoolInput adds an IPv4 range to a pool.
