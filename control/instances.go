@@ -81,22 +81,8 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		return none, apierr.Invalid("idempotencyKey", "at most 255 characters")
 	}
 
-	// The tenant lock serializes admission per tenant: quota counts and
-	// idempotency keys cannot race.
-	if _, err := q.LockTenant(ctx, tenant); err != nil {
-		return none, notFound(err, "tenantId", "tenant")
-	}
-	ev.TenantID = tenant
-	if in.IdempotencyKey != "" {
-		prev, err := q.GetInstanceByIdempotencyKey(ctx, sqlc.GetInstanceByIdempotencyKeyParams{TenantID: tenant, IdempotencyKey: &in.IdempotencyKey})
-		if err == nil {
-			ev.TargetID = prev.ID
-			ev.Details = map[string]any{"idempotentReplay": true}
-			return prev, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return none, fmt.Errorf("look up idempotency key: %w", err)
-		}
+	if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
+		return prev, err
 	}
 	pool, err := q.GetPool(ctx, in.PoolID)
 	if err != nil {
@@ -121,6 +107,16 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	}
 	if pool.RequireVerifiedImage && !img.Verified {
 		return none, apierr.Invalid("imageId", "pool %s requires a verified image", pool.Name)
+	}
+	// The tenant lock serializes the rest per tenant, so quota counts, names
+	// and idempotency keys cannot race. What needs no lock is checked above,
+	// to hold it briefly.
+	if _, err := q.LockTenant(ctx, tenant); err != nil {
+		return none, notFound(err, "tenantId", "tenant")
+	}
+	ev.TenantID = tenant
+	if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
+		return prev, err
 	}
 	taken, err := q.InstanceNameTaken(ctx, sqlc.InstanceNameTakenParams{TenantID: tenant, Name: in.Name})
 	if err != nil {
@@ -175,6 +171,23 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		return none, fmt.Errorf("enqueue instance: %w", err)
 	}
 	return inst, nil
+}
+
+// replay returns the instance a tenant created before with key, if any.
+func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.UUID, key string) (sqlc.Instance, bool, error) {
+	if key == "" {
+		return sqlc.Instance{}, false, nil
+	}
+	prev, err := q.GetInstanceByIdempotencyKey(ctx, sqlc.GetInstanceByIdempotencyKeyParams{TenantID: tenant, IdempotencyKey: &key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return prev, false, nil
+	}
+	if err != nil {
+		return prev, false, fmt.Errorf("look up idempotency key: %w", err)
+	}
+	ev.TenantID, ev.TargetID = tenant, prev.ID
+	ev.Details = map[string]any{"idempotentReplay": true}
+	return prev, true, nil
 }
 
 func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
