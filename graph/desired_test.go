@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -111,4 +112,39 @@ func TestOneTransaction(t *testing.T) {
 			t.Fatalf("instances = %d, want 1", n)
 		}
 	})
+}
+
+// TestConcurrentDesiredState races starts and stops on one instance: every
+// change that committed bumped the version once and wrote one outbox row
+// and one audit event, and the final desired state is the last one written.
+func TestConcurrentDesiredState(t *testing.T) {
+	e := setup(t)
+	w := e.world("alpha")
+	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			m := "stopInstance"
+			if i%2 == 0 {
+				m = "startInstance"
+			}
+			if _, r := e.setDesired(w.member, m, id); len(r.Errors) > 0 {
+				t.Errorf("%s: %+v", m, r.Errors)
+			}
+		})
+	}
+	wg.Wait()
+	var version int
+	var desired string
+	if err := e.db.QueryRow(context.Background(), "SELECT version, desired_state FROM instances").Scan(&version, &desired); err != nil {
+		t.Fatal(err)
+	}
+	changes := e.count("audit_events", "action IN ('instance.start', 'instance.stop') AND NOT details ? 'unchanged'")
+	if outbox := e.count("outbox", "true"); version != 1+changes || outbox != version {
+		t.Fatalf("version %d, %d changes audited, %d outbox rows; want version = changes + 1 = outbox rows", version, changes, outbox)
+	}
+	if n := e.count("audit_events", "id = (SELECT max(id) FROM audit_events WHERE NOT details ? 'unchanged' AND action <> 'instance.create') AND details->>'to' = $1", desired); n != 1 {
+		t.Fatalf("the last change audited is not to %s", desired)
+	}
+	t.Logf("%d of 40 requests changed the desired state", changes)
 }

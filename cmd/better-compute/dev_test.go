@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,7 @@ import (
 // configured, and checks it serves within 10 seconds and answers a query
 // with the token it printed.
 func TestDev(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "better-compute")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir())
+	cmd := exec.Command(binary(t), "dev", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir())
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {

@@ -35,7 +35,12 @@ func ServerURL() string {
 // the test ends.
 func DB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := DatabaseURL(t)
+	return Open(t, DatabaseURL(t))
+}
+
+// Open returns a pool on url, closed when the test ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
