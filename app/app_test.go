@@ -109,6 +109,9 @@ func TestServe(t *testing.T) {
 		if err := db.QueryRow(ctx, "SELECT count(*) FROM api_tokens WHERE name = 'bootstrap'").Scan(&n); err != nil || n != 1 {
 			t.Fatalf("bootstrap tokens = %d, %v; want 1", n, err)
 		}
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE action = 'apiToken.bootstrap'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("bootstrap audit events = %d, %v; want 1", n, err)
+		}
 	})
 
 	cancel()

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -141,7 +142,7 @@ func (s *Service) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
 	return ts, nil
 }
 
-// Quota returns a tenant's quota and usage. ok is false when it has none.
+// Quota returns a tenant's quota (all limits nil when it has none) and usage.
 func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (quota sqlc.Quota, usage sqlc.TenantUsageRow, err error) {
 	p, err := caller(ctx)
 	if err != nil {
@@ -151,7 +152,7 @@ func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (quota sqlc.Quota
 		return quota, usage, apierr.NotFoundf("id", "tenant not found")
 	}
 	quota, err = s.q.GetQuota(ctx, tenant)
-	if err != nil && err != pgx.ErrNoRows {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return quota, usage, fmt.Errorf("read quota: %w", err)
 	}
 	quota.TenantID = tenant

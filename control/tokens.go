@@ -144,19 +144,20 @@ func (s *Service) IssueToken(ctx context.Context, in APITokenInput) (NewAPIToken
 }
 
 // EnsureBootstrapToken makes token an operator token, once: the
-// BC_BOOTSTRAP_TOKEN of a fresh deployment.
+// BC_BOOTSTRAP_TOKEN of a fresh deployment. Later starts find it and write
+// nothing; two servers starting at once make one.
 func (s *Service) EnsureBootstrapToken(ctx context.Context, token string) error {
 	if len(token) < 16 {
 		return errors.New("bootstrap token: must be at least 16 characters")
 	}
+	hash := iam.Hash(token)
+	if _, err := s.q.FindBootstrapToken(ctx, hash); err == nil {
+		return nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("find bootstrap token: %w", err)
+	}
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "bootstrap"), System)
-	return s.mutate(ctx, ActBootstrapToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		hash := iam.Hash(token)
-		if _, err := q.FindBootstrapToken(ctx, hash); err == nil {
-			return nil
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("find bootstrap token: %w", err)
-		}
+	err := s.mutate(ctx, ActBootstrapToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		p, err := q.CreatePrincipal(ctx, sqlc.CreatePrincipalParams{ID: ids.New(), Name: "bootstrap", Role: string(iam.Operator)})
 		if err != nil {
 			return fmt.Errorf("create bootstrap principal: %w", err)
@@ -168,4 +169,8 @@ func (s *Service) EnsureBootstrapToken(ctx context.Context, token string) error 
 		ev.TargetID = t.ID
 		return nil
 	})
+	if apierr.CodeOf(err) == apierr.Conflict {
+		return nil // another server made it
+	}
+	return err
 }
