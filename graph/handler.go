@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -63,6 +64,7 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		InitTimeout:           10 * time.Second,
 		KeepAlivePingInterval: 15 * time.Second,
 	})
+	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.FixedComplexityLimit(2000))
@@ -98,7 +100,23 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		}
 		return resp
 	})
-	return authenticate(q, cfg.Service, srv)
+	return supported(authenticate(q, cfg.Service, srv))
+}
+
+// supported answers requests no transport serves (another method, a POST
+// that is not JSON) with an error in the API's shape.
+func supported(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		websocket := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+		json := r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
+		if !websocket && !json && r.Method != http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"errors":[{"message":"send a POST with Content-Type: application/json, a GET, or a websocket upgrade","extensions":{"code":"INVALID_INPUT"}}]}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authenticate puts the principal of the request's bearer token, if any, and
@@ -158,11 +176,11 @@ func normalizeCodes(errs gqlerror.List) {
 	for _, e := range errs {
 		code, _ := e.Extensions["code"].(string)
 		switch {
-		case code == "":
+		case code == "": // the transport's own, such as a body that is not JSON
 			if e.Extensions == nil {
 				e.Extensions = map[string]any{}
 			}
-			e.Extensions["code"] = string(apierr.Internal)
+			e.Extensions["code"] = string(apierr.InvalidInput)
 		case strings.HasPrefix(code, "GRAPHQL_"):
 			e.Extensions["code"] = string(apierr.InvalidInput)
 		}

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,45 @@ func TestTokens(t *testing.T) {
 			t.Fatalf("outbox rows %d → %d, want one more", outbox, got)
 		}
 	})
+}
+
+func TestEveryErrorHasACode(t *testing.T) {
+	e := setup(t)
+	for name, body := range map[string]string{
+		"not JSON":          `{bad json`,
+		"syntax error":      `{"query":"{ viewer { "}`,
+		"unknown field":     `{"query":"{ viewer { bogus } }"}`,
+		"bad variable type": `{"query":"query($n: Int) { instances(first: $n) { totalCount } }","variables":{"n":"x"}}`,
+		"missing variable":  `{"query":"mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", e.url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+e.operator)
+			r := send(t, req)
+			if r.code() != "INVALID_INPUT" {
+				t.Fatalf("errors = %+v", r.Errors)
+			}
+		})
+	}
+	t.Run("not a GraphQL request", func(t *testing.T) {
+		req, _ := http.NewRequest("PUT", e.url, strings.NewReader("x"))
+		if r := send(t, req); r.code() != "INVALID_INPUT" {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+	})
+}
+
+func send(t *testing.T, req *http.Request) response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r response
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("decode (HTTP %d): %v", resp.StatusCode, err)
+	}
+	return r
 }
