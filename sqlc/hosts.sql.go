@@ -12,7 +12,7 @@ import (
 )
 
 const createHost = `-- name: CreateHost :one
-INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at
+INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory
 `
 
 type CreateHostParams struct {
@@ -38,6 +38,9 @@ func (q *Queries) CreateHost(ctx context.Context, arg CreateHostParams) (Host, e
 		&i.Draining,
 		&i.LastSeenAt,
 		&i.CreatedAt,
+		&i.SpecGeneration,
+		&i.ReportedGeneration,
+		&i.Inventory,
 	)
 	return i, err
 }
@@ -52,7 +55,7 @@ func (q *Queries) DeleteHostGPUs(ctx context.Context, hostID uuid.UUID) error {
 }
 
 const getHost = `-- name: GetHost :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at FROM hosts WHERE id = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE id = $1
 `
 
 func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
@@ -66,6 +69,9 @@ func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
 		&i.Draining,
 		&i.LastSeenAt,
 		&i.CreatedAt,
+		&i.SpecGeneration,
+		&i.ReportedGeneration,
+		&i.Inventory,
 	)
 	return i, err
 }
@@ -101,7 +107,7 @@ func (q *Queries) GetHostCapacities(ctx context.Context, ids []uuid.UUID) ([]Hos
 }
 
 const getHostsByIDs = `-- name: GetHostsByIDs :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at FROM hosts WHERE id = ANY($1::uuid[])
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, error) {
@@ -121,6 +127,9 @@ func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, e
 			&i.Draining,
 			&i.LastSeenAt,
 			&i.CreatedAt,
+			&i.SpecGeneration,
+			&i.ReportedGeneration,
+			&i.Inventory,
 		); err != nil {
 			return nil, err
 		}
@@ -183,7 +192,7 @@ func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu,
 }
 
 const listHosts = `-- name: ListHosts :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at FROM hosts ORDER BY name
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts ORDER BY name
 `
 
 func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
@@ -203,6 +212,9 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 			&i.Draining,
 			&i.LastSeenAt,
 			&i.CreatedAt,
+			&i.SpecGeneration,
+			&i.ReportedGeneration,
+			&i.Inventory,
 		); err != nil {
 			return nil, err
 		}

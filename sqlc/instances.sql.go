@@ -69,7 +69,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -101,12 +101,19 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.UserDataSealed,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -143,6 +150,13 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.UserDataSealed,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
 	)
 	return i, err
 }
@@ -154,7 +168,7 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
 `
 
 type InsertInstanceParams struct {
@@ -228,6 +242,13 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.UserDataSealed,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
 	)
 	return i, err
 }
@@ -249,7 +270,7 @@ func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenPa
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -314,6 +335,13 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.UserDataSealed,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
 		); err != nil {
 			return nil, err
 		}
@@ -326,7 +354,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed FROM instances WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -358,6 +386,13 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.UserDataSealed,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
 	)
 	return i, err
 }
@@ -366,7 +401,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
 `
 
 type SetDesiredStateParams struct {
@@ -405,6 +440,13 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.UserDataSealed,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
 	)
 	return i, err
 }

@@ -11,6 +11,18 @@ import (
 	"github.com/google/uuid"
 )
 
+type Allocation struct {
+	ID         uuid.UUID
+	HostID     uuid.UUID
+	TenantID   uuid.UUID
+	InstanceID uuid.UUID
+	Vcpus      int32
+	MemoryMb   int64
+	DiskGb     int64
+	CreatedAt  time.Time
+	ReleasedAt *time.Time
+}
+
 type ApiToken struct {
 	ID          uuid.UUID
 	PrincipalID uuid.UUID
@@ -35,6 +47,15 @@ type AuditEvent struct {
 	Details     []byte
 }
 
+type DeviceClaim struct {
+	ID         uuid.UUID
+	HostID     uuid.UUID
+	Address    string
+	InstanceID uuid.UUID
+	ClaimedAt  time.Time
+	ReleasedAt *time.Time
+}
+
 type Flavor struct {
 	ID        uuid.UUID
 	Name      string
@@ -47,13 +68,16 @@ type Flavor struct {
 }
 
 type Host struct {
-	ID             uuid.UUID
-	PoolID         uuid.UUID
-	Name           string
-	CredentialHash []byte
-	Draining       bool
-	LastSeenAt     *time.Time
-	CreatedAt      time.Time
+	ID                 uuid.UUID
+	PoolID             uuid.UUID
+	Name               string
+	CredentialHash     []byte
+	Draining           bool
+	LastSeenAt         *time.Time
+	CreatedAt          time.Time
+	SpecGeneration     int64
+	ReportedGeneration int64
+	Inventory          []byte
 }
 
 type HostCapacity struct {
@@ -110,6 +134,13 @@ type Instance struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	UserDataSealed []byte
+	SpecPower      *string
+	SpecGeneration int64
+	Mac            *string
+	ObservedState  *string
+	ObservedReason string
+	ObservedAt     *time.Time
+	AvoidHostID    *uuid.UUID
 }
 
 type IpLease struct {
@@ -138,6 +169,8 @@ type Outbox struct {
 	Topic     string
 	Key       uuid.UUID
 	CreatedAt time.Time
+	Channel   *string
+	Payload   []byte
 }
 
 type Pool struct {

@@ -1,0 +1,54 @@
+package hostd
+
+import (
+	"context"
+	"time"
+
+	"github.com/better-compute/vps/hostproto"
+)
+
+// Runtime runs the domains (VMs) of one host. Drivers implement it: fake
+// for simulation, libvirt for real hosts. It does what it is told; the
+// daemon decides what to tell it.
+type Runtime interface {
+	// Domains lists the domains this daemon owns, whatever their state.
+	Domains(ctx context.Context) ([]Domain, error)
+	// Define creates the domain of spec, its disk (an overlay over the
+	// image) and its NoCloud seed, without starting it. Defining a domain
+	// that exists succeeds and changes nothing.
+	Define(ctx context.Context, spec hostproto.InstanceSpec) error
+	// Start boots a defined, stopped domain.
+	Start(ctx context.Context, id string) error
+	// Shutdown asks the guest to stop and destroys it after timeout.
+	Shutdown(ctx context.Context, id string, timeout time.Duration) error
+	// Pause freezes a running domain; Resume thaws it.
+	Pause(ctx context.Context, id string) error
+	Resume(ctx context.Context, id string) error
+	// Undefine stops the domain if needed and removes it with its overlay
+	// and seed. Undefining a domain that does not exist succeeds.
+	Undefine(ctx context.Context, id string) error
+	// Inventory reports the host's vCPUs, memory, disk and GPUs.
+	Inventory(ctx context.Context) (hostproto.Inventory, error)
+	// Changes signals, without blocking the runtime, when a domain changed
+	// state on its own (it crashed, or was destroyed by hand).
+	Changes() <-chan struct{}
+}
+
+// Domain is one domain of a runtime.
+type Domain struct {
+	// ID is the instance ID the domain was defined for.
+	ID    string
+	State DomainState
+	// Reason says why a domain is stopped when it was not asked to be.
+	Reason string
+}
+
+// DomainState is the power state of a domain.
+type DomainState string
+
+// The domain states.
+const (
+	DomainRunning DomainState = "running"
+	DomainStopped DomainState = "stopped"
+	DomainPaused  DomainState = "paused"
+)

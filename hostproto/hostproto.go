@@ -1,0 +1,131 @@
+// Package hostproto is the versioned protocol between the host gateway (in
+// `serve`) and the host daemon: the NodeSpec a host long-polls and the
+// runtime report it posts back. docs/host-protocol.md describes it.
+package hostproto
+
+// Version is the protocol version; it is part of every path.
+const Version = 1
+
+// Paths of the gateway, relative to the server's base URL.
+const (
+	// SpecPath is long-polled: GET SpecPath?after=GEN answers with the
+	// NodeSpec once its generation is above GEN, or 204 No Content when
+	// nothing changed within the wait (at most MaxWait).
+	SpecPath = "/host/v1/spec"
+	// ReportPath takes a Report by POST.
+	ReportPath = "/host/v1/report"
+)
+
+// Header names the protocol version a host speaks; the gateway refuses
+// others with 400.
+const Header = "BC-Host-Protocol"
+
+// Power is what the host must hold an instance at.
+type Power string
+
+// The powers.
+const (
+	PowerRunning Power = "running"
+	PowerStopped Power = "stopped"
+	PowerPaused  Power = "paused"
+)
+
+// NodeSpec is everything a host must run. An instance not in it must not
+// exist on the host.
+type NodeSpec struct {
+	Protocol int    `json:"protocol"`
+	HostID   string `json:"hostId"`
+	// Generation increases with every change to the spec.
+	Generation int64          `json:"generation"`
+	Instances  []InstanceSpec `json:"instances"`
+}
+
+// InstanceSpec is one instance of a NodeSpec.
+type InstanceSpec struct {
+	// ID is the instance's API ID (ins_…).
+	ID string `json:"id"`
+	// Name becomes the guest's hostname.
+	Name     string   `json:"name"`
+	Power    Power    `json:"power"`
+	Vcpus    int      `json:"vcpus"`
+	MemoryMB int64    `json:"memoryMb"`
+	DiskGB   int64    `json:"diskGb"`
+	Image    Image    `json:"image"`
+	SSHKeys  []string `json:"sshKeys"`
+	// UserData is the tenant's user data, opened for the host.
+	UserData string `json:"userData,omitempty"`
+	// Network is absent when the pool has no IP range.
+	Network *Network `json:"network,omitempty"`
+	// GPUs are the host's devices claimed for this instance, to pass through.
+	GPUs []Device `json:"gpus,omitempty"`
+}
+
+// Image is what an instance boots from.
+type Image struct {
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
+	// Format is raw, qcow2 or iso.
+	Format string `json:"format"`
+}
+
+// Network is an instance's static IPv4 configuration.
+type Network struct {
+	MAC string `json:"mac"`
+	// Address is in CIDR form, such as 10.0.0.5/24.
+	Address string   `json:"address"`
+	Gateway string   `json:"gateway"`
+	DNS     []string `json:"dns,omitempty"`
+}
+
+// Device is a PCI device of the host.
+type Device struct {
+	Address string `json:"address"`
+}
+
+// State is what a host saw of an instance.
+type State string
+
+// The states a host reports. An instance of the spec that is missing from a
+// report is absent.
+const (
+	StateRunning State = "running"
+	StateStopped State = "stopped"
+	StatePaused  State = "paused"
+	// StateFailed: the host could not define or start it; Reason says why.
+	StateFailed State = "failed"
+)
+
+// Report is what a host posts after converging and as its heartbeat.
+type Report struct {
+	Protocol int `json:"protocol"`
+	// Generation is the spec generation the host last converged to.
+	Generation int64            `json:"generation"`
+	Instances  []InstanceStatus `json:"instances"`
+	// Inventory is what the host has; sent at least with its first report.
+	Inventory *Inventory `json:"inventory,omitempty"`
+}
+
+// InstanceStatus is one instance as the host saw it.
+type InstanceStatus struct {
+	ID     string `json:"id"`
+	State  State  `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Inventory is what a host has to give.
+type Inventory struct {
+	Vcpus    int   `json:"vcpus"`
+	MemoryMB int64 `json:"memoryMb"`
+	DiskGB   int64 `json:"diskGb"`
+	GPUs     []GPU `json:"gpus,omitempty"`
+}
+
+// GPU is a PCI GPU of a host.
+type GPU struct {
+	Address string `json:"address"`
+	Vendor  string `json:"vendor"`
+	Model   string `json:"model"`
+}
+
+// MaxWaitSeconds is the longest the gateway holds a spec long-poll.
+const MaxWaitSeconds = 30
