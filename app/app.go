@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/gateway"
 	"github.com/better-compute/vps/migrations"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/server"
@@ -37,6 +38,12 @@ type Config struct {
 	// AllowedOrigins may open websockets besides the server's own host
 	// (BC_ALLOWED_ORIGINS, comma-separated).
 	AllowedOrigins []string
+	// RedisPrefix starts every Redis key and channel (BC_REDIS_PREFIX), so
+	// deployments can share a Redis. Default "bc:".
+	RedisPrefix string
+	// HostSilentAfter is how long a host may go without reporting before its
+	// instances are LOST (BC_HOST_SILENT_AFTER). Default 30s.
+	HostSilentAfter time.Duration
 	// Listen is the HTTP address (--listen). Default 127.0.0.1:8080.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -50,6 +57,10 @@ func FromEnv() Config {
 		RedisURL:       os.Getenv("REDIS_URL"),
 		BootstrapToken: os.Getenv("BC_BOOTSTRAP_TOKEN"),
 		AllowedOrigins: split(os.Getenv("BC_ALLOWED_ORIGINS")),
+		RedisPrefix:    os.Getenv("BC_REDIS_PREFIX"),
+	}
+	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
+		cfg.HostSilentAfter = d
 	}
 	if s := os.Getenv("BC_SECRET"); s != "" {
 		cfg.Secrets = append([]string{s}, split(os.Getenv("BC_SECRET_PREVIOUS"))...)
@@ -77,6 +88,31 @@ func (c *Config) applyDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	if c.RedisPrefix == "" {
+		c.RedisPrefix = "bc:"
+	}
+	if c.HostSilentAfter <= 0 {
+		c.HostSilentAfter = 30 * time.Second
+	}
+}
+
+// OpenRedis connects to Redis.
+func OpenRedis(ctx context.Context, url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, errors.New("REDIS_URL is not set")
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pingCtx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("connect to Redis: %w", err)
+	}
+	return rdb, nil
 }
 
 // OpenDB connects to Postgres.
@@ -111,10 +147,11 @@ type Server struct {
 	// Service is its domain service.
 	Service *control.Service
 
-	db    *pgxpool.Pool
-	redis *redis.Client
-	http  *http.Server
-	done  chan error
+	db     *pgxpool.Pool
+	redis  *redis.Client
+	http   *http.Server
+	done   chan error
+	cancel context.CancelFunc
 }
 
 // Start checks the schema, ensures the bootstrap token and starts serving.
@@ -128,18 +165,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.RedisURL == "" {
-		return nil, errors.New("REDIS_URL is not set")
-	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
-	}
-	db, err := OpenDB(ctx, cfg.DatabaseURL)
+	rdb, err := OpenRedis(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{db: db, redis: redis.NewClient(ropts), done: make(chan error, 1)}
+	db, err := OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	s := &Server{db: db, redis: rdb, done: make(chan error, 1)}
 	if err := s.start(ctx, cfg, sealer); err != nil {
 		s.closeConns()
 		return nil, err
@@ -162,9 +197,15 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.Addr = ln.Addr().String()
+	gw := gateway.New(gateway.Config{
+		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
+	})
+	var bg context.Context
+	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go gw.Run(bg)
 	s.http = &http.Server{
 		Handler: server.New(server.Config{
-			DB: s.db, Redis: s.redis, Service: s.Service, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
+			DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
@@ -180,6 +221,7 @@ func (s *Server) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-s.done:
 	}
+	s.cancel() // releases the gateway's long-polls
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil && err == nil {
@@ -193,6 +235,9 @@ func (s *Server) Wait(ctx context.Context) error {
 }
 
 func (s *Server) closeConns() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 	s.redis.Close()
 	s.db.Close()
 }

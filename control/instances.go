@@ -10,6 +10,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
@@ -167,8 +168,8 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	}
 	ev.TargetID = inst.ID
 	ev.Details = map[string]any{"name": inst.Name, "desiredState": inst.DesiredState}
-	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: inst.ID}); err != nil {
-		return none, fmt.Errorf("enqueue instance: %w", err)
+	if err := events.Enqueue(ctx, q, TopicInstances, events.Created, inst); err != nil {
+		return none, err
 	}
 	return inst, nil
 }
@@ -234,10 +235,7 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return fmt.Errorf("set desired state: %w", err)
 		}
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: id}); err != nil {
-			return fmt.Errorf("enqueue instance: %w", err)
-		}
-		return nil
+		return events.Enqueue(ctx, q, TopicInstances, events.Updated, inst)
 	})
 	return inst, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -65,8 +66,8 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, 
 			return fmt.Errorf("delete tenant instances: %w", err)
 		}
 		for _, inst := range deleted {
-			if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: TopicInstances, Key: inst}); err != nil {
-				return fmt.Errorf("enqueue instance: %w", err)
+			if err := events.Enqueue(ctx, q, TopicInstances, events.Updated, inst); err != nil {
+				return err
 			}
 		}
 		ev.Details = map[string]any{"instancesDeleted": len(deleted)}

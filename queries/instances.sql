@@ -50,4 +50,4 @@ RETURNING *;
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id;
+RETURNING *;

@@ -33,6 +33,8 @@ type Config struct {
 	Service *control.Service
 	// Logger logs requests that fail inside. Default: slog.Default().
 	Logger *slog.Logger
+	// Hosts serves the host gateway under /host/. Optional.
+	Hosts http.Handler
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
@@ -55,6 +57,9 @@ func New(cfg Config) http.Handler {
 		AllowedOrigins: cfg.AllowedOrigins,
 		Observe:        m.observe,
 	}))
+	if cfg.Hosts != nil {
+		mux.Handle("/host/", cfg.Hosts)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

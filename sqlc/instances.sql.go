@@ -45,22 +45,55 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
 `
 
-func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
+func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
 	rows, err := q.db.Query(ctx, deleteTenantInstances, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []Instance{}
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.UserDataSealed,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -11,16 +11,64 @@ import (
 	"github.com/google/uuid"
 )
 
+const claimOutbox = `-- name: ClaimOutbox :many
+SELECT id, topic, key, created_at, channel, payload FROM outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+`
+
+// ClaimOutbox takes the oldest rows for one relay; other relays skip them.
+func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, claimOutbox, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Outbox{}
+	for rows.Next() {
+		var i Outbox
+		if err := rows.Scan(
+			&i.ID,
+			&i.Topic,
+			&i.Key,
+			&i.CreatedAt,
+			&i.Channel,
+			&i.Payload,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deleteOutbox = `-- name: DeleteOutbox :exec
+DELETE FROM outbox WHERE id = ANY($1::bigint[])
+`
+
+func (q *Queries) DeleteOutbox(ctx context.Context, ids []int64) error {
+	_, err := q.db.Exec(ctx, deleteOutbox, ids)
+	return err
+}
+
 const insertOutbox = `-- name: InsertOutbox :exec
-INSERT INTO outbox (topic, key) VALUES ($1, $2)
+INSERT INTO outbox (topic, key, channel, payload) VALUES ($1, $2, $3, $4)
 `
 
 type InsertOutboxParams struct {
-	Topic string
-	Key   uuid.UUID
+	Topic   string
+	Key     uuid.UUID
+	Channel *string
+	Payload []byte
 }
 
 func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) error {
-	_, err := q.db.Exec(ctx, insertOutbox, arg.Topic, arg.Key)
+	_, err := q.db.Exec(ctx, insertOutbox,
+		arg.Topic,
+		arg.Key,
+		arg.Channel,
+		arg.Payload,
+	)
 	return err
 }

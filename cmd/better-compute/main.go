@@ -14,10 +14,11 @@ var commands = map[string]struct {
 	run     func(ctx context.Context, args []string) error
 	summary string
 }{
-	"serve":   {runServe, "serve the GraphQL API, the host gateway and /metrics"},
-	"migrate": {runMigrate, "apply the database migrations"},
-	"dev":     {runDev, "run the whole system locally with embedded defaults"},
-	"token":   {runToken, "create an API token (token create)"},
+	"serve":     {runServe, "serve the GraphQL API, the host gateway and /metrics"},
+	"migrate":   {runMigrate, "apply the database migrations"},
+	"dev":       {runDev, "run the whole system locally with embedded defaults"},
+	"token":     {runToken, "create an API token (token create)"},
+	"reconcile": {runReconcile, "consume the work stream and converge instances"},
 }
 
 func main() {
@@ -40,7 +41,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: better-compute <command> [flags]\n\ncommands:")
-	for _, name := range []string{"serve", "migrate", "dev", "token"} {
+	for _, name := range []string{"serve", "reconcile", "host", "migrate", "dev", "token"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nenvironment: DATABASE_URL, REDIS_URL, BC_SECRET, BC_SECRET_PREVIOUS, BC_BOOTSTRAP_TOKEN, BC_ALLOWED_ORIGINS")

@@ -1,0 +1,40 @@
+package app
+
+import (
+	"context"
+
+	"github.com/better-compute/vps/reconciler"
+)
+
+// ReconcilerConfig is what `reconcile` adds to Config.
+type ReconcilerConfig struct {
+	Config
+	// Workers is how many instances converge at once. Default 8.
+	Workers int
+	// Tune, if set, adjusts the reconciler's configuration (tests and dev
+	// use it for shorter intervals).
+	Tune func(*reconciler.Config)
+}
+
+// RunReconciler runs a reconciler until ctx ends.
+func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
+	cfg.applyDefaults()
+	rdb, err := OpenRedis(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	db, err := OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rc := reconciler.Config{
+		DB: db, Redis: rdb, Prefix: cfg.RedisPrefix, Workers: cfg.Workers,
+		HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
+	}
+	if cfg.Tune != nil {
+		cfg.Tune(&rc)
+	}
+	return reconciler.New(rc).Run(ctx)
+}

@@ -1,0 +1,157 @@
+// Package gateway is the host gateway in `serve`: hosts authenticate with
+// their credential, long-poll their NodeSpec and post runtime reports. The
+// report handler (the original's instanceStatusHandler) records what a host
+// saw and wakes the reconciler; it never changes an instance's state.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/seal"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// Config configures the gateway.
+type Config struct {
+	// DB is the database. Required.
+	DB *pgxpool.Pool
+	// Redis wakes long-polls when a spec changes. Required.
+	Redis redis.UniversalClient
+	// Prefix starts every Redis channel. Default "bc:".
+	Prefix string
+	// Sealer opens user data for the host that runs the instance. Required.
+	Sealer *seal.Sealer
+	// HostSilentAfter is how long a host may go without reporting before it
+	// counts as silent; a report after that wakes its instances. Default 30s.
+	HostSilentAfter time.Duration
+	// Logger logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.Prefix == "" {
+		c.Prefix = "bc:"
+	}
+	if c.HostSilentAfter <= 0 {
+		c.HostSilentAfter = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Gateway serves hosts.
+type Gateway struct {
+	cfg Config
+	q   *sqlc.Queries
+	hub *hub
+	log *slog.Logger
+	// stopping is closed when Run ends, releasing every long-poll.
+	stopping chan struct{}
+}
+
+// New returns a Gateway. Run must run for long-polls to wake early.
+func New(cfg Config) *Gateway {
+	cfg.applyDefaults()
+	return &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{})}
+}
+
+// Run holds the process's one Redis subscription for spec changes until
+// ctx ends; then it releases every long-poll, so the server can shut down.
+func (g *Gateway) Run(ctx context.Context) error {
+	defer close(g.stopping)
+	return g.hub.run(ctx, g.cfg.Redis, g.cfg.Prefix)
+}
+
+// Handler serves the protocol's paths.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+hostproto.SpecPath, g.authenticated(g.spec))
+	mux.HandleFunc("POST "+hostproto.ReportPath, g.authenticated(g.report))
+	return mux
+}
+
+type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host)
+
+func (g *Gateway) authenticated(next hostHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(hostproto.Header); v != strconv.Itoa(hostproto.Version) {
+			http.Error(w, fmt.Sprintf("this gateway speaks host protocol %d (header %s)", hostproto.Version, hostproto.Header), http.StatusBadRequest)
+			return
+		}
+		cred := iam.BearerToken(r.Header.Get("Authorization"))
+		host, err := g.q.HostByCredential(r.Context(), iam.Hash(cred))
+		if errors.Is(err, pgx.ErrNoRows) || cred == "" {
+			http.Error(w, "unknown host credential", http.StatusUnauthorized)
+			return
+		}
+		if err != nil {
+			g.fail(w, r, "authenticate host", err)
+			return
+		}
+		next(w, r, host)
+	}
+}
+
+func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	g.log.ErrorContext(r.Context(), what, "err", err)
+	http.Error(w, "internal error", http.StatusInternalServerError)
+}
+
+// spec answers a long-poll: the NodeSpec once its generation passes after,
+// or 204 when the wait ends first.
+func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host) {
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	wait := hostproto.MaxWaitSeconds * time.Second
+	if s, err := strconv.Atoi(r.URL.Query().Get("wait")); err == nil && s >= 0 && s < hostproto.MaxWaitSeconds {
+		wait = time.Duration(s) * time.Second
+	}
+	woken := g.hub.subscribe(host.ID) // before reading, so no change slips between
+	defer g.hub.unsubscribe(host.ID, woken)
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for {
+		gen, err := g.q.HostGeneration(r.Context(), host.ID)
+		if err != nil {
+			g.fail(w, r, "read host generation", err)
+			return
+		}
+		if gen > after {
+			spec, err := g.buildSpec(r.Context(), host)
+			if err != nil {
+				g.fail(w, r, "build spec", err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(spec)
+			return
+		}
+		select {
+		case <-woken:
+		case <-timeout.C:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-g.stopping:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

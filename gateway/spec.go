@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// buildSpec reads a host's NodeSpec in one snapshot, so its generation
+// matches its contents.
+func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host) (hostproto.NodeSpec, error) {
+	spec := hostproto.NodeSpec{Protocol: hostproto.Version, HostID: ids.Encode(ids.Host, host.ID), Instances: []hostproto.InstanceSpec{}}
+	err := pgx.BeginTxFunc(ctx, g.cfg.DB, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		var err error
+		if spec.Generation, err = q.HostGeneration(ctx, host.ID); err != nil {
+			return fmt.Errorf("read generation: %w", err)
+		}
+		insts, err := q.SpecInstances(ctx, &host.ID)
+		if err != nil {
+			return fmt.Errorf("read instances: %w", err)
+		}
+		leases, err := q.SpecLeases(ctx, &host.ID)
+		if err != nil {
+			return fmt.Errorf("read leases: %w", err)
+		}
+		devices, err := q.SpecDevices(ctx, host.ID)
+		if err != nil {
+			return fmt.Errorf("read devices: %w", err)
+		}
+		nets := map[uuid.UUID]*hostproto.Network{}
+		for _, l := range leases {
+			nets[l.InstanceID] = network(l)
+		}
+		gpus := map[uuid.UUID][]hostproto.Device{}
+		for _, d := range devices {
+			gpus[d.InstanceID] = append(gpus[d.InstanceID], hostproto.Device{Address: d.Address})
+		}
+		for _, inst := range insts {
+			is, err := g.instanceSpec(inst)
+			if err != nil {
+				return err
+			}
+			is.Network, is.GPUs = nets[inst.ID], gpus[inst.ID]
+			spec.Instances = append(spec.Instances, is)
+		}
+		return nil
+	})
+	if err != nil {
+		return spec, fmt.Errorf("spec of host %s: %w", host.Name, err)
+	}
+	return spec, nil
+}
+
+func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, error) {
+	is := hostproto.InstanceSpec{
+		ID:       ids.Encode(ids.Instance, inst.ID),
+		Name:     inst.Name,
+		Power:    hostproto.Power(*inst.SpecPower),
+		Vcpus:    int(inst.Vcpus),
+		MemoryMB: inst.MemoryMb,
+		DiskGB:   int64(inst.DiskGb),
+		Image:    hostproto.Image{URL: inst.ImageUrl, SHA256: inst.ImageSha256, Format: inst.ImageFormat},
+		SSHKeys:  inst.SshKeys,
+	}
+	if inst.UserDataSealed != nil {
+		ud, err := g.cfg.Sealer.Open(inst.UserDataSealed, inst.ID[:])
+		if err != nil {
+			return is, fmt.Errorf("open user data of %s: %w", is.ID, err)
+		}
+		is.UserData = string(ud)
+	}
+	return is, nil
+}
+
+func network(l sqlc.SpecLeasesRow) *hostproto.Network {
+	dns := make([]string, len(l.Dns))
+	for i, d := range l.Dns {
+		dns[i] = d.String()
+	}
+	return &hostproto.Network{
+		MAC:     l.Mac,
+		Address: netip.PrefixFrom(l.Address, l.Cidr.Bits()).String(),
+		Gateway: l.Gateway.String(),
+		DNS:     dns,
+	}
+}

@@ -1,0 +1,69 @@
+-- name: HostByCredential :one
+SELECT * FROM hosts WHERE credential_hash = $1;
+
+-- name: HostGeneration :one
+SELECT spec_generation FROM hosts WHERE id = $1;
+
+-- SpecInstances lists what a host must run.
+-- name: SpecInstances :many
+SELECT * FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id;
+
+-- SpecLeases gives the network of a host's instances.
+-- name: SpecLeases :many
+SELECT l.instance_id, l.address, l.mac, p.cidr, p.gateway, p.dns
+FROM ip_leases l JOIN ip_pools p ON p.id = l.ip_pool_id
+WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL);
+
+-- SpecDevices gives the claimed devices of a host's instances.
+-- name: SpecDevices :many
+SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address;
+
+-- RecordReport notes a host's report and returns when it was seen before.
+-- name: RecordReport :one
+WITH prev AS (SELECT last_seen_at FROM hosts WHERE id = @id)
+UPDATE hosts h SET last_seen_at = now(), reported_generation = @generation,
+    inventory = coalesce(sqlc.narg(inventory)::jsonb, h.inventory)
+FROM prev WHERE h.id = @id
+RETURNING prev.last_seen_at AS previously_seen_at;
+
+-- ObserveReported records what a host saw of the instances it reported,
+-- for those whose spec entry it has converged to, and returns the ones
+-- that changed.
+-- name: ObserveReported :many
+UPDATE instances i SET observed_state = r.state, observed_reason = r.reason, observed_at = now()
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason) AS r
+WHERE i.id = r.id AND i.host_id = @host AND i.spec_generation <= @generation
+  AND i.state NOT IN ('PENDING', 'DELETED')
+  AND (i.observed_state IS DISTINCT FROM r.state OR i.observed_reason <> r.reason)
+RETURNING i.id;
+
+-- ObserveAbsent records that a host no longer has the instances assigned to
+-- it that it did not report.
+-- name: ObserveAbsent :many
+UPDATE instances SET observed_state = 'absent', observed_reason = '', observed_at = now()
+WHERE host_id = @host AND spec_generation <= @generation
+  AND state NOT IN ('PENDING', 'DELETED')
+  AND id <> ALL(@reported::uuid[])
+  AND observed_state IS DISTINCT FROM 'absent'
+RETURNING id;
+
+-- name: ResetHostCredential :one
+UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING *;
+
+-- name: HostByName :one
+SELECT * FROM hosts WHERE name = $1;
+
+-- HostInstances lists the instances placed on a host, to wake them when
+-- the host comes back from silence.
+-- name: HostInstances :many
+SELECT id FROM instances WHERE host_id = $1 AND state NOT IN ('PENDING', 'DELETED');
+
+-- AdoptInventoryCapacity sets a host's capacity from its first inventory,
+-- unless an operator already set it.
+-- name: AdoptInventoryCapacity :exec
+INSERT INTO host_capacity (host_id, vcpus, memory_mb, disk_gb) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_id) DO NOTHING;
+
+-- name: AdoptInventoryGPU :exec
+INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_id, address) DO NOTHING;

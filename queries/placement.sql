@@ -1,0 +1,52 @@
+-- LockPool serializes placement in a pool, so two reconcilers never give
+-- the same room or address twice.
+-- name: LockPool :one
+SELECT * FROM pools WHERE id = $1 FOR NO KEY UPDATE;
+
+-- PlacementCandidates lists the live, undrained hosts of a pool with their
+-- capacity and what live allocations use of it.
+-- name: PlacementCandidates :many
+SELECT h.id, h.name,
+       c.vcpus, c.memory_mb, c.disk_gb,
+       coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
+       coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,
+       coalesce(sum(a.disk_gb), 0)::bigint AS used_disk_gb,
+       count(a.id)::int AS allocations,
+       coalesce(bool_and(a.tenant_id = @tenant::uuid), true)::boolean AS only_tenant
+FROM hosts h
+JOIN host_capacity c ON c.host_id = h.id
+LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
+WHERE h.pool_id = @pool AND NOT h.draining
+  AND h.last_seen_at > now() - make_interval(secs => @silent_after::float8)
+GROUP BY h.id, c.host_id
+ORDER BY h.id;
+
+-- FreeGPUs lists the unclaimed GPUs of a model on some hosts.
+-- name: FreeGPUs :many
+SELECT g.host_id, g.address FROM host_gpus g
+WHERE g.host_id = ANY(@hosts::uuid[]) AND g.model = @model
+  AND NOT EXISTS (SELECT 1 FROM device_claims d WHERE d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL)
+ORDER BY g.host_id, g.address;
+
+-- name: InsertAllocation :exec
+INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- name: InsertDeviceClaim :exec
+INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, $3, $4);
+
+-- FreeAddress finds the lowest free address of a pool's ranges.
+-- name: FreeAddress :one
+SELECT p.id AS ip_pool_id, (p.range_start + g.n)::inet AS address
+FROM ip_pools p
+CROSS JOIN LATERAL generate_series(0::bigint, (p.range_end - p.range_start)::bigint) AS g(n)
+WHERE p.pool_id = $1
+  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.ip_pool_id = p.id AND l.address = p.range_start + g.n AND l.released_at IS NULL)
+ORDER BY p.created_at, g.n
+LIMIT 1;
+
+-- name: HasIPPools :one
+SELECT EXISTS (SELECT 1 FROM ip_pools WHERE pool_id = $1);
+
+-- name: InsertLease :one
+INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id) VALUES ($1, $2, $3, $4, $5) RETURNING *;

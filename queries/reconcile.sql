@@ -1,0 +1,55 @@
+-- Transition is the reconciler's one guarded write: a compare-and-set on the
+-- state and version it read under the row lock.
+-- name: Transition :one
+UPDATE instances SET
+    state = @to_state,
+    state_reason = @state_reason,
+    host_id = @host_id,
+    spec_power = @spec_power,
+    spec_generation = @spec_generation,
+    mac = @mac,
+    avoid_host_id = @avoid_host_id,
+    observed_state = @observed_state,
+    observed_reason = @observed_reason,
+    version = version + 1,
+    updated_at = now()
+WHERE id = @id AND state = @from_state AND version = @from_version
+RETURNING *;
+
+-- name: SetStateReason :one
+UPDATE instances SET state_reason = @state_reason, version = version + 1, updated_at = now()
+WHERE id = @id AND version = @version
+RETURNING *;
+
+-- name: BumpHostGeneration :one
+UPDATE hosts SET spec_generation = spec_generation + 1 WHERE id = $1 RETURNING spec_generation;
+
+-- HostLiveness reads what the reconciler needs of a host.
+-- name: HostLiveness :one
+SELECT id, name, pool_id, last_seen_at, (last_seen_at > now() - make_interval(secs => @silent_after::float8))::boolean AS alive
+FROM hosts WHERE id = @id;
+
+-- name: ReleaseAllocation :execrows
+UPDATE allocations SET released_at = now() WHERE instance_id = $1 AND released_at IS NULL;
+
+-- name: ReleaseDeviceClaims :execrows
+UPDATE device_claims SET released_at = now() WHERE instance_id = $1 AND released_at IS NULL;
+
+-- name: ReleaseLeases :execrows
+UPDATE ip_leases SET released_at = now() WHERE instance_id = $1 AND released_at IS NULL;
+
+-- PendingInPool lists instances waiting for room in a pool, oldest first.
+-- name: PendingInPool :many
+SELECT id FROM instances WHERE pool_id = $1 AND state = 'PENDING' AND desired_state <> 'DELETED'
+ORDER BY created_at LIMIT 100;
+
+-- Unsettled lists instances the reconciler still has work on: not at their
+-- desired state, or on a host that has gone silent.
+-- name: Unsettled :many
+SELECT i.id FROM instances i
+WHERE (i.state <> i.desired_state AND i.state NOT IN ('DELETED', 'ERROR'))
+   OR (i.state = 'ERROR' AND i.desired_state = 'DELETED')
+   OR (i.host_id IS NOT NULL AND i.state NOT IN ('DELETED', 'PENDING', 'LOST', 'ERROR') AND EXISTS (
+        SELECT 1 FROM hosts h WHERE h.id = i.host_id
+          AND (h.last_seen_at IS NULL OR h.last_seen_at <= now() - make_interval(secs => @silent_after::float8))))
+LIMIT 10000;

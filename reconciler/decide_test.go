@@ -1,0 +1,90 @@
+package reconciler
+
+import (
+	"testing"
+
+	"github.com/better-compute/vps/lifecycle"
+)
+
+func TestDecide(t *testing.T) {
+	const (
+		run  = lifecycle.WantRunning
+		stop = lifecycle.WantStopped
+		del  = lifecycle.WantDeleted
+	)
+	alive := func(s lifecycle.State, d lifecycle.Desired, p power, seen string) facts {
+		return facts{state: s, desired: d, placed: true, hostAlive: true, host: "hv-1", power: p, seen: seen, seenReason: "boom"}
+	}
+	cases := []struct {
+		name string
+		f    facts
+		want step
+		ok   bool
+	}{
+		{"pending is placed", facts{state: lifecycle.Pending, desired: run}, step{place: true}, true},
+		{"pending deleted goes to deleting", facts{state: lifecycle.Pending, desired: del}, step{to: lifecycle.Deleting, power: removePower}, true},
+		{"unplaced deleting is deleted", facts{state: lifecycle.Deleting, desired: del}, step{to: lifecycle.Deleted, release: true}, true},
+		{"deleting waits for the host", alive(lifecycle.Deleting, del, keepPower, seenRunning), step{}, false},
+		{"deleting ends when the host lost it", alive(lifecycle.Deleting, del, keepPower, seenAbsent), step{to: lifecycle.Deleted, release: true}, true},
+		{"deleting on a silent host ends", facts{state: lifecycle.Deleting, desired: del, placed: true}, step{to: lifecycle.Deleted, release: true}, true},
+		{"running deleted", alive(lifecycle.Running, del, runPower, seenRunning), step{to: lifecycle.Deleting, power: removePower}, true},
+		{"provisioning waits", alive(lifecycle.Provisioning, run, runPower, seenNothing), step{}, false},
+		{"provisioning defined", alive(lifecycle.Provisioning, run, runPower, seenStopped), step{to: lifecycle.Starting}, true},
+		{"provisioning runs", alive(lifecycle.Provisioning, run, runPower, seenRunning), step{to: lifecycle.Starting}, true},
+		{"provisioning for stopped", alive(lifecycle.Provisioning, stop, stopPower, seenStopped), step{to: lifecycle.Stopped}, true},
+		{"provisioning failed recreates", alive(lifecycle.Provisioning, run, runPower, seenFailed), recreate(alive(lifecycle.Provisioning, run, runPower, seenFailed)), true},
+		{"starting runs", alive(lifecycle.Starting, run, runPower, seenRunning), step{to: lifecycle.Running}, true},
+		{"starting fails", alive(lifecycle.Starting, run, runPower, seenFailed), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
+		{"running at rest", alive(lifecycle.Running, run, runPower, seenRunning), step{}, false},
+		{"running stops", alive(lifecycle.Running, stop, runPower, seenRunning), step{to: lifecycle.Stopping, power: stopPower}, true},
+		{"running crashed waits for the host to restart it", alive(lifecycle.Running, run, runPower, seenStopped), step{}, false},
+		{"running vanished", alive(lifecycle.Running, run, runPower, seenAbsent), gone(alive(lifecycle.Running, run, runPower, seenAbsent)), true},
+		{"stopping stopped", alive(lifecycle.Stopping, stop, stopPower, seenStopped), step{to: lifecycle.Stopped}, true},
+		{"stopped at rest", alive(lifecycle.Stopped, stop, stopPower, seenStopped), step{}, false},
+		{"stopped asks the host to start", alive(lifecycle.Stopped, run, stopPower, seenStopped), step{power: runPower, reason: "starting on host hv-1"}, true},
+		{"stopped waits for the start", alive(lifecycle.Stopped, run, runPower, seenNothing), step{}, false},
+		{"stopped started", alive(lifecycle.Stopped, run, runPower, seenRunning), step{to: lifecycle.Starting}, true},
+		{"stopped cannot start: recreate", alive(lifecycle.Stopped, run, runPower, seenFailed), recreate(alive(lifecycle.Stopped, run, runPower, seenFailed)), true},
+		{"silent host: lost", facts{state: lifecycle.Running, desired: run, placed: true, host: "hv-1", power: runPower, seen: seenRunning}, step{to: lifecycle.Lost, reason: "host hv-1 stopped reporting"}, true},
+		{"lost while silent", facts{state: lifecycle.Lost, desired: run, placed: true, host: "hv-1", seen: seenRunning}, step{}, false},
+		{"lost comes back running", alive(lifecycle.Lost, run, runPower, seenRunning), step{to: lifecycle.Running}, true},
+		{"lost comes back stopped", alive(lifecycle.Lost, stop, stopPower, seenStopped), step{to: lifecycle.Stopped}, true},
+		{"error stays", alive(lifecycle.Error, run, runPower, seenFailed), step{}, false},
+		{"error deleted", alive(lifecycle.Error, del, runPower, seenFailed), step{to: lifecycle.Deleting, power: removePower}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := decide(c.f)
+			if ok != c.ok || got != c.want {
+				t.Fatalf("decide = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
+			}
+			if ok && got.to != "" && !lifecycle.CanTransition(c.f.state, got.to) {
+				t.Fatalf("%s → %s is not in the state table", c.f.state, got.to)
+			}
+		})
+	}
+}
+
+// TestDecideOnlyTableTransitions checks every step decide can take, over
+// every combination of facts, is allowed by the state table.
+func TestDecideOnlyTableTransitions(t *testing.T) {
+	seens := []string{seenNothing, seenRunning, seenStopped, seenPaused, seenFailed, seenAbsent}
+	desireds := []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted}
+	for _, s := range lifecycle.States {
+		for _, d := range desireds {
+			for _, seen := range seens {
+				for _, placed := range []bool{false, true} {
+					for _, alive := range []bool{false, true} {
+						for _, p := range []power{keepPower, runPower, stopPower} {
+							f := facts{state: s, desired: d, placed: placed, hostAlive: alive, seen: seen, power: p}
+							st, ok := decide(f)
+							if ok && st.to != "" && !lifecycle.CanTransition(s, st.to) {
+								t.Errorf("%+v → %s is not in the state table", f, st.to)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

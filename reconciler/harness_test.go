@@ -1,0 +1,152 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"crypto/ed25519"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/reconciler"
+	"github.com/better-compute/vps/seal"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// env is a database, a Redis prefix and an operator context with one
+// tenant, a hosted pool, a flavor and an image.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	db     *pgxpool.Pool
+	rdb    *redis.Client
+	prefix string
+	svc    *control.Service
+	log    *slog.Logger
+
+	tenant, pool, flavor, image uuid.UUID
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	db := testenv.DB(t)
+	rdb, prefix := testenv.Redis(t)
+	sealer, _ := seal.New("test")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := &env{
+		t: t, db: db, rdb: rdb, prefix: prefix, log: log,
+		ctx: iam.WithPrincipal(context.Background(), control.System),
+		svc: control.New(db, control.Config{Sealer: sealer, Logger: log}),
+	}
+	tenant, err := e.svc.CreateTenant(e.ctx, "acme")
+	e.check(err)
+	pool, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "fra1", Class: control.ClassHosted})
+	e.check(err)
+	flavor, err := e.svc.CreateFlavor(e.ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
+	e.check(err)
+	img, err := e.svc.RegisterImage(e.ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
+		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
+	e.check(err)
+	e.tenant, e.pool, e.flavor, e.image = tenant.ID, pool.ID, flavor.ID, img.ID
+	return e
+}
+
+func (e *env) check(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// reconcilers starts n reconcilers, stopped when the test ends.
+func (e *env) reconcilers(n int, tune func(*reconciler.Config)) {
+	for i := range n {
+		cfg := reconciler.Config{
+			DB: e.db, Redis: e.rdb, Prefix: e.prefix, Consumer: fmt.Sprintf("r%d", i),
+			RescanInterval: 500 * time.Millisecond, ClaimIdle: time.Second, Logger: e.log,
+		}
+		if tune != nil {
+			tune(&cfg)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- reconciler.New(cfg).Run(ctx) }()
+		e.t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("reconciler %d: %v", i, err)
+			}
+		})
+	}
+}
+
+// host adopts a host with capacity that counts as alive.
+func (e *env) host(name string, vcpus int32) uuid.UUID {
+	e.t.Helper()
+	h, err := e.svc.CreateHost(e.ctx, e.pool, name)
+	e.check(err)
+	_, err = e.svc.SetHostCapacity(e.ctx, control.HostCapacityInput{HostID: h.Host.ID, Vcpus: vcpus, MemoryMB: int64(vcpus) * 4096, DiskGB: 1000})
+	e.check(err)
+	_, err = e.db.Exec(context.Background(), "UPDATE hosts SET last_seen_at = now() WHERE id = $1", h.Host.ID)
+	e.check(err)
+	return h.Host.ID
+}
+
+var key = func() string {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	k, _ := ssh.NewPublicKey(pub)
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
+}()
+
+func (e *env) create(name string) uuid.UUID {
+	e.t.Helper()
+	inst, err := e.svc.CreateInstance(e.ctx, control.CreateInstanceInput{
+		TenantID: e.tenant, PoolID: e.pool, FlavorID: e.flavor, ImageID: e.image, Name: name, SSHKeys: []string{key},
+	})
+	e.check(err)
+	return inst.ID
+}
+
+// eventually waits until cond holds, re-checking on every published
+// instance event (and at least every 100 ms), or fails after timeout.
+func (e *env) eventually(timeout time.Duration, what string, cond func() bool) {
+	e.t.Helper()
+	sub := e.rdb.PSubscribe(context.Background(), e.prefix+"events:*")
+	defer sub.Close()
+	deadline := time.After(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-sub.Channel():
+		case <-tick.C:
+		case <-deadline:
+			e.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+func (e *env) count(query string, args ...any) int {
+	e.t.Helper()
+	var n int
+	e.check(e.db.QueryRow(context.Background(), "SELECT count(*) FROM "+query, args...).Scan(&n))
+	return n
+}
+
+func (e *env) instance(id uuid.UUID) sqlc.Instance {
+	e.t.Helper()
+	inst, err := sqlc.New(e.db).GetInstance(context.Background(), id)
+	e.check(err)
+	return inst
+}

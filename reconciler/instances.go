@@ -1,0 +1,191 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// TopicEvents is the outbox topic of events that need no further work.
+const TopicEvents = "vps.events"
+
+// errRace is a compare-and-set that lost; the instance is simply read again.
+var errRace = errors.New("instance changed underneath")
+
+// converge takes one step for an instance, in one transaction under its row
+// lock, and reports whether another step may follow at once.
+func (r *Reconciler) converge(ctx context.Context, id uuid.UUID) (again bool, err error) {
+	var wake []uuid.UUID
+	err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		inst, err := q.LockInstance(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock instance: %w", err)
+		}
+		f, err := r.facts(ctx, q, inst)
+		if err != nil {
+			return err
+		}
+		st, ok := decide(f)
+		if !ok {
+			return nil
+		}
+		if st.place {
+			again, err = r.place(ctx, q, inst, &wake)
+			return err
+		}
+		again = true
+		return r.apply(ctx, q, inst, st, &wake)
+	})
+	if err != nil {
+		return false, fmt.Errorf("converge instance %s: %w", id, err)
+	}
+	r.wakeHosts(ctx, wake)
+	return again, nil
+}
+
+func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (facts, error) {
+	f := facts{
+		state:      lifecycle.State(inst.State),
+		desired:    lifecycle.Desired(inst.DesiredState),
+		power:      powerOf(inst.SpecPower),
+		seenReason: inst.ObservedReason,
+	}
+	if inst.ObservedState != nil {
+		f.seen = *inst.ObservedState
+	}
+	if inst.HostID == nil {
+		return f, nil
+	}
+	h, err := q.HostLiveness(ctx, sqlc.HostLivenessParams{ID: *inst.HostID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
+	if err != nil {
+		return f, fmt.Errorf("read host: %w", err)
+	}
+	f.placed, f.hostAlive, f.host = true, h.Alive, h.Name
+	return f, nil
+}
+
+// apply carries out a step other than placement.
+func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, st step, wake *[]uuid.UUID) error {
+	p := sqlc.TransitionParams{
+		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
+		ToState: inst.State, StateReason: st.reason,
+		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
+		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
+	}
+	if st.to != "" {
+		p.ToState = string(st.to)
+	}
+	if st.power != keepPower {
+		p.SpecPower = st.power.spec()
+		p.ObservedState, p.ObservedReason = nil, ""
+		if inst.HostID != nil {
+			gen, err := q.BumpHostGeneration(ctx, *inst.HostID)
+			if err != nil {
+				return fmt.Errorf("bump host generation: %w", err)
+			}
+			p.SpecGeneration = gen
+			*wake = append(*wake, *inst.HostID)
+		}
+	}
+	if st.recreate || st.release {
+		if err := r.release(ctx, q, inst, st.release); err != nil {
+			return err
+		}
+	}
+	if st.recreate {
+		p.AvoidHostID, p.HostID = inst.HostID, nil
+	}
+	out, err := q.Transition(ctx, p)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errRace
+	}
+	if err != nil {
+		return fmt.Errorf("transition %s → %s: %w", inst.State, p.ToState, err)
+	}
+	typ := events.Updated
+	if out.State == string(lifecycle.Deleted) {
+		typ = events.Deleted
+	}
+	return events.Enqueue(ctx, q, TopicEvents, typ, out)
+}
+
+// release frees what the instance holds on its host (allocation and device
+// claims) and, when it is deleted, its address too. Each is released
+// exactly once: only rows not yet released are touched. Pending instances
+// of the pool are woken, since room was freed.
+func (r *Reconciler) release(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, all bool) error {
+	if _, err := q.ReleaseAllocation(ctx, inst.ID); err != nil {
+		return fmt.Errorf("release allocation: %w", err)
+	}
+	if _, err := q.ReleaseDeviceClaims(ctx, inst.ID); err != nil {
+		return fmt.Errorf("release device claims: %w", err)
+	}
+	if all {
+		if _, err := q.ReleaseLeases(ctx, inst.ID); err != nil {
+			return fmt.Errorf("release IP lease: %w", err)
+		}
+	}
+	pending, err := q.PendingInPool(ctx, inst.PoolID)
+	if err != nil {
+		return fmt.Errorf("list pending instances: %w", err)
+	}
+	for _, id := range pending {
+		if id == inst.ID {
+			continue
+		}
+		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: control.TopicInstances, Key: id}); err != nil {
+			return fmt.Errorf("wake pending instance: %w", err)
+		}
+	}
+	return nil
+}
+
+// wakeHosts tells hosts their spec changed. A lost message only delays
+// them until their long-poll times out.
+func (r *Reconciler) wakeHosts(ctx context.Context, hosts []uuid.UUID) {
+	for _, h := range hosts {
+		if err := r.rdb.Publish(ctx, r.cfg.Prefix+events.HostChannel(h), "").Err(); err != nil {
+			r.log.WarnContext(ctx, "wake host", "host", h, "err", err)
+		}
+	}
+}
+
+func (p power) spec() *string {
+	var s string
+	switch p {
+	case runPower:
+		s = "running"
+	case stopPower:
+		s = "stopped"
+	case pausePower:
+		s = "paused"
+	default:
+		return nil
+	}
+	return &s
+}
+
+func powerOf(s *string) power {
+	if s == nil {
+		return removePower
+	}
+	switch *s {
+	case "running":
+		return runPower
+	case "paused":
+		return pausePower
+	}
+	return stopPower
+}

@@ -1,0 +1,193 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// place puts a pending instance on a host of its pool: an allocation, its
+// GPU claims and an address, all under the pool's lock, so two reconcilers
+// never give out the same room or address. With no room it stays PENDING
+// with the reason, and is woken when room frees.
+func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
+	pool, err := q.LockPool(ctx, inst.PoolID)
+	if err != nil {
+		return false, fmt.Errorf("lock pool: %w", err)
+	}
+	if pool.Class != control.ClassHosted {
+		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which this reconciler does not serve yet", pool.Name, pool.Class))
+	}
+	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
+	if err != nil {
+		return false, fmt.Errorf("list hosts: %w", err)
+	}
+	gpus := map[uuid.UUID][]string{}
+	if inst.GpuCount > 0 && inst.GpuModel != nil {
+		hostIDs := make([]uuid.UUID, len(hosts))
+		for i, h := range hosts {
+			hostIDs[i] = h.ID
+		}
+		free, err := q.FreeGPUs(ctx, sqlc.FreeGPUsParams{Hosts: hostIDs, Model: *inst.GpuModel})
+		if err != nil {
+			return false, fmt.Errorf("list free GPUs: %w", err)
+		}
+		for _, g := range free {
+			gpus[g.HostID] = append(gpus[g.HostID], g.Address)
+		}
+	}
+	host, ok := choose(hosts, inst, pool, gpus)
+	if !ok {
+		return false, r.wait(ctx, q, inst, noRoom(pool, inst))
+	}
+
+	mac, err := r.lease(ctx, q, inst)
+	if errors.Is(err, errNoAddress) {
+		return false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
+	}
+	if err != nil {
+		return false, err
+	}
+	err = q.InsertAllocation(ctx, sqlc.InsertAllocationParams{
+		ID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
+		Vcpus: inst.Vcpus, MemoryMb: inst.MemoryMb, DiskGb: int64(inst.DiskGb),
+	})
+	if err != nil {
+		return false, fmt.Errorf("allocate on %s: %w", host.Name, err)
+	}
+	for _, addr := range gpus[host.ID][:inst.GpuCount] {
+		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
+			return false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
+		}
+	}
+	gen, err := q.BumpHostGeneration(ctx, host.ID)
+	if err != nil {
+		return false, fmt.Errorf("bump host generation: %w", err)
+	}
+	out, err := q.Transition(ctx, sqlc.TransitionParams{
+		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
+		ToState: string(lifecycle.Provisioning), HostID: &host.ID,
+		SpecPower: powerFor(lifecycle.Desired(inst.DesiredState)).spec(), SpecGeneration: gen, Mac: &mac,
+		AvoidHostID: inst.AvoidHostID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, errRace
+	}
+	if err != nil {
+		return false, fmt.Errorf("transition to PROVISIONING: %w", err)
+	}
+	*wake = append(*wake, host.ID)
+	return true, events.Enqueue(ctx, q, TopicEvents, events.Updated, out)
+}
+
+// choose picks the host for inst among those with room: the emptiest
+// (spread) or the fullest (pack), never the host it could not start on, and
+// under singleTenant only a host serving no other tenant.
+func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.Pool, gpus map[uuid.UUID][]string) (sqlc.PlacementCandidatesRow, bool) {
+	var (
+		best      sqlc.PlacementCandidatesRow
+		bestScore float64
+		found     bool
+	)
+	for _, h := range hosts {
+		freeCPU := int64(h.Vcpus) - h.UsedVcpus - int64(inst.Vcpus)
+		freeMem := h.MemoryMb - h.UsedMemoryMb - inst.MemoryMb
+		freeDisk := h.DiskGb - h.UsedDiskGb - int64(inst.DiskGb)
+		switch {
+		case freeCPU < 0 || freeMem < 0 || freeDisk < 0:
+			continue
+		case inst.AvoidHostID != nil && *inst.AvoidHostID == h.ID:
+			continue
+		case pool.SingleTenant && !h.OnlyTenant:
+			continue
+		case len(gpus[h.ID]) < int(inst.GpuCount):
+			continue
+		}
+		// The share of the host left free after placing: CPU and memory alike.
+		score := float64(freeCPU)/float64(max(h.Vcpus, 1)) + float64(freeMem)/float64(max(h.MemoryMb, 1))
+		if pool.Placement == "pack" {
+			score = -score
+		}
+		if !found || score > bestScore {
+			best, bestScore, found = h, score, true
+		}
+	}
+	return best, found
+}
+
+func noRoom(pool sqlc.Pool, inst sqlc.Instance) string {
+	need := fmt.Sprintf("%d vCPUs, %d MiB, %d GiB", inst.Vcpus, inst.MemoryMb, inst.DiskGb)
+	if inst.GpuCount > 0 && inst.GpuModel != nil {
+		need += fmt.Sprintf(", %d × %s", inst.GpuCount, *inst.GpuModel)
+	}
+	return fmt.Sprintf("no live host in pool %s has room for %s", pool.Name, need)
+}
+
+var errNoAddress = errors.New("no free address")
+
+// lease returns the MAC of the instance's address: the lease it kept from
+// an earlier placement, or a new one from the pool's ranges. A pool with
+// no ranges gives no address, and a MAC derived from the instance.
+func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (string, error) {
+	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
+	if err != nil {
+		return "", fmt.Errorf("read lease: %w", err)
+	}
+	if len(held) > 0 {
+		return held[0].Mac, nil
+	}
+	ranged, err := q.HasIPPools(ctx, inst.PoolID)
+	if err != nil {
+		return "", fmt.Errorf("read IP ranges: %w", err)
+	}
+	if !ranged {
+		return macFrom([4]byte(inst.ID[12:16])), nil
+	}
+	free, err := q.FreeAddress(ctx, inst.PoolID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errNoAddress
+	}
+	if err != nil {
+		return "", fmt.Errorf("find a free address: %w", err)
+	}
+	mac := macFor(free.Address)
+	if _, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: free.IpPoolID, Address: free.Address, Mac: mac, InstanceID: inst.ID}); err != nil {
+		return "", fmt.Errorf("lease %s: %w", free.Address, err)
+	}
+	return mac, nil
+}
+
+// macFor derives a locally administered MAC from an IPv4 address, so a
+// leased address always has the same MAC.
+func macFor(addr netip.Addr) string {
+	return macFrom(addr.As4())
+}
+
+func macFrom(b [4]byte) string {
+	return fmt.Sprintf("02:bc:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
+}
+
+// wait leaves a pending instance PENDING, recording why when it changed.
+func (r *Reconciler) wait(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, reason string) error {
+	if inst.StateReason == reason {
+		return nil
+	}
+	out, err := q.SetStateReason(ctx, sqlc.SetStateReasonParams{ID: inst.ID, Version: inst.Version, StateReason: reason})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errRace
+	}
+	if err != nil {
+		return fmt.Errorf("record why it waits: %w", err)
+	}
+	return events.Enqueue(ctx, q, TopicEvents, events.Updated, out)
+}

@@ -1,0 +1,126 @@
+// Package reconciler does the work the API records: it relays the outbox to
+// a Redis Stream, consumes the stream through a consumer group, and moves
+// each instance toward its desired state one guarded transition at a time
+// (vps.instances). Postgres is the truth; the stream only says where to look.
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+)
+
+// Config configures a Reconciler.
+type Config struct {
+	// DB is the database. Required.
+	DB *pgxpool.Pool
+	// Redis carries the work stream and events. Required.
+	Redis redis.UniversalClient
+	// Prefix starts every Redis key and channel. Default "bc:".
+	Prefix string
+	// Consumer names this process in the consumer group. Default host-pid.
+	Consumer string
+	// Workers is how many instances are converged at once. Default 8.
+	Workers int
+	// HostSilentAfter is how long a host may go without reporting before its
+	// instances are LOST and nothing more is placed on it. Default 30s.
+	HostSilentAfter time.Duration
+	// RescanInterval is how often Postgres is scanned for instances not at
+	// rest, so work lost from Redis is only delayed. Default 10s.
+	RescanInterval time.Duration
+	// ClaimIdle is how long an entry may stay unacknowledged on a consumer
+	// before another reclaims it. Default 30s.
+	ClaimIdle time.Duration
+	// MaxDeliveries is how often an entry may be delivered before it is
+	// dead-lettered. Default 10.
+	MaxDeliveries int64
+	// StreamMaxLen bounds the stream (approximately). Default 100,000.
+	StreamMaxLen int64
+	// Logger logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) applyDefaults() {
+	if c.Prefix == "" {
+		c.Prefix = "bc:"
+	}
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		c.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.HostSilentAfter <= 0 {
+		c.HostSilentAfter = 30 * time.Second
+	}
+	if c.RescanInterval <= 0 {
+		c.RescanInterval = 10 * time.Second
+	}
+	if c.ClaimIdle <= 0 {
+		c.ClaimIdle = 30 * time.Second
+	}
+	if c.MaxDeliveries <= 0 {
+		c.MaxDeliveries = 10
+	}
+	if c.StreamMaxLen <= 0 {
+		c.StreamMaxLen = 100_000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Reconciler is one `reconcile` process. Several may run against one
+// database and Redis.
+type Reconciler struct {
+	cfg    Config
+	db     *pgxpool.Pool
+	rdb    redis.UniversalClient
+	log    *slog.Logger
+	stream *stream
+	queue  *queue
+}
+
+// New returns a Reconciler.
+func New(cfg Config) *Reconciler {
+	cfg.applyDefaults()
+	return &Reconciler{
+		cfg:    cfg,
+		db:     cfg.DB,
+		rdb:    cfg.Redis,
+		log:    cfg.Logger,
+		stream: newStream(cfg),
+		queue:  newQueue(),
+	}
+}
+
+// Run relays, reads and converges until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) error {
+	if err := r.stream.ensureGroup(ctx); err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return r.relay(ctx) })
+	g.Go(func() error { return r.rescan(ctx) })
+	g.Go(func() error { return r.read(ctx) })
+	g.Go(func() error { return r.reclaim(ctx) })
+	for range r.cfg.Workers {
+		g.Go(func() error { r.work(ctx); return nil })
+	}
+	go func() {
+		<-ctx.Done()
+		r.queue.close()
+	}()
+	err := g.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,112 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// relay moves outbox rows to Redis: work topics to the work stream, events
+// to their channels. Rows are deleted in the transaction that read them,
+// after Redis took them, so a crash between the two only repeats them
+// (work coalesces; clients dedupe events by version). Several relays share
+// the outbox by skipping each other's locked rows.
+func (r *Reconciler) relay(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	go r.listen(ctx, wake)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	failures := 0
+	for {
+		n, err := r.relayBatch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.WarnContext(ctx, "relay outbox", "err", err)
+			sleep(ctx, backoff(failures+6))
+			failures++
+			continue
+		}
+		failures = 0
+		if n > 0 {
+			continue // there may be more
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+const relayBatch = 500
+
+func (r *Reconciler) relayBatch(ctx context.Context) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		rows, err := q.ClaimOutbox(ctx, relayBatch)
+		if err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		if n = len(rows); n == 0 {
+			return nil
+		}
+		ids := make([]int64, n)
+		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, row := range rows {
+				ids[i] = row.ID
+				if row.Topic == control.TopicInstances {
+					p.XAdd(ctx, &redis.XAddArgs{Stream: r.stream.key, MaxLen: r.cfg.StreamMaxLen, Approx: true,
+						Values: []string{"topic", row.Topic, "key", row.Key.String()}})
+				}
+				if row.Channel != nil && row.Payload != nil {
+					p.Publish(ctx, r.cfg.Prefix+*row.Channel, row.Payload)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("hand outbox to redis: %w", err)
+		}
+		return q.DeleteOutbox(ctx, ids)
+	})
+	return n, err
+}
+
+// listen signals wake whenever the outbox_notify trigger fires.
+func (r *Reconciler) listen(ctx context.Context, wake chan<- struct{}) {
+	for ctx.Err() == nil {
+		err := func() error {
+			conn, err := r.db.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(ctx, "LISTEN outbox"); err != nil {
+				return err
+			}
+			for {
+				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+					return err
+				}
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		if ctx.Err() == nil {
+			r.log.WarnContext(ctx, "listen for outbox", "err", err)
+			sleep(ctx, time.Second)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// read feeds the queue from the stream: first this consumer's own pending
+// entries (left by a crash), then new ones.
+func (r *Reconciler) read(ctx context.Context) error {
+	start := "0"
+	for ctx.Err() == nil {
+		es, err := r.stream.readGroup(ctx, start, 2*time.Second)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.log.WarnContext(ctx, "read work stream", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		if start == "0" && len(es) == 0 {
+			start = ">"
+		}
+		r.enqueue(es)
+	}
+	return nil
+}
+
+// reclaim takes over the entries of consumers that died.
+func (r *Reconciler) reclaim(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.ClaimIdle / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		es, err := r.stream.claim(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "reclaim work entries", "err", err)
+		}
+		r.enqueue(es)
+	}
+}
+
+func (r *Reconciler) enqueue(es []entry) {
+	for _, e := range es {
+		if _, err := uuid.Parse(e.key); err != nil {
+			r.log.Error("dropping a malformed work entry", "entry", e.id, "key", e.key)
+			r.stream.ack(context.Background(), []string{e.id})
+			continue
+		}
+		r.queue.add(e.key, e.id)
+	}
+}
+
+// work converges the instances the queue hands out until it closes.
+func (r *Reconciler) work(ctx context.Context) {
+	for {
+		key, ids, ok := r.queue.get()
+		if !ok {
+			return
+		}
+		id := uuid.MustParse(key)
+		again, err := r.converge(ctx, id)
+		switch {
+		case errors.Is(err, errRace):
+			r.queue.done(key, ids, false)
+			r.queue.again(key)
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.ErrorContext(ctx, "reconcile failed; backing off", "instance", id, "err", err)
+			r.recordFailure(ctx, id)
+			r.queue.done(key, ids, true)
+		default:
+			if err := r.stream.ack(ctx, ids); err != nil {
+				r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
+			}
+			r.queue.done(key, nil, false)
+			if again {
+				r.queue.again(key)
+			}
+		}
+	}
+}
+
+// recordFailure keeps why an instance is being retried in its stateReason.
+// The details stay in the log: the reason is shown to tenants.
+func (r *Reconciler) recordFailure(ctx context.Context, id uuid.UUID) {
+	const reason = "retrying after an internal error"
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		inst, err := q.GetInstance(ctx, id)
+		if err != nil || inst.StateReason == reason {
+			return err
+		}
+		out, err := q.SetStateReason(ctx, sqlc.SetStateReasonParams{ID: id, Version: inst.Version, StateReason: reason})
+		if err != nil {
+			return err
+		}
+		return events.Enqueue(ctx, q, TopicEvents, events.Updated, out)
+	})
+	if err != nil {
+		r.log.WarnContext(ctx, "record failure reason", "instance", id, "err", err)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
