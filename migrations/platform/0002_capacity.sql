@@ -3,7 +3,7 @@
 
 -- +goose Up
 ALTER TABLE hosts
-    ADD COLUMN spec_generation bigint NOT NULL DEFAULT 0,
+    ADD COLUMN spec_generation bigint NOT NULL DEFAULT 1,
     ADD COLUMN reported_generation bigint NOT NULL DEFAULT 0,
     ADD COLUMN inventory jsonb NOT NULL DEFAULT '{}';
 
