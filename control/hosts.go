@@ -145,3 +145,23 @@ func (s *Service) Host(ctx context.Context, id uuid.UUID) (sqlc.Host, error) {
 	}
 	return h, nil
 }
+
+// ResetHostCredential gives a host a new credential, shown once; the old
+// one stops working. Operators only.
+func (s *Service) ResetHostCredential(ctx context.Context, hostID uuid.UUID) (NewHost, error) {
+	var out NewHost
+	err := s.mutate(ctx, ActResetHostCredential, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = hostID
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		secret, hash := iam.NewSecret(HostCredentialPrefix)
+		host, err := q.ResetHostCredential(ctx, sqlc.ResetHostCredentialParams{ID: hostID, CredentialHash: hash})
+		if err != nil {
+			return notFound(err, "hostId", "host")
+		}
+		out = NewHost{Host: host, Credential: secret}
+		return nil
+	})
+	return out, err
+}
