@@ -22,6 +22,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ExitOnError)
 	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "HTTP `address` to listen on")
 	stateDir := fs.String("state-dir", ".dev", "`directory` for the dev secret, operator token and private Postgres")
+	simHosts := fs.Int("sim", 0, "run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
@@ -74,20 +75,24 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	url := "http://" + srv.Addr + "/graphql"
-	fmt.Printf(`Better Compute is running.
-
-  GraphQL:         %s
-  Operator token:  %s
-
-Try it:
-  curl -s %s \
-    -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
-    -d '{"query":"{ viewer { principal { name role } } }"}'
-
-Press Ctrl-C to stop.
-`, url, cfg.BootstrapToken, url, cfg.BootstrapToken)
+	fmt.Printf("Better Compute is running.\n\n  GraphQL:         %s\n  Operator token:  %s\n", url, cfg.BootstrapToken)
+	if *simHosts > 0 {
+		sim, err := startSim(ctx, cfg, srv, *simHosts, *stateDir, log)
+		if err != nil {
+			return err
+		}
+		query := fmt.Sprintf(`mutation { createInstance(input: {poolId: \"%s\", flavorId: \"%s\", imageId: \"%s\", name: \"web-1\", sshKeys: [\"%s\"]}) { instance { id state } } }`,
+			sim.pool, sim.flavor, sim.image, demoKey)
+		fmt.Printf("  Member token:    %s  (tenant demo)\n\n%d simulated hosts in pool %s. Create an instance as the demo member:\n\n"+
+			"  curl -s %s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"query\": \"%s\"}'\n",
+			sim.member, *simHosts, devenv.SimPool, url, sim.member, query)
+	}
+	fmt.Printf("\nPress Ctrl-C to stop.\n")
 	return srv.Wait(ctx)
 }
+
+// demoKey is a public key for the walk-through; no one holds its private key.
+const demoKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl you@laptop"
 
 // remembered returns the value kept in path, creating it with gen the first
 // time, so dev keeps its secret and token across restarts.

@@ -19,6 +19,7 @@ var commands = map[string]struct {
 	"dev":       {runDev, "run the whole system locally with embedded defaults"},
 	"token":     {runToken, "create an API token (token create)"},
 	"reconcile": {runReconcile, "consume the work stream and converge instances"},
+	"host":      {runHost, "run the host daemon: converge this host's NodeSpec"},
 }
 
 func main() {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/better-compute/vps/app"
+	"github.com/better-compute/vps/devenv"
+	"github.com/better-compute/vps/drivers/fake"
+	"github.com/better-compute/vps/hostd"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/reconciler"
+)
+
+type simInfo struct {
+	member, pool, flavor, image string
+}
+
+// startSim seeds the demo, then runs a reconciler and n simulated hosts in
+// this process. The hosts speak the real protocol to the server over HTTP.
+func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, stateDir string, log *slog.Logger) (simInfo, error) {
+	sim, err := devenv.Seed(ctx, srv.Service, n)
+	if err != nil {
+		return simInfo{}, err
+	}
+	member, err := remembered(filepath.Join(stateDir, "member-token"), func() string {
+		t, err := devenv.MemberToken(ctx, srv.Service, sim)
+		if err != nil {
+			log.Error("make demo member token", "err", err)
+		}
+		return t
+	})
+	if err != nil {
+		return simInfo{}, err
+	}
+	info := simInfo{member: member, pool: ids.Encode(ids.Pool, sim.Pool), flavor: ids.Encode(ids.Flavor, sim.Flavor), image: ids.Encode(ids.Image, sim.Image)}
+	go func() {
+		err := app.RunReconciler(ctx, app.ReconcilerConfig{Config: cfg, Tune: func(c *reconciler.Config) {
+			c.RescanInterval = 2 * time.Second
+		}})
+		if err != nil {
+			log.Error("reconciler stopped", "err", err)
+		}
+	}()
+	for name, cred := range sim.Credentials {
+		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond})
+		d := hostd.New(hostd.Config{
+			ServerURL: "http://" + srv.Addr, Credential: cred, Runtime: h,
+			HeartbeatInterval: 2 * time.Second, Logger: log.With("host", name),
+		})
+		go func() {
+			defer h.Close()
+			if err := d.Run(ctx); err != nil {
+				log.Error("simulated host stopped", "host", name, "err", err)
+			}
+		}()
+	}
+	return info, nil
+}

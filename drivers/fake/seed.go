@@ -1,0 +1,97 @@
+package fake
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/better-compute/vps/hostproto"
+)
+
+// Seed is the NoCloud seed of a domain (the files of its "cidata" disk),
+// as cloud-init in the guest reads it.
+//
+//   - meta-data names the instance (instance-id), its hostname
+//     (local-hostname, the instance's Name) and carries the SSH keys
+//     (public-keys). Keys go here rather than into user-data so that they are
+//     installed whatever the tenant's user data is: a shell script, a
+//     cloud-config that lists no keys, or nothing.
+//   - user-data is the tenant's UserData, byte for byte. Without user data it
+//     is an empty cloud-config ("#cloud-config\n"): NoCloud needs the file.
+//   - network-config is a version 2 network configuration of the static
+//     address of the instance's Network: one interface, matched by MAC,
+//     with its address, default route and name servers. It is empty when
+//     the instance has no Network; the seed then has no network-config file
+//     and the guest falls back to DHCP.
+//
+// Every string value is written as a double-quoted (JSON) scalar, which YAML
+// reads back unchanged whatever it contains.
+type Seed struct {
+	MetaData      string
+	UserData      string
+	NetworkConfig string
+}
+
+// emptyCloudConfig is the user-data of an instance without user data.
+const emptyCloudConfig = "#cloud-config\n"
+
+func newSeed(spec hostproto.InstanceSpec) Seed {
+	s := Seed{
+		MetaData:      metaData(spec),
+		UserData:      spec.UserData,
+		NetworkConfig: networkConfig(spec.Network),
+	}
+	if s.UserData == "" {
+		s.UserData = emptyCloudConfig
+	}
+	return s
+}
+
+func metaData(spec hostproto.InstanceSpec) string {
+	var b strings.Builder
+	b.WriteString("instance-id: " + quote(spec.ID) + "\n")
+	b.WriteString("local-hostname: " + quote(spec.Name) + "\n")
+	if len(spec.SSHKeys) > 0 {
+		b.WriteString("public-keys:\n")
+		for _, key := range spec.SSHKeys {
+			b.WriteString("  - " + quote(key) + "\n")
+		}
+	}
+	return b.String()
+}
+
+func networkConfig(n *hostproto.Network) string {
+	if n == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("version: 2\n")
+	b.WriteString("ethernets:\n")
+	b.WriteString("  eth0:\n")
+	if n.MAC != "" {
+		b.WriteString("    match:\n")
+		b.WriteString("      macaddress: " + quote(n.MAC) + "\n")
+		b.WriteString("    set-name: eth0\n")
+	}
+	b.WriteString("    addresses:\n")
+	b.WriteString("      - " + quote(n.Address) + "\n")
+	if n.Gateway != "" {
+		b.WriteString("    routes:\n")
+		b.WriteString("      - to: \"0.0.0.0/0\"\n")
+		b.WriteString("        via: " + quote(n.Gateway) + "\n")
+	}
+	if len(n.DNS) > 0 {
+		b.WriteString("    nameservers:\n")
+		b.WriteString("      addresses:\n")
+		for _, ip := range n.DNS {
+			b.WriteString("        - " + quote(ip) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// quote writes s as a JSON string, which is also a YAML double-quoted
+// scalar.
+func quote(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}

@@ -1,0 +1,185 @@
+package hostd_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/better-compute/vps/hostproto"
+)
+
+// gateway is a fake host gateway: it serves one host's spec long-poll from a
+// spec the test sets, and records the reports it is posted. It checks the
+// protocol header of every request and refuses a wrong credential with 401.
+type gateway struct {
+	t   *testing.T
+	url string
+
+	mu         sync.Mutex
+	credential string
+	down       bool // answer every request with 503
+	hold       time.Duration
+	spec       hostproto.NodeSpec
+	changed    chan struct{} // closed when spec changes
+
+	// reports receives every report posted.
+	reports chan hostproto.Report
+	// refused receives every request answered 401 or 503.
+	refused chan refusal
+	// unchanged receives the query of every long-poll answered 204.
+	unchanged chan map[string]string
+}
+
+// refusal is a request the gateway refused.
+type refusal struct {
+	path string
+	at   time.Time
+}
+
+const credential = "bch_test_credential"
+
+// newGateway starts a gateway that accepts credential and holds long-polls
+// for their full wait. It stops at the end of the test, after any daemon
+// started later.
+func newGateway(t *testing.T) *gateway {
+	g := &gateway{
+		t:          t,
+		credential: credential,
+		hold:       hostproto.MaxWaitSeconds * time.Second,
+		changed:    make(chan struct{}),
+		reports:    make(chan hostproto.Report, 10000),
+		refused:    make(chan refusal, 10000),
+		unchanged:  make(chan map[string]string, 10000),
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	return g
+}
+
+// setSpec makes instances the host's spec, at the next generation, and
+// returns that generation.
+func (g *gateway) setSpec(instances ...hostproto.InstanceSpec) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.spec = hostproto.NodeSpec{
+		Protocol:   hostproto.Version,
+		HostID:     "host_test",
+		Generation: g.spec.Generation + 1,
+		Instances:  instances,
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
+	return g.spec.Generation
+}
+
+func (g *gateway) setCredential(c string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.credential = c
+}
+
+func (g *gateway) setDown(down bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.down = down
+}
+
+// setHold sets how long a long-poll waits for a change before its 204, when
+// that is shorter than the wait the host asked for.
+func (g *gateway) setHold(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hold = d
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if got := r.Header.Get(hostproto.Header); got != "1" {
+		g.t.Errorf("%s %s: %s header %q, want 1", r.Method, r.URL.Path, hostproto.Header, got)
+		http.Error(w, "unsupported protocol", http.StatusBadRequest)
+		return
+	}
+	g.mu.Lock()
+	want, down := "Bearer "+g.credential, g.down
+	g.mu.Unlock()
+	switch {
+	case down:
+		g.refuse(w, r, http.StatusServiceUnavailable)
+	case r.Header.Get("Authorization") != want:
+		g.refuse(w, r, http.StatusUnauthorized)
+	case r.Method == http.MethodGet && r.URL.Path == hostproto.SpecPath:
+		g.serveSpec(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == hostproto.ReportPath:
+		g.serveReport(w, r)
+	default:
+		g.t.Errorf("unexpected request %s %s", r.Method, r.URL)
+		http.NotFound(w, r)
+	}
+}
+
+func (g *gateway) refuse(w http.ResponseWriter, r *http.Request, status int) {
+	record(g.refused, refusal{path: r.URL.Path, at: time.Now()})
+	http.Error(w, http.StatusText(status), status)
+}
+
+func (g *gateway) serveSpec(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
+	if err != nil {
+		g.t.Errorf("spec: after %q: %v", q.Get("after"), err)
+	}
+	wait, err := strconv.Atoi(q.Get("wait"))
+	if err != nil || wait < 1 || wait > hostproto.MaxWaitSeconds {
+		g.t.Errorf("spec: wait %q, want 1 to %d seconds", q.Get("wait"), hostproto.MaxWaitSeconds)
+	}
+	g.mu.Lock()
+	hold := min(g.hold, time.Duration(wait)*time.Second)
+	g.mu.Unlock()
+	timer := time.NewTimer(hold)
+	defer timer.Stop()
+	for {
+		g.mu.Lock()
+		spec, changed := g.spec, g.changed
+		g.mu.Unlock()
+		if spec.Generation > after {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(spec)
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			record(g.unchanged, map[string]string{"after": q.Get("after"), "wait": q.Get("wait")})
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (g *gateway) serveReport(w http.ResponseWriter, r *http.Request) {
+	var report hostproto.Report
+	if err := json.NewDecoder(r.Body).Decode(&report); err != nil {
+		g.t.Errorf("report: %v", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if report.Protocol != hostproto.Version {
+		g.t.Errorf("report protocol %d, want %d", report.Protocol, hostproto.Version)
+	}
+	record(g.reports, report)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// record sends v on c, or drops it when the test has let c fill up.
+func record[T any](c chan T, v T) {
+	select {
+	case c <- v:
+	default:
+	}
+}

@@ -1,0 +1,64 @@
+package hostd
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/better-compute/vps/hostproto"
+)
+
+// minPollGap is the least time between the starts of two spec long-polls,
+// so that even a gateway that answers at once is not asked in a hot loop.
+const minPollGap = 100 * time.Millisecond
+
+// pollSpecs long-polls the gateway for NodeSpecs newer than the last one it
+// got, and hands each to specs, replacing one the main loop has not taken:
+// only the newest spec matters. A 204 is simply asked again; errors are
+// retried with backoff. It returns when ctx ends.
+func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
+	var (
+		after int64 // the generation of the last spec received
+		retry backoff
+		last  time.Time
+	)
+	for {
+		if !sleep(ctx, time.Until(last.Add(minPollGap))) {
+			return
+		}
+		last = time.Now()
+		spec, ok, err := d.gw.spec(ctx, after)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait := retry.next()
+			d.logGatewayError("spec long-poll failed", err, wait)
+			if !sleep(ctx, wait) {
+				return
+			}
+			continue
+		}
+		retry.reset()
+		if !ok {
+			continue
+		}
+		d.log.Info("new spec", "generation", spec.Generation, "instances", len(spec.Instances))
+		after = spec.Generation
+		select {
+		case <-specs:
+		default:
+		}
+		specs <- spec
+	}
+}
+
+// logGatewayError logs a failed gateway request that is retried after
+// wait; a refused credential is an error an operator must fix.
+func (d *Daemon) logGatewayError(msg string, err error, wait time.Duration) {
+	if errors.Is(err, errUnauthorized) {
+		d.log.Error(msg+": check the host credential", "err", err, "retry_in", wait)
+		return
+	}
+	d.log.Warn(msg, "err", err, "retry_in", wait)
+}
