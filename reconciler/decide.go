@@ -73,6 +73,9 @@ func decide(f facts) (step, bool) {
 	if f.desired == lifecycle.WantDeleted || f.state == deleting {
 		switch f.state {
 		case deleting:
+			if f.placed && f.power != removePower {
+				return step{power: removePower}, true
+			}
 			if !f.placed || !f.hostAlive || f.seen == seenAbsent {
 				return step{to: deleted, release: true}, true
 			}
@@ -89,6 +92,10 @@ func decide(f facts) (step, bool) {
 	}
 	switch f.state {
 	case provisioning:
+		if f.desired == lifecycle.WantRunning && f.power != runPower && f.seen != seenFailed {
+			// Asked for while it was being made stopped: tell the host first.
+			return step{power: runPower}, true
+		}
 		switch f.seen {
 		case seenFailed:
 			return recreate(f), true
@@ -103,6 +110,9 @@ func decide(f facts) (step, bool) {
 			return gone(f), true
 		}
 	case starting:
+		if f.power != runPower {
+			return step{power: runPower}, true
+		}
 		switch f.seen {
 		case seenRunning:
 			return step{to: running}, true
@@ -113,6 +123,8 @@ func decide(f facts) (step, bool) {
 		}
 	case running:
 		switch {
+		case f.desired == lifecycle.WantRunning && f.power != runPower:
+			return step{power: runPower}, true
 		case f.desired == lifecycle.WantStopped:
 			return step{to: stopping, power: stopPower}, true
 		case f.seen == seenFailed:
@@ -121,6 +133,9 @@ func decide(f facts) (step, bool) {
 			return gone(f), true
 		}
 	case stopping:
+		if f.power != stopPower {
+			return step{power: stopPower}, true
+		}
 		switch f.seen {
 		case seenStopped:
 			return step{to: stopped}, true

@@ -24,15 +24,17 @@ func TestDecide(t *testing.T) {
 		{"pending is placed", facts{state: lifecycle.Pending, desired: run}, step{place: true}, true},
 		{"pending deleted goes to deleting", facts{state: lifecycle.Pending, desired: del}, step{to: lifecycle.Deleting, power: removePower}, true},
 		{"unplaced deleting is deleted", facts{state: lifecycle.Deleting, desired: del}, step{to: lifecycle.Deleted, release: true}, true},
-		{"deleting waits for the host", alive(lifecycle.Deleting, del, keepPower, seenRunning), step{}, false},
-		{"deleting ends when the host lost it", alive(lifecycle.Deleting, del, keepPower, seenAbsent), step{to: lifecycle.Deleted, release: true}, true},
-		{"deleting on a silent host ends", facts{state: lifecycle.Deleting, desired: del, placed: true}, step{to: lifecycle.Deleted, release: true}, true},
+		{"deleting waits for the host", alive(lifecycle.Deleting, del, removePower, seenRunning), step{}, false},
+		{"deleting ends when the host lost it", alive(lifecycle.Deleting, del, removePower, seenAbsent), step{to: lifecycle.Deleted, release: true}, true},
+		{"deleting on a silent host ends", facts{state: lifecycle.Deleting, desired: del, placed: true, power: removePower}, step{to: lifecycle.Deleted, release: true}, true},
 		{"running deleted", alive(lifecycle.Running, del, runPower, seenRunning), step{to: lifecycle.Deleting, power: removePower}, true},
 		{"provisioning waits", alive(lifecycle.Provisioning, run, runPower, seenNothing), step{}, false},
 		{"provisioning defined", alive(lifecycle.Provisioning, run, runPower, seenStopped), step{to: lifecycle.Starting}, true},
 		{"provisioning runs", alive(lifecycle.Provisioning, run, runPower, seenRunning), step{to: lifecycle.Starting}, true},
 		{"provisioning for stopped", alive(lifecycle.Provisioning, stop, stopPower, seenStopped), step{to: lifecycle.Stopped}, true},
 		{"provisioning failed recreates", alive(lifecycle.Provisioning, run, runPower, seenFailed), recreate(alive(lifecycle.Provisioning, run, runPower, seenFailed)), true},
+		{"provisioning stopped, now wanted running", alive(lifecycle.Provisioning, run, stopPower, seenStopped), step{power: runPower}, true},
+		{"starting but told to stop", alive(lifecycle.Starting, run, stopPower, seenStopped), step{power: runPower}, true},
 		{"starting runs", alive(lifecycle.Starting, run, runPower, seenRunning), step{to: lifecycle.Running}, true},
 		{"starting fails", alive(lifecycle.Starting, run, runPower, seenFailed), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
 		{"running at rest", alive(lifecycle.Running, run, runPower, seenRunning), step{}, false},
@@ -83,6 +85,65 @@ func TestDecideOnlyTableTransitions(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestDecideConverges checks that from any state, wanting anything, an
+// instance on a live host that does what its spec says reaches its desired
+// state: decide never gets stuck waiting for something the spec does not
+// ask for.
+func TestDecideConverges(t *testing.T) {
+	obey := func(p power) string {
+		return map[power]string{runPower: seenRunning, stopPower: seenStopped, pausePower: seenPaused, removePower: seenAbsent, keepPower: seenNothing}[p]
+	}
+	states := []lifecycle.State{lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running,
+		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Lost, lifecycle.Deleting}
+	for _, s := range states {
+		for _, d := range []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted} {
+			for _, p := range []power{runPower, stopPower, removePower} {
+				if s == lifecycle.Deleting && d != lifecycle.WantDeleted {
+					continue // deletion is final
+				}
+				if p == removePower && s != lifecycle.Pending && s != lifecycle.Deleting {
+					continue // only those are out of the spec
+				}
+				f := facts{state: s, desired: d, placed: s != lifecycle.Pending, hostAlive: true, host: "hv-1", power: p}
+				if !f.placed {
+					f.power = removePower
+				}
+				start := f
+				f.seen = obey(f.power)
+				var path []lifecycle.State
+				for i := 0; ; i++ {
+					if f.state == lifecycle.State(d) {
+						break
+					}
+					if i == 20 {
+						t.Fatalf("from %+v: no rest after 20 steps: %v", start, path)
+					}
+					st, ok := decide(f)
+					if !ok {
+						t.Fatalf("from %+v: stuck at %+v after %v", start, f, path)
+					}
+					switch {
+					case st.place:
+						f.placed, f.state, f.power = true, lifecycle.Provisioning, powerFor(d)
+					default:
+						if st.to != "" {
+							f.state = st.to
+						}
+						if st.power != keepPower {
+							f.power = st.power
+						}
+						if st.recreate {
+							f.placed = false
+						}
+					}
+					f.seen = obey(f.power)
+					path = append(path, f.state)
 				}
 			}
 		}

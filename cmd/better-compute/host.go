@@ -21,6 +21,8 @@ func runHost(ctx context.Context, args []string) error {
 	runtime := fs.String("runtime", "libvirt", "runtime `driver`: fake (simulated) or libvirt")
 	credFile := fs.String("credential-file", "", "`file` holding the host credential (default: $BC_HOST_CREDENTIAL)")
 	heartbeat := fs.Duration("heartbeat", 5*time.Second, "longest time between two reports")
+	bootDelay := fs.Duration("fake-boot-delay", 0, "fake runtime: how long a started domain boots")
+	failStarts := fs.String("fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
 	fs.Parse(args)
 
 	cred := os.Getenv("BC_HOST_CREDENTIAL")
@@ -37,8 +39,11 @@ func runHost(ctx context.Context, args []string) error {
 	var rt hostd.Runtime
 	switch *runtime {
 	case "fake":
-		h := fake.New(fake.Config{})
+		h := fake.New(fake.Config{BootDelay: *bootDelay})
 		defer h.Close()
+		if *failStarts != "" {
+			h.FailAllStarts(*failStarts)
+		}
 		rt = h
 	case "libvirt":
 		return errors.New("the libvirt runtime is not built yet; use --runtime fake")

@@ -1,0 +1,393 @@
+// Package e2e tests the whole control plane as it runs: the real binary's
+// serve, reconcile and host processes, a real Postgres and a Redis server
+// of the test's own.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/better-compute/vps/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds better-compute once per test process.
+func binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "e2e-bin-"); buildErr != nil {
+			return
+		}
+		var out []byte
+		out, buildErr = exec.Command("go", "build", "-o", binDir, "../cmd/better-compute").CombinedOutput()
+		if buildErr != nil {
+			buildErr = fmt.Errorf("%w: %s", buildErr, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+	return filepath.Join(binDir, "better-compute")
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// proc is a process of the cluster; it can be signalled and restarted.
+type proc struct {
+	t    testing.TB
+	name string
+	args []string
+	env  []string
+	log  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *proc) start() {
+	p.t.Helper()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cmd := exec.Command(p.args[0], p.args[1:]...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); f.Close(); close(done) }()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+}
+
+// signal sends sig; SIGKILL also waits for the process to be gone.
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		<-done
+	}
+}
+
+func (p *proc) stop() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGCONT)
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// tail returns the end of the process's log, for failure messages.
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// cluster is a running control plane with a tenant ready to create
+// instances.
+type cluster struct {
+	t        testing.TB
+	db       *pgxpool.Pool
+	env      []string
+	url      string
+	operator string
+	member   string
+	pool     string
+	flavor   string
+	image    string
+	server   *proc
+	redis    *proc
+	redisURL string
+	hosts    []*proc
+	reconcs  []*proc
+	procs    []*proc
+}
+
+type options struct {
+	hosts       int
+	reconcilers int
+	// hostVcpus is each host's capacity; memory follows at 1 GiB a vCPU.
+	hostVcpus int
+	// hostArgs are extra flags for every host process.
+	hostArgs []string
+}
+
+const silentAfter = 3 * time.Second
+
+func start(t testing.TB, o options) *cluster {
+	t.Helper()
+	bin := binary(t)
+	dir := t.TempDir()
+	c := &cluster{t: t}
+	c.redisURL, c.redis = startRedis(t, dir)
+	dbURL := testenv.DatabaseURL(t)
+	c.db = testenv.Open(t, dbURL)
+	c.operator = "bct_e2e-operator-token-0123456789"
+	c.env = []string{
+		"DATABASE_URL=" + dbURL, "REDIS_URL=" + c.redisURL, "BC_SECRET=e2e secret",
+		"BC_BOOTSTRAP_TOKEN=" + c.operator, "BC_HOST_SILENT_AFTER=" + silentAfter.String(),
+	}
+	addr := freeAddr(t)
+	c.url = "http://" + addr
+	c.server = c.proc("serve", nil, bin, "serve", "--listen", addr)
+	c.waitReady()
+	c.seed(o)
+	for i := range o.reconcilers {
+		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), nil, bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"))
+	}
+	for i := range o.hosts {
+		cred := c.adopt(fmt.Sprintf("hv-%d", i), o.hostVcpus)
+		args := append([]string{bin, "host", "--runtime", "fake", "--server", c.url, "--heartbeat", "500ms"}, o.hostArgs...)
+		c.hosts = append(c.hosts, c.proc(fmt.Sprintf("host-%d", i), []string{"BC_HOST_CREDENTIAL=" + cred}, args...))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range c.procs {
+				t.Logf("--- %s log (tail):\n%s", p.name, p.tail())
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) proc(name string, env []string, args ...string) *proc {
+	p := &proc{t: c.t, name: name, args: args, env: append(append([]string{}, c.env...), env...), log: filepath.Join(c.t.TempDir(), name+".log")}
+	p.start()
+	c.procs = append(c.procs, p)
+	c.t.Cleanup(p.stop)
+	return p
+}
+
+// startRedis runs a Redis server of the test's own, so tests may flush or
+// restart it.
+func startRedis(t testing.TB, dir string) (string, *proc) {
+	t.Helper()
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	p := &proc{t: t, name: "redis", log: filepath.Join(dir, "redis.log"),
+		args: []string{"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}}
+	p.start()
+	t.Cleanup(p.stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("REDIS-SERVER DID NOT START (is Debian's redis-server installed? make test installs it): %v\n%s", err, p.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "redis://" + addr, p
+}
+
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(c.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("serve not ready: %v\n%s", err, c.server.tail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// gql runs a GraphQL operation and returns its data; errors fail the test
+// unless allowed.
+func (c *cluster) gql(token, query string, vars map[string]any) (map[string]any, []map[string]any) {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest("POST", c.url+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Errorf("graphql: %v", err)
+		return nil, nil
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data   map[string]any   `json:"data"`
+		Errors []map[string]any `json:"errors"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out.Data, out.Errors
+}
+
+func (c *cluster) must(token, query string, vars map[string]any, path ...string) string {
+	c.t.Helper()
+	data, errs := c.gql(token, query, vars)
+	if len(errs) > 0 {
+		c.t.Fatalf("%s: %v", query, errs)
+	}
+	var v any = data
+	for _, p := range path {
+		v = v.(map[string]any)[p]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func (c *cluster) seed(o options) {
+	tenant := c.must(c.operator, `mutation { createTenant(input: {name: "acme"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
+	c.member = c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "acme", tenantId: $t}) { token } }`, map[string]any{"t": tenant}, "createApiToken", "token")
+	c.pool = c.must(c.operator, `mutation { createPool(input: {name: "fra1", class: "vps-host"}) { pool { id } } }`, nil, "createPool", "pool", "id")
+	c.must(c.operator, `mutation($p: ID!) { createIpPool(input: {poolId: $p, cidr: "10.50.0.0/22", gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: "10.50.3.250"}) { pool { id } } }`, map[string]any{"p": c.pool})
+	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "one", vcpus: 1, memoryMb: 1024, diskGb: 10}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	c.image = c.must(c.operator, `mutation { registerImage(input: {name: "debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("c", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`, nil, "registerImage", "image", "id")
+}
+
+// adopt creates a host with capacity and returns its credential.
+func (c *cluster) adopt(name string, vcpus int) string {
+	data, errs := c.gql(c.operator, `mutation($p: ID!, $n: String!) { createHost(input: {poolId: $p, name: $n}) { credential host { id } } }`, map[string]any{"p": c.pool, "n": name})
+	if len(errs) > 0 {
+		c.t.Fatal(errs)
+	}
+	ch := data["createHost"].(map[string]any)
+	id := ch["host"].(map[string]any)["id"].(string)
+	c.must(c.operator, `mutation($h: ID!, $v: Int!, $m: Int!) { setHostCapacity(input: {hostId: $h, vcpus: $v, memoryMb: $m, diskGb: 100000}) { host { id } } }`,
+		map[string]any{"h": id, "v": vcpus, "m": vcpus * 1024})
+	return ch["credential"].(string)
+}
+
+var sshKey = func() string {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	k, _ := ssh.NewPublicKey(pub)
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
+}()
+
+// create asks for an instance and returns its ID.
+func (c *cluster) create(name, desired string) string {
+	c.t.Helper()
+	return c.must(c.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`,
+		map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": name,
+			"sshKeys": []string{sshKey}, "desiredState": desired}}, "createInstance", "instance", "id")
+}
+
+// set runs start/stop/deleteInstance. Starting or stopping an instance a
+// racing request deleted is FAILED_PRECONDITION, which is fine.
+func (c *cluster) set(mutation, id string) {
+	c.t.Helper()
+	_, errs := c.gql(c.member, `mutation($id: ID!) { `+mutation+`(input: {id: $id}) { instance { id } } }`, map[string]any{"id": id})
+	for _, e := range errs {
+		code, _ := e["extensions"].(map[string]any)["code"].(string)
+		if code != "FAILED_PRECONDITION" || mutation == "deleteInstance" {
+			c.t.Errorf("%s %s: %v", mutation, id, errs)
+		}
+	}
+}
+
+func (c *cluster) count(query string, args ...any) int {
+	c.t.Helper()
+	var n int
+	if err := c.db.QueryRow(context.Background(), "SELECT count(*) FROM "+query, args...).Scan(&n); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// settle waits until every instance is at its desired state, or fails.
+func (c *cluster) settle(timeout time.Duration) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		if c.count("instances WHERE state <> desired_state") == 0 {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			rows, _ := c.db.Query(context.Background(), "SELECT state, desired_state, state_reason, count(*) FROM instances WHERE state <> desired_state GROUP BY 1, 2, 3")
+			var sb strings.Builder
+			for rows.Next() {
+				var s, d, r string
+				var n int
+				rows.Scan(&s, &d, &r, &n)
+				fmt.Fprintf(&sb, "\n  %d × %s (want %s) %s", n, s, d, r)
+			}
+			c.t.Fatalf("not settled after %v:%s", timeout, sb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// noLeaks checks nothing is held once every instance is deleted.
+func (c *cluster) noLeaks() {
+	c.t.Helper()
+	for what, q := range map[string]string{
+		"live allocations":                    "allocations WHERE released_at IS NULL",
+		"live device claims":                  "device_claims WHERE released_at IS NULL",
+		"live IP leases":                      "ip_leases WHERE released_at IS NULL",
+		"instances not DELETED":               "instances WHERE state <> 'DELETED'",
+		"allocations released twice or never": "(SELECT instance_id FROM allocations GROUP BY instance_id HAVING count(*) FILTER (WHERE released_at IS NULL) > 0) x",
+	} {
+		if n := c.count(q); n != 0 {
+			c.t.Errorf("%d %s", n, what)
+		}
+	}
+	data, _ := c.gql(c.member, `{ viewer { tenant { quota { usage { instances vcpus memoryMb gpus } } } } }`, nil)
+	usage := data["viewer"].(map[string]any)["tenant"].(map[string]any)["quota"].(map[string]any)["usage"].(map[string]any)
+	for k, v := range usage {
+		if v.(float64) != 0 {
+			c.t.Errorf("quota usage %s = %v", k, v)
+		}
+	}
+}
