@@ -48,7 +48,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	}
 	host, ok := choose(hosts, inst, pool, gpus)
 	if !ok {
-		return false, r.wait(ctx, q, inst, noRoom(pool, inst))
+		return false, r.wait(ctx, q, inst, noRoom(pool, inst, hosts))
 	}
 
 	mac, err := r.lease(ctx, q, inst)
@@ -125,12 +125,22 @@ func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.P
 	return best, found
 }
 
-func noRoom(pool sqlc.Pool, inst sqlc.Instance) string {
+func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidatesRow) string {
 	need := fmt.Sprintf("%d vCPUs, %d MiB, %d GiB", inst.Vcpus, inst.MemoryMb, inst.DiskGb)
 	if inst.GpuCount > 0 && inst.GpuModel != nil {
 		need += fmt.Sprintf(", %d × %s", inst.GpuCount, *inst.GpuModel)
 	}
-	return fmt.Sprintf("no live host in pool %s has room for %s", pool.Name, need)
+	reason := fmt.Sprintf("no live host in pool %s has room for %s", pool.Name, need)
+	if inst.AvoidHostID != nil {
+		avoided := "its last host"
+		for _, h := range hosts {
+			if h.ID == *inst.AvoidHostID {
+				avoided = "host " + h.Name
+			}
+		}
+		reason += fmt.Sprintf(" (%s could not start it)", avoided)
+	}
+	return reason
 }
 
 var errNoAddress = errors.New("no free address")
