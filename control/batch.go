@@ -43,6 +43,11 @@ func (s *Service) HostCapacities(ctx context.Context, keys []uuid.UUID) (map[uui
 	return byID(ctx, "host capacity", keys, s.q.GetHostCapacities, func(c sqlc.HostCapacity) uuid.UUID { return c.HostID })
 }
 
+// HostAllocations sums what live allocations hold on hosts.
+func (s *Service) HostAllocations(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.HostAllocationsRow, error) {
+	return byID(ctx, "host allocations", keys, s.q.HostAllocations, func(a sqlc.HostAllocationsRow) uuid.UUID { return a.HostID })
+}
+
 // HostGPUs loads the GPU inventory of hosts.
 func (s *Service) HostGPUs(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.HostGpu, error) {
 	return groupByID(ctx, "host GPUs", keys, s.q.ListHostGPUs, func(g sqlc.HostGpu) uuid.UUID { return g.HostID })

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,6 +30,9 @@ type Config struct {
 	Images ImageResolver
 	// Logger receives internal errors. Default: slog.Default().
 	Logger *slog.Logger
+	// HostSilentAfter is how long a host may go without reporting before it
+	// counts as silent. Default 30s.
+	HostSilentAfter time.Duration
 }
 
 // Service carries out API operations against Postgres.
@@ -38,6 +42,8 @@ type Service struct {
 	sealer *seal.Sealer
 	images ImageResolver
 	log    *slog.Logger
+
+	silentAfter time.Duration
 }
 
 // New returns a Service on db.
@@ -48,7 +54,15 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger}
+	if cfg.HostSilentAfter <= 0 {
+		cfg.HostSilentAfter = 30 * time.Second
+	}
+	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger, silentAfter: cfg.HostSilentAfter}
+}
+
+// HostAlive reports whether h reported within the silence timeout.
+func (s *Service) HostAlive(h sqlc.Host) bool {
+	return h.LastSeenAt != nil && time.Since(*h.LastSeenAt) < s.silentAfter
 }
 
 // TopicInstances is the outbox topic of the vps.instances reconciler.

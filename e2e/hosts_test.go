@@ -22,12 +22,35 @@ func TestSilentHost(t *testing.T) {
 		t.Fatal("no instance on hv-0 to lose")
 	}
 
+	hosts := func() map[string]map[string]any {
+		data, errs := c.gql(c.operator, `{ hosts { name alive lastSeenAt allocated { instances vcpus memoryMb } capacity { vcpus } } pools { name ipPools { size leased } } }`, nil)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		out := map[string]map[string]any{}
+		for _, h := range data["hosts"].([]any) {
+			out[h.(map[string]any)["name"].(string)] = h.(map[string]any)
+		}
+		if leased := data["pools"].([]any)[0].(map[string]any)["ipPools"].([]any)[0].(map[string]any)["leased"].(float64); leased != 6 {
+			t.Fatalf("pool shows %v addresses leased, want 6", leased)
+		}
+		return out
+	}
+	view := hosts()["hv-0"]
+	if view["alive"] != true || view["lastSeenAt"] == nil || view["allocated"].(map[string]any)["instances"].(float64) != float64(on) ||
+		view["allocated"].(map[string]any)["vcpus"].(float64) != float64(on) {
+		t.Fatalf("operator view of hv-0: %v", view)
+	}
+
 	frozen.signal(syscall.SIGSTOP)
 	waitFor(t, 30*time.Second, "instances of the frozen host LOST", func() bool {
 		return c.count("instances WHERE host_id = $1 AND state = 'LOST' AND state_reason = 'host hv-0 stopped reporting'", host) == on
 	})
 	if n := c.count("instances WHERE host_id <> $1 AND state = 'RUNNING'", host); n != 6-on {
 		t.Fatalf("%d instances on the live host running, want %d", n, 6-on)
+	}
+	if view := hosts(); view["hv-0"]["alive"] != false || view["hv-1"]["alive"] != true {
+		t.Fatalf("liveness: hv-0 %v, hv-1 %v", view["hv-0"]["alive"], view["hv-1"]["alive"])
 	}
 	frozen.signal(syscall.SIGCONT)
 	waitFor(t, 30*time.Second, "instances back to RUNNING", func() bool {

@@ -118,14 +118,26 @@ type ComplexityRoot struct {
 	}
 
 	Host struct {
-		Capacity   func(childComplexity int) int
-		CreatedAt  func(childComplexity int) int
-		Draining   func(childComplexity int) int
-		Gpus       func(childComplexity int) int
-		ID         func(childComplexity int) int
-		LastSeenAt func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Pool       func(childComplexity int) int
+		Alive              func(childComplexity int) int
+		Allocated          func(childComplexity int) int
+		Capacity           func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		Draining           func(childComplexity int) int
+		Gpus               func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		LastSeenAt         func(childComplexity int) int
+		Name               func(childComplexity int) int
+		Pool               func(childComplexity int) int
+		ReportedGeneration func(childComplexity int) int
+		SpecGeneration     func(childComplexity int) int
+	}
+
+	HostAllocation struct {
+		DiskGb    func(childComplexity int) int
+		Gpus      func(childComplexity int) int
+		Instances func(childComplexity int) int
+		MemoryMb  func(childComplexity int) int
+		Vcpus     func(childComplexity int) int
 	}
 
 	HostCapacity struct {
@@ -322,6 +334,9 @@ type HostResolver interface {
 	Pool(ctx context.Context, obj *sqlc.Host) (sqlc.Pool, error)
 	Capacity(ctx context.Context, obj *sqlc.Host) (*model.HostCapacity, error)
 	Gpus(ctx context.Context, obj *sqlc.Host) ([]model.Gpu, error)
+	Allocated(ctx context.Context, obj *sqlc.Host) (model.HostAllocation, error)
+
+	Alive(ctx context.Context, obj *sqlc.Host) (bool, error)
 }
 type ImageResolver interface {
 	ID(ctx context.Context, obj *sqlc.Image) (string, error)
@@ -664,6 +679,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Gpu.Vendor(childComplexity), true
 
+	case "Host.alive":
+		if e.ComplexityRoot.Host.Alive == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Alive(childComplexity), true
+	case "Host.allocated":
+		if e.ComplexityRoot.Host.Allocated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Allocated(childComplexity), true
 	case "Host.capacity":
 		if e.ComplexityRoot.Host.Capacity == nil {
 			break
@@ -712,6 +739,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.Pool(childComplexity), true
+	case "Host.reportedGeneration":
+		if e.ComplexityRoot.Host.ReportedGeneration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.ReportedGeneration(childComplexity), true
+	case "Host.specGeneration":
+		if e.ComplexityRoot.Host.SpecGeneration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.SpecGeneration(childComplexity), true
+
+	case "HostAllocation.diskGb":
+		if e.ComplexityRoot.HostAllocation.DiskGb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostAllocation.DiskGb(childComplexity), true
+	case "HostAllocation.gpus":
+		if e.ComplexityRoot.HostAllocation.Gpus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostAllocation.Gpus(childComplexity), true
+	case "HostAllocation.instances":
+		if e.ComplexityRoot.HostAllocation.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostAllocation.Instances(childComplexity), true
+	case "HostAllocation.memoryMb":
+		if e.ComplexityRoot.HostAllocation.MemoryMb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostAllocation.MemoryMb(childComplexity), true
+	case "HostAllocation.vcpus":
+		if e.ComplexityRoot.HostAllocation.Vcpus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostAllocation.Vcpus(childComplexity), true
 
 	case "HostCapacity.diskGb":
 		if e.ComplexityRoot.HostCapacity.DiskGb == nil {
@@ -1737,14 +1807,38 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_capacity(ctx, field)
 	case "gpus":
 		return ec.fieldContext_Host_gpus(ctx, field)
+	case "allocated":
+		return ec.fieldContext_Host_allocated(ctx, field)
 	case "draining":
 		return ec.fieldContext_Host_draining(ctx, field)
 	case "lastSeenAt":
 		return ec.fieldContext_Host_lastSeenAt(ctx, field)
+	case "alive":
+		return ec.fieldContext_Host_alive(ctx, field)
+	case "specGeneration":
+		return ec.fieldContext_Host_specGeneration(ctx, field)
+	case "reportedGeneration":
+		return ec.fieldContext_Host_reportedGeneration(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Host", field.Name)
+}
+
+func (ec *executionContext) childFields_HostAllocation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "instances":
+		return ec.fieldContext_HostAllocation_instances(ctx, field)
+	case "vcpus":
+		return ec.fieldContext_HostAllocation_vcpus(ctx, field)
+	case "memoryMb":
+		return ec.fieldContext_HostAllocation_memoryMb(ctx, field)
+	case "diskGb":
+		return ec.fieldContext_HostAllocation_diskGb(ctx, field)
+	case "gpus":
+		return ec.fieldContext_HostAllocation_gpus(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HostAllocation", field.Name)
 }
 
 func (ec *executionContext) childFields_HostCapacity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3666,6 +3760,38 @@ func (ec *executionContext) fieldContext_Host_gpus(_ context.Context, field grap
 	return fc, nil
 }
 
+func (ec *executionContext) _Host_allocated(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_allocated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Host().Allocated(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostAllocation) graphql.Marshaler {
+			return ec.marshalNHostAllocation2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostAllocation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_allocated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Host",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostAllocation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Host_draining(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3712,6 +3838,75 @@ func (ec *executionContext) fieldContext_Host_lastSeenAt(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
 }
 
+func (ec *executionContext) _Host_alive(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_alive(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Host().Alive(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_alive(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Host_specGeneration(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_specGeneration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SpecGeneration, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_specGeneration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Host_reportedGeneration(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_reportedGeneration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReportedGeneration, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_reportedGeneration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3733,6 +3928,121 @@ func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Host_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _HostAllocation_instances(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostAllocation_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instances, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostAllocation_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostAllocation", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HostAllocation_vcpus(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostAllocation_vcpus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Vcpus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostAllocation_vcpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostAllocation", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HostAllocation_memoryMb(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostAllocation_memoryMb(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostAllocation_memoryMb(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostAllocation", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HostAllocation_diskGb(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostAllocation_diskGb(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DiskGb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostAllocation_diskGb(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostAllocation", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HostAllocation_gpus(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostAllocation_gpus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Gpus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostAllocation_gpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostAllocation", field, false, false, "Int")
 }
 
 func (ec *executionContext) _HostCapacity_vcpus(ctx context.Context, field graphql.CollectedField, obj *model.HostCapacity) (ret graphql.Marshaler) {
@@ -9585,6 +9895,12 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Host_gpus(ctx, field, obj)
 				})
+		case "allocated":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Host_allocated(ctx, field, obj)
+				})
 		case "draining":
 			out.Values[i] = ec._Host_draining(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9595,10 +9911,79 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "alive":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Host_alive(ctx, field, obj)
+				})
+		case "specGeneration":
+			out.Values[i] = ec._Host_specGeneration(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reportedGeneration":
+			out.Values[i] = ec._Host_reportedGeneration(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Host_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var hostAllocationImplementors = []string{"HostAllocation"}
+
+func (ec *executionContext) _HostAllocation(ctx context.Context, sel ast.SelectionSet, obj *model.HostAllocation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hostAllocationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HostAllocation")
+		case "instances":
+			out.Values[i] = ec._HostAllocation_instances(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "vcpus":
+			out.Values[i] = ec._HostAllocation_vcpus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memoryMb":
+			out.Values[i] = ec._HostAllocation_memoryMb(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "diskGb":
+			out.Values[i] = ec._HostAllocation_diskGb(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "gpus":
+			out.Values[i] = ec._HostAllocation_gpus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -11391,6 +11776,10 @@ func (ec *executionContext) marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvp
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNHostAllocation2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostAllocation(ctx context.Context, sel ast.SelectionSet, v model.HostAllocation) graphql.Marshaler {
+	return ec._HostAllocation(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx context.Context, sel ast.SelectionSet, v model.HostPayload) graphql.Marshaler {

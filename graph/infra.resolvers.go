@@ -43,6 +43,17 @@ func (r *hostResolver) Gpus(ctx context.Context, obj *sqlc.Host) ([]model.Gpu, e
 	return out, err
 }
 
+// Allocated is the resolver for the allocated field.
+func (r *hostResolver) Allocated(ctx context.Context, obj *sqlc.Host) (model.HostAllocation, error) {
+	a, _, err := load(ctx, loadersFrom(ctx).allocated, obj.ID)
+	return model.HostAllocation{Instances: int(a.Instances), Vcpus: int(a.Vcpus), MemoryMb: int(a.MemoryMb), DiskGb: int(a.DiskGb), Gpus: int(a.Gpus)}, err
+}
+
+// Alive is the resolver for the alive field.
+func (r *hostResolver) Alive(ctx context.Context, obj *sqlc.Host) (bool, error) {
+	return r.svc.HostAlive(*obj), nil
+}
+
 // ID is the resolver for the id field.
 func (r *poolResolver) ID(ctx context.Context, obj *sqlc.Pool) (string, error) {
 	return ids.Encode(ids.Pool, obj.ID), nil

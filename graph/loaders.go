@@ -21,6 +21,7 @@ type loaders struct {
 	images     *dataloadgen.Loader[uuid.UUID, sqlc.Image]
 	hosts      *dataloadgen.Loader[uuid.UUID, sqlc.Host]
 	capacities *dataloadgen.Loader[uuid.UUID, sqlc.HostCapacity]
+	allocated  *dataloadgen.Loader[uuid.UUID, sqlc.HostAllocationsRow]
 	gpus       *dataloadgen.Loader[uuid.UUID, []sqlc.HostGpu]
 	leases     *dataloadgen.Loader[uuid.UUID, []sqlc.IpLease]
 	ipPools    *dataloadgen.Loader[uuid.UUID, []sqlc.IpPool]
@@ -37,6 +38,7 @@ func newLoaders(svc *control.Service) *loaders {
 		images:     dataloadgen.NewMappedLoader(svc.ImagesByID, dataloadgen.WithWait(loaderWait)),
 		hosts:      dataloadgen.NewMappedLoader(svc.HostsByID, dataloadgen.WithWait(loaderWait)),
 		capacities: dataloadgen.NewMappedLoader(svc.HostCapacities, dataloadgen.WithWait(loaderWait)),
+		allocated:  dataloadgen.NewMappedLoader(svc.HostAllocations, dataloadgen.WithWait(loaderWait)),
 		gpus:       dataloadgen.NewMappedLoader(svc.HostGPUs, dataloadgen.WithWait(loaderWait)),
 		leases:     dataloadgen.NewMappedLoader(svc.LiveLeases, dataloadgen.WithWait(loaderWait)),
 		ipPools:    dataloadgen.NewMappedLoader(svc.IPPools, dataloadgen.WithWait(loaderWait)),

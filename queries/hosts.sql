@@ -27,3 +27,15 @@ INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4);
 
 -- name: ListHostGPUs :many
 SELECT * FROM host_gpus WHERE host_id = ANY(@ids::uuid[]) ORDER BY host_id, address;
+
+-- HostAllocations sums what live allocations and device claims hold on hosts.
+-- name: HostAllocations :many
+SELECT h.id AS host_id,
+       coalesce(sum(a.vcpus), 0)::bigint AS vcpus,
+       coalesce(sum(a.memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(a.disk_gb), 0)::bigint AS disk_gb,
+       count(a.id)::int AS instances,
+       (SELECT count(*) FROM device_claims d WHERE d.host_id = h.id AND d.released_at IS NULL)::int AS gpus
+FROM hosts h LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
+WHERE h.id = ANY(@ids::uuid[])
+GROUP BY h.id;

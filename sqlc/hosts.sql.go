@@ -141,6 +141,55 @@ func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, e
 	return items, nil
 }
 
+const hostAllocations = `-- name: HostAllocations :many
+SELECT h.id AS host_id,
+       coalesce(sum(a.vcpus), 0)::bigint AS vcpus,
+       coalesce(sum(a.memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(a.disk_gb), 0)::bigint AS disk_gb,
+       count(a.id)::int AS instances,
+       (SELECT count(*) FROM device_claims d WHERE d.host_id = h.id AND d.released_at IS NULL)::int AS gpus
+FROM hosts h LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
+WHERE h.id = ANY($1::uuid[])
+GROUP BY h.id
+`
+
+type HostAllocationsRow struct {
+	HostID    uuid.UUID
+	Vcpus     int64
+	MemoryMb  int64
+	DiskGb    int64
+	Instances int32
+	Gpus      int32
+}
+
+// HostAllocations sums what live allocations and device claims hold on hosts.
+func (q *Queries) HostAllocations(ctx context.Context, ids []uuid.UUID) ([]HostAllocationsRow, error) {
+	rows, err := q.db.Query(ctx, hostAllocations, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HostAllocationsRow{}
+	for rows.Next() {
+		var i HostAllocationsRow
+		if err := rows.Scan(
+			&i.HostID,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.Instances,
+			&i.Gpus,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertHostGPU = `-- name: InsertHostGPU :exec
 INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
 `

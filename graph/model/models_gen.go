@@ -140,6 +140,14 @@ type GpuInput struct {
 	Model   string `json:"model"`
 }
 
+type HostAllocation struct {
+	Instances int `json:"instances"`
+	Vcpus     int `json:"vcpus"`
+	MemoryMb  int `json:"memoryMb"`
+	DiskGb    int `json:"diskGb"`
+	Gpus      int `json:"gpus"`
+}
+
 type HostCapacity struct {
 	Vcpus    int `json:"vcpus"`
 	MemoryMb int `json:"memoryMb"`
