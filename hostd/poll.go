@@ -8,8 +8,10 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
-// minPollGap is the least time between the starts of two spec long-polls,
-// so that even a gateway that answers at once is not asked in a hot loop.
+// minPollGap is the least time between the starts of two spec long-polls
+// when the last brought nothing new, so that even a gateway that answers at
+// once is not asked in a hot loop. A poll that brought a newer spec is
+// followed at once: the spec is changing, and the host should keep up.
 const minPollGap = 100 * time.Millisecond
 
 // pollSpecs long-polls the gateway for NodeSpecs newer than the last one it
@@ -18,15 +20,16 @@ const minPollGap = 100 * time.Millisecond
 // retried with backoff. It returns when ctx ends.
 func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 	var (
-		after int64 // the generation of the last spec received
-		retry backoff
-		last  time.Time
+		after    int64 // the generation of the last spec received
+		retry    backoff
+		last     time.Time
+		progress bool // the last poll brought a newer spec
 	)
 	for {
-		if !sleep(ctx, time.Until(last.Add(minPollGap))) {
+		if !progress && !sleep(ctx, time.Until(last.Add(minPollGap))) {
 			return
 		}
-		last = time.Now()
+		last, progress = time.Now(), false
 		spec, ok, err := d.gw.spec(ctx, after)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -40,9 +43,10 @@ func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 			continue
 		}
 		retry.reset()
-		if !ok {
+		if !ok || spec.Generation <= after {
 			continue
 		}
+		progress = true
 		d.log.Info("new spec", "generation", spec.Generation, "instances", len(spec.Instances))
 		after = spec.Generation
 		select {
