@@ -5,6 +5,8 @@ BIN := bin
 
 .PHONY: dev build test check generate tools bench
 
+DEV_FLAGS ?= --sim 3
+
 dev: build
 	$(BIN)/better-compute dev $(DEV_FLAGS)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -81,8 +82,8 @@ func runDev(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		query := fmt.Sprintf(`mutation { createInstance(input: {poolId: \"%s\", flavorId: \"%s\", imageId: \"%s\", name: \"web-1\", sshKeys: [\"%s\"]}) { instance { id state } } }`,
-			sim.pool, sim.flavor, sim.image, demoKey)
+		query := fmt.Sprintf(`mutation { createInstance(input: {poolId: \"%s\", flavorId: \"%s\", imageId: \"%s\", name: \"web-%s\", sshKeys: [\"%s\"]}) { instance { id state } } }`,
+			sim.pool, sim.flavor, sim.image, suffix(), demoKey)
 		fmt.Printf("  Member token:    %s  (tenant demo)\n\n%d simulated hosts in pool %s. Create an instance as the demo member:\n\n"+
 			"  curl -s %s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"query\": \"%s\"}'\n",
 			sim.member, *simHosts, devenv.SimPool, url, sim.member, query)
@@ -105,6 +106,13 @@ func remembered(path string, gen func() string) (string, error) {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	return v, nil
+}
+
+// suffix keeps the walk-through's instance names apart across runs.
+func suffix() string {
+	b := make([]byte, 2)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func randomString(n int) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,7 +17,7 @@ import (
 // configured, and checks it serves within 10 seconds and answers a query
 // with the token it printed.
 func TestDev(t *testing.T) {
-	cmd := exec.Command(binary(t), "dev", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir())
+	cmd := exec.Command(binary(t), "dev", "--sim", "2", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir())
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
@@ -46,10 +47,15 @@ func TestDev(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			key, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-			if ok && (key == "GraphQL" || key == "Operator token") {
+			switch {
+			case ok && (key == "GraphQL" || key == "Operator token"):
 				got[key] = strings.TrimSpace(value)
+			case ok && key == "Member token":
+				got[key], _, _ = strings.Cut(strings.TrimSpace(value), " ")
+			case strings.HasPrefix(strings.TrimSpace(sc.Text()), "curl -s"):
+				got["curl"] = strings.TrimSpace(sc.Text())
 			}
-			if len(got) == 2 {
+			if len(got) == 4 {
 				printed <- got
 				return
 			}
@@ -83,4 +89,30 @@ func TestDev(t *testing.T) {
 		t.Fatalf("dev answered after %v, want within 10 s", took)
 	}
 	t.Logf("dev answered a query %v after it started", took.Round(time.Millisecond))
+
+	t.Run("the printed walk-through runs an instance", func(t *testing.T) {
+		out, err := exec.Command("bash", "-c", got["curl"]).Output()
+		if err != nil || !strings.Contains(string(out), `"state":"PENDING"`) {
+			t.Fatalf("the printed curl: %s, %v", out, err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			req, _ := http.NewRequest("POST", got["GraphQL"], strings.NewReader(`{"query":"{ instances { nodes { state addresses } } }"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+got["Member token"])
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"state":"RUNNING"`) && strings.Contains(string(b), `10.77.0.`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not RUNNING on a simulated host: %s\n%s", b, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
