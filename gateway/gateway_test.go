@@ -117,6 +117,8 @@ func (e *env) place(power string) int64 {
 	var gen int64
 	e.db.QueryRow(context.Background(), "UPDATE hosts SET spec_generation = spec_generation + 1 WHERE id = $1 RETURNING spec_generation", e.host).Scan(&gen)
 	e.exec(`INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id) SELECT $1, id, '10.1.0.10', '02:bc:0a:01:00:0a', $2 FROM ip_pools`, ids.New(), e.instance)
+	e.exec(`INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, '0000:65:00.0', 'NVIDIA', 'L40S') ON CONFLICT DO NOTHING`, e.host)
+	e.exec(`INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, '0000:65:00.0', $3)`, ids.New(), e.host, e.instance)
 	e.exec(`UPDATE instances SET host_id = $1, spec_power = $2, spec_generation = $3, state = 'PROVISIONING', observed_state = NULL WHERE id = $4`, e.host, power, gen, e.instance)
 	e.rdb.Publish(context.Background(), e.prefix+events.HostChannel(e.host), "")
 	return gen
@@ -151,7 +153,8 @@ func TestSpec(t *testing.T) {
 			}
 			is := spec.Instances[0]
 			if is.Power != "running" || is.UserData != "#cloud-config\n" || is.Network == nil || is.Network.Address != "10.1.0.10/24" ||
-				is.Network.Gateway != "10.1.0.1" || is.Network.DNS[0] != "9.9.9.9" || is.Network.MAC != "02:bc:0a:01:00:0a" || is.Image.Format != "raw" {
+				is.Network.Gateway != "10.1.0.1" || is.Network.DNS[0] != "9.9.9.9" || is.Network.MAC != "02:bc:0a:01:00:0a" || is.Image.Format != "raw" ||
+				len(is.GPUs) != 1 || is.GPUs[0].Address != "0000:65:00.0" {
 				t.Fatalf("instance spec = %+v (network %+v)", is, is.Network)
 			}
 			if took := time.Since(start); took > 5*time.Second {

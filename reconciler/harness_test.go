@@ -150,3 +150,38 @@ func (e *env) instance(id uuid.UUID) sqlc.Instance {
 	e.check(err)
 	return inst
 }
+
+// poolWith makes another hosted pool with a placement policy and makes it
+// the one e.host and e.create use.
+func (e *env) poolWith(name, placement string, singleTenant bool) {
+	e.t.Helper()
+	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: name, Class: control.ClassHosted, Placement: placement, SingleTenant: singleTenant})
+	e.check(err)
+	e.pool = p.ID
+}
+
+// createFor creates an instance of another tenant and flavor.
+func (e *env) createFor(tenant, flavor uuid.UUID, name string) uuid.UUID {
+	e.t.Helper()
+	inst, err := e.svc.CreateInstance(e.ctx, control.CreateInstanceInput{
+		TenantID: tenant, PoolID: e.pool, FlavorID: flavor, ImageID: e.image, Name: name, SSHKeys: []string{key},
+	})
+	e.check(err)
+	return inst.ID
+}
+
+// perHost counts live allocations by host name.
+func (e *env) perHost() map[string]int {
+	e.t.Helper()
+	rows, err := e.db.Query(context.Background(), `SELECT h.name, count(a.id) FROM hosts h
+		LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL WHERE h.pool_id = $1 GROUP BY h.name`, e.pool)
+	e.check(err)
+	out := map[string]int{}
+	for rows.Next() {
+		var name string
+		var n int
+		rows.Scan(&name, &n)
+		out[name] = n
+	}
+	return out
+}

@@ -92,7 +92,8 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 
 // choose picks the host for inst among those with room: the emptiest
 // (spread) or the fullest (pack), never the host it could not start on, and
-// under singleTenant only a host serving no other tenant.
+// under singleTenant only a host serving no other tenant, preferring one
+// that already serves this tenant.
 func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.Pool, gpus map[uuid.UUID][]string) (sqlc.PlacementCandidatesRow, bool) {
 	var (
 		best      sqlc.PlacementCandidatesRow
@@ -117,6 +118,9 @@ func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.P
 		score := float64(freeCPU)/float64(max(h.Vcpus, 1)) + float64(freeMem)/float64(max(h.MemoryMb, 1))
 		if pool.Placement == "pack" {
 			score = -score
+		}
+		if pool.SingleTenant && h.Allocations > 0 {
+			score += 10 // keep a tenant together, leaving empty hosts to others
 		}
 		if !found || score > bestScore {
 			best, bestScore, found = h, score, true

@@ -17,7 +17,7 @@ import (
 func (r *Reconciler) read(ctx context.Context) error {
 	start := "0"
 	for ctx.Err() == nil {
-		es, err := r.stream.readGroup(ctx, start, 2*time.Second)
+		es, err := r.stream.readGroup(ctx, start, 500*time.Millisecond)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
