@@ -51,5 +51,4 @@ WHERE (i.state <> i.desired_state AND i.state NOT IN ('DELETED', 'ERROR'))
    OR (i.state = 'ERROR' AND i.desired_state = 'DELETED')
    OR (i.host_id IS NOT NULL AND i.state NOT IN ('DELETED', 'PENDING', 'LOST', 'ERROR') AND EXISTS (
         SELECT 1 FROM hosts h WHERE h.id = i.host_id
-          AND (h.last_seen_at IS NULL OR h.last_seen_at <= now() - make_interval(secs => @silent_after::float8))))
-LIMIT 10000;
+          AND (h.last_seen_at IS NULL OR h.last_seen_at <= now() - make_interval(secs => @silent_after::float8))));

@@ -263,7 +263,6 @@ WHERE (i.state <> i.desired_state AND i.state NOT IN ('DELETED', 'ERROR'))
    OR (i.host_id IS NOT NULL AND i.state NOT IN ('DELETED', 'PENDING', 'LOST', 'ERROR') AND EXISTS (
         SELECT 1 FROM hosts h WHERE h.id = i.host_id
           AND (h.last_seen_at IS NULL OR h.last_seen_at <= now() - make_interval(secs => $1::float8))))
-LIMIT 10000
 `
 
 // Unsettled lists instances the reconciler still has work on: not at their
