@@ -17,11 +17,14 @@ build:
 # (installing Debian's packages first when root and they are missing).
 test:
 	bash scripts/services.sh
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
+# The figures of docs/benchmarks.md.
 bench:
 	bash scripts/services.sh
-	$(GO) test -run '^$$' -bench . -benchtime 3000x ./graph/
+	$(GO) test -run '^$$' -bench CreateInstance -benchtime 3000x ./graph/
+	$(GO) test -run '^$$' -bench CreateToRunning -benchtime 200x ./e2e/
+	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
 
 # The code generators are pinned in tools/go.mod, outside the product's
 # dependency list.
