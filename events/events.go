@@ -37,6 +37,7 @@ type InstanceView struct {
 	FlavorID      string    `json:"flavorId"`
 	ImageID       string    `json:"imageId"`
 	ImageVerified bool      `json:"imageVerified"`
+	SSHKeys       []string  `json:"sshKeys"`
 	DesiredState  string    `json:"desiredState"`
 	State         string    `json:"state"`
 	StateReason   string    `json:"stateReason"`
@@ -47,8 +48,14 @@ type InstanceView struct {
 	Version       int64     `json:"version"`
 }
 
+// KindInstance is the Kind of instance events. Other kinds (sandboxes,
+// snapshots) can travel the same channels; subscribers skip kinds they do
+// not know.
+const KindInstance = "instance"
+
 // InstanceEvent is one change of one instance.
 type InstanceEvent struct {
+	Kind     string       `json:"kind"`
 	Type     Type         `json:"type"`
 	Instance InstanceView `json:"instance"`
 	Version  int64        `json:"version"`
@@ -64,6 +71,7 @@ func View(inst sqlc.Instance, addresses []string) InstanceView {
 		FlavorID:      ids.Encode(ids.Flavor, inst.FlavorID),
 		ImageID:       ids.Encode(ids.Image, inst.ImageID),
 		ImageVerified: inst.ImageVerified,
+		SSHKeys:       inst.SshKeys,
 		DesiredState:  inst.DesiredState,
 		State:         inst.State,
 		StateReason:   inst.StateReason,
@@ -108,7 +116,7 @@ func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst 
 	for i, l := range leases {
 		addrs[i] = l.Address.String()
 	}
-	payload, err := json.Marshal(InstanceEvent{Type: typ, Instance: View(inst, addrs), Version: inst.Version})
+	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(inst, addrs), Version: inst.Version})
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", inst.ID, err)
 	}

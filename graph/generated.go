@@ -348,19 +348,18 @@ type ImageResolver interface {
 	Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error)
 }
 type InstanceResolver interface {
-	ID(ctx context.Context, obj *sqlc.Instance) (string, error)
+	ID(ctx context.Context, obj *model.Instance) (string, error)
 
-	Tenant(ctx context.Context, obj *sqlc.Instance) (sqlc.Tenant, error)
-	Pool(ctx context.Context, obj *sqlc.Instance) (sqlc.Pool, error)
-	Flavor(ctx context.Context, obj *sqlc.Instance) (sqlc.Flavor, error)
-	Image(ctx context.Context, obj *sqlc.Instance) (*sqlc.Image, error)
+	Tenant(ctx context.Context, obj *model.Instance) (sqlc.Tenant, error)
+	Pool(ctx context.Context, obj *model.Instance) (sqlc.Pool, error)
+	Flavor(ctx context.Context, obj *model.Instance) (sqlc.Flavor, error)
+	Image(ctx context.Context, obj *model.Instance) (*sqlc.Image, error)
 
-	SSHKeys(ctx context.Context, obj *sqlc.Instance) ([]model.SSHKey, error)
-	DesiredState(ctx context.Context, obj *sqlc.Instance) (model.DesiredState, error)
-	State(ctx context.Context, obj *sqlc.Instance) (model.InstanceState, error)
+	SSHKeys(ctx context.Context, obj *model.Instance) ([]model.SSHKey, error)
+	DesiredState(ctx context.Context, obj *model.Instance) (model.DesiredState, error)
+	State(ctx context.Context, obj *model.Instance) (model.InstanceState, error)
 
-	Addresses(ctx context.Context, obj *sqlc.Instance) ([]string, error)
-	Host(ctx context.Context, obj *sqlc.Instance) (*sqlc.Host, error)
+	Host(ctx context.Context, obj *model.Instance) (*sqlc.Host, error)
 }
 type MutationResolver interface {
 	CreateInstance(ctx context.Context, input model.CreateInstanceInput) (model.InstancePayload, error)
@@ -396,7 +395,7 @@ type PrincipalResolver interface {
 type QueryResolver interface {
 	Viewer(ctx context.Context) (model.Viewer, error)
 	Node(ctx context.Context, id string) (model.Node, error)
-	Instance(ctx context.Context, id string) (sqlc.Instance, error)
+	Instance(ctx context.Context, id string) (model.Instance, error)
 	Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error)
 	Flavors(ctx context.Context) ([]sqlc.Flavor, error)
 	Images(ctx context.Context) ([]sqlc.Image, error)
@@ -4394,7 +4393,7 @@ func (ec *executionContext) fieldContext_ImagePayload_image(_ context.Context, f
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4417,7 +4416,7 @@ func (ec *executionContext) fieldContext_Instance_id(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Instance_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_name(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4440,7 +4439,7 @@ func (ec *executionContext) fieldContext_Instance_name(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_tenant(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4472,7 +4471,7 @@ func (ec *executionContext) fieldContext_Instance_tenant(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_pool(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_pool(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4504,7 +4503,7 @@ func (ec *executionContext) fieldContext_Instance_pool(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_flavor(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_flavor(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4536,7 +4535,7 @@ func (ec *executionContext) fieldContext_Instance_flavor(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_image(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_image(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4568,7 +4567,7 @@ func (ec *executionContext) fieldContext_Instance_image(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_imageVerified(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_imageVerified(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4591,7 +4590,7 @@ func (ec *executionContext) fieldContext_Instance_imageVerified(_ context.Contex
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Instance_sshKeys(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_sshKeys(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4623,7 +4622,7 @@ func (ec *executionContext) fieldContext_Instance_sshKeys(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_desiredState(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_desiredState(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4646,7 +4645,7 @@ func (ec *executionContext) fieldContext_Instance_desiredState(_ context.Context
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "DesiredState")
 }
 
-func (ec *executionContext) _Instance_state(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_state(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4669,7 +4668,7 @@ func (ec *executionContext) fieldContext_Instance_state(_ context.Context, field
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "InstanceState")
 }
 
-func (ec *executionContext) _Instance_stateReason(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_stateReason(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4692,7 +4691,7 @@ func (ec *executionContext) fieldContext_Instance_stateReason(_ context.Context,
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_addresses(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4701,7 +4700,7 @@ func (ec *executionContext) _Instance_addresses(ctx context.Context, field graph
 			return ec.fieldContext_Instance_addresses(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Instance().Addresses(ctx, obj)
+			return obj.Addresses, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
@@ -4712,10 +4711,10 @@ func (ec *executionContext) _Instance_addresses(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Instance_addresses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Instance", field, true, true, "String")
+	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_host(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_host(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4747,7 +4746,7 @@ func (ec *executionContext) fieldContext_Instance_host(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4770,7 +4769,7 @@ func (ec *executionContext) fieldContext_Instance_createdAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _Instance_updatedAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4793,7 +4792,7 @@ func (ec *executionContext) fieldContext_Instance_updatedAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _Instance_version(ctx context.Context, field graphql.CollectedField, obj *sqlc.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_version(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4860,8 +4859,8 @@ func (ec *executionContext) _InstanceConnection_nodes(ctx context.Context, field
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstanceᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4970,8 +4969,8 @@ func (ec *executionContext) _InstanceEdge_node(ctx context.Context, field graphq
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5002,8 +5001,8 @@ func (ec *executionContext) _InstancePayload_instance(ctx context.Context, field
 			return obj.Instance, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6359,8 +6358,8 @@ func (ec *executionContext) _Query_instance(ctx context.Context, field graphql.C
 			return ec.Resolvers.Query().Instance(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9313,9 +9312,9 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._IpPool(ctx, sel, obj)
-	case sqlc.Instance:
+	case model.Instance:
 		return ec._Instance(ctx, sel, &obj)
-	case *sqlc.Instance:
+	case *model.Instance:
 		if obj == nil {
 			return graphql.Null
 		}
@@ -10191,7 +10190,7 @@ func (ec *executionContext) _ImagePayload(ctx context.Context, sel ast.Selection
 
 var instanceImplementors = []string{"Instance", "Node"}
 
-func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Instance) graphql.Marshaler {
+func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet, obj *model.Instance) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, instanceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -10264,11 +10263,10 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "addresses":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._Instance_addresses(ctx, field, obj)
-				})
+			out.Values[i] = ec._Instance_addresses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "host":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,
@@ -11834,15 +11832,15 @@ func (ec *executionContext) marshalNImagePayload2githubᚗcomᚋbetterᚑcompute
 	return ec._ImagePayload(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstance(ctx context.Context, sel ast.SelectionSet, v sqlc.Instance) graphql.Marshaler {
+func (ec *executionContext) marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx context.Context, sel ast.SelectionSet, v model.Instance) graphql.Marshaler {
 	return ec._Instance(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Instance) graphql.Marshaler {
+func (ec *executionContext) marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Instance) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐInstance(ctx, sel, v[i])
+		return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

@@ -16,32 +16,32 @@ import (
 )
 
 // ID is the resolver for the id field.
-func (r *instanceResolver) ID(ctx context.Context, obj *sqlc.Instance) (string, error) {
+func (r *instanceResolver) ID(ctx context.Context, obj *model.Instance) (string, error) {
 	return ids.Encode(ids.Instance, obj.ID), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *instanceResolver) Tenant(ctx context.Context, obj *sqlc.Instance) (sqlc.Tenant, error) {
+func (r *instanceResolver) Tenant(ctx context.Context, obj *model.Instance) (sqlc.Tenant, error) {
 	return mustLoad(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Pool is the resolver for the pool field.
-func (r *instanceResolver) Pool(ctx context.Context, obj *sqlc.Instance) (sqlc.Pool, error) {
+func (r *instanceResolver) Pool(ctx context.Context, obj *model.Instance) (sqlc.Pool, error) {
 	return mustLoad(ctx, loadersFrom(ctx).pools, obj.PoolID)
 }
 
 // Flavor is the resolver for the flavor field.
-func (r *instanceResolver) Flavor(ctx context.Context, obj *sqlc.Instance) (sqlc.Flavor, error) {
+func (r *instanceResolver) Flavor(ctx context.Context, obj *model.Instance) (sqlc.Flavor, error) {
 	return mustLoad(ctx, loadersFrom(ctx).flavors, obj.FlavorID)
 }
 
 // Image is the resolver for the image field.
-func (r *instanceResolver) Image(ctx context.Context, obj *sqlc.Instance) (*sqlc.Image, error) {
+func (r *instanceResolver) Image(ctx context.Context, obj *model.Instance) (*sqlc.Image, error) {
 	return loadPtr(ctx, loadersFrom(ctx).images, &obj.ImageID)
 }
 
 // SSHKeys is the resolver for the sshKeys field.
-func (r *instanceResolver) SSHKeys(ctx context.Context, obj *sqlc.Instance) ([]model.SSHKey, error) {
+func (r *instanceResolver) SSHKeys(ctx context.Context, obj *model.Instance) ([]model.SSHKey, error) {
 	keys := make([]model.SSHKey, len(obj.SshKeys))
 	for i, line := range obj.SshKeys {
 		keys[i].Type, keys[i].Fingerprint, keys[i].Comment = control.DescribeKey(line)
@@ -50,27 +50,17 @@ func (r *instanceResolver) SSHKeys(ctx context.Context, obj *sqlc.Instance) ([]m
 }
 
 // DesiredState is the resolver for the desiredState field.
-func (r *instanceResolver) DesiredState(ctx context.Context, obj *sqlc.Instance) (model.DesiredState, error) {
+func (r *instanceResolver) DesiredState(ctx context.Context, obj *model.Instance) (model.DesiredState, error) {
 	return model.DesiredState(obj.DesiredState), nil
 }
 
 // State is the resolver for the state field.
-func (r *instanceResolver) State(ctx context.Context, obj *sqlc.Instance) (model.InstanceState, error) {
+func (r *instanceResolver) State(ctx context.Context, obj *model.Instance) (model.InstanceState, error) {
 	return model.InstanceState(obj.State), nil
 }
 
-// Addresses is the resolver for the addresses field.
-func (r *instanceResolver) Addresses(ctx context.Context, obj *sqlc.Instance) ([]string, error) {
-	leases, _, err := load(ctx, loadersFrom(ctx).leases, obj.ID)
-	addrs := make([]string, len(leases))
-	for i, l := range leases {
-		addrs[i] = l.Address.String()
-	}
-	return addrs, err
-}
-
 // Host is the resolver for the host field.
-func (r *instanceResolver) Host(ctx context.Context, obj *sqlc.Instance) (*sqlc.Host, error) {
+func (r *instanceResolver) Host(ctx context.Context, obj *model.Instance) (*sqlc.Host, error) {
 	if p := iam.FromContext(ctx); p == nil || !p.IsOperator() {
 		return nil, nil
 	}

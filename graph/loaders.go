@@ -23,7 +23,6 @@ type loaders struct {
 	capacities *dataloadgen.Loader[uuid.UUID, sqlc.HostCapacity]
 	allocated  *dataloadgen.Loader[uuid.UUID, sqlc.HostAllocationsRow]
 	gpus       *dataloadgen.Loader[uuid.UUID, []sqlc.HostGpu]
-	leases     *dataloadgen.Loader[uuid.UUID, []sqlc.IpLease]
 	ipPools    *dataloadgen.Loader[uuid.UUID, []sqlc.IpPool]
 	leased     *dataloadgen.Loader[uuid.UUID, int]
 }
@@ -40,7 +39,6 @@ func newLoaders(svc *control.Service) *loaders {
 		capacities: dataloadgen.NewMappedLoader(svc.HostCapacities, dataloadgen.WithWait(loaderWait)),
 		allocated:  dataloadgen.NewMappedLoader(svc.HostAllocations, dataloadgen.WithWait(loaderWait)),
 		gpus:       dataloadgen.NewMappedLoader(svc.HostGPUs, dataloadgen.WithWait(loaderWait)),
-		leases:     dataloadgen.NewMappedLoader(svc.LiveLeases, dataloadgen.WithWait(loaderWait)),
 		ipPools:    dataloadgen.NewMappedLoader(svc.IPPools, dataloadgen.WithWait(loaderWait)),
 		leased:     dataloadgen.NewMappedLoader(svc.LeaseCounts, dataloadgen.WithWait(loaderWait)),
 	}

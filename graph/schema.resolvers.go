@@ -40,7 +40,7 @@ func (r *mutationResolver) CreateInstance(ctx context.Context, input model.Creat
 	if input.IdempotencyKey != nil {
 		in.IdempotencyKey = *input.IdempotencyKey
 	}
-	inst, err := r.svc.CreateInstance(ctx, in)
+	inst, err := r.view(ctx, func() (sqlc.Instance, error) { return r.svc.CreateInstance(ctx, in) })
 	return model.InstancePayload{Instance: inst}, err
 }
 
@@ -229,12 +229,12 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 }
 
 // Instance is the resolver for the instance field.
-func (r *queryResolver) Instance(ctx context.Context, id string) (sqlc.Instance, error) {
+func (r *queryResolver) Instance(ctx context.Context, id string) (model.Instance, error) {
 	uid, err := decodeID(ids.Instance, "id", id)
 	if err != nil {
-		return sqlc.Instance{}, err
+		return model.Instance{}, err
 	}
-	return r.svc.Instance(ctx, uid)
+	return r.view(ctx, func() (sqlc.Instance, error) { return r.svc.Instance(ctx, uid) })
 }
 
 // Instances is the resolver for the instances field.
@@ -257,7 +257,11 @@ func (r *queryResolver) Instances(ctx context.Context, first *int, after *string
 		}
 		page.After = &id
 	}
-	items, hasNext, err := r.svc.Instances(ctx, f, page)
+	rows, hasNext, err := r.svc.Instances(ctx, f, page)
+	if err != nil {
+		return model.InstanceConnection{}, err
+	}
+	items, err := r.views(ctx, rows...)
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}

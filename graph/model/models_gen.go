@@ -163,15 +163,15 @@ type ImagePayload struct {
 }
 
 type InstanceConnection struct {
-	Edges      []InstanceEdge  `json:"edges"`
-	Nodes      []sqlc.Instance `json:"nodes"`
-	PageInfo   PageInfo        `json:"pageInfo"`
-	TotalCount int             `json:"totalCount"`
+	Edges      []InstanceEdge `json:"edges"`
+	Nodes      []Instance     `json:"nodes"`
+	PageInfo   PageInfo       `json:"pageInfo"`
+	TotalCount int            `json:"totalCount"`
 }
 
 type InstanceEdge struct {
-	Cursor string        `json:"cursor"`
-	Node   sqlc.Instance `json:"node"`
+	Cursor string   `json:"cursor"`
+	Node   Instance `json:"node"`
 }
 
 type InstanceFilter struct {
@@ -186,7 +186,7 @@ type InstanceIDInput struct {
 }
 
 type InstancePayload struct {
-	Instance sqlc.Instance `json:"instance"`
+	Instance Instance `json:"instance"`
 }
 
 type IPPool struct {
