@@ -18,6 +18,7 @@ import (
 
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/gateway"
+	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/server"
@@ -200,13 +201,17 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	gw := gateway.New(gateway.Config{
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
 	})
+	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Logger: cfg.Logger})
+	handler := server.New(server.Config{
+		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
+	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go gw.Run(bg)
+	go hub.Run(bg)
+	go handler.Run(bg)
 	s.http = &http.Server{
-		Handler: server.New(server.Config{
-			DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
-		}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -346,4 +347,33 @@ func (s *Service) CountInstances(ctx context.Context, f InstanceFilter) (int, er
 		return 0, fmt.Errorf("count instances: %w", err)
 	}
 	return int(n), nil
+}
+
+// WatchFilter narrows what a subscription shows; zero fields do not filter.
+type WatchFilter struct {
+	IDs    []uuid.UUID
+	PoolID *uuid.UUID
+	State  *string
+}
+
+// WatchedInstances reads the instances a subscription with f shows the
+// caller: those changed since since (deleted ones included), or, with a
+// zero since, the current ones.
+func (s *Service) WatchedInstances(ctx context.Context, f WatchFilter, since time.Time) ([]sqlc.Instance, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := sqlc.WatchInstancesParams{Tenant: p.TenantFilter(), Ids: f.IDs, Pool: f.PoolID, State: f.State, IncludeDeleted: !since.IsZero()}
+	if params.Ids == nil {
+		params.Ids = []uuid.UUID{}
+	}
+	if !since.IsZero() {
+		params.Since = &since
+	}
+	rows, err := s.q.WatchInstances(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("read watched instances: %w", err)
+	}
+	return rows, nil
 }

@@ -40,6 +40,7 @@ type ResolverRoot interface {
 	Pool() PoolResolver
 	Principal() PrincipalResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
 }
 
@@ -197,6 +198,13 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	InstanceEvent struct {
+		Instance func(childComplexity int) int
+		Snapshot func(childComplexity int) int
+		Type     func(childComplexity int) int
+		Version  func(childComplexity int) int
+	}
+
 	InstancePayload struct {
 		Instance func(childComplexity int) int
 	}
@@ -283,6 +291,10 @@ type ComplexityRoot struct {
 		Comment     func(childComplexity int) int
 		Fingerprint func(childComplexity int) int
 		Type        func(childComplexity int) int
+	}
+
+	Subscription struct {
+		InstanceEvents func(childComplexity int, filter *model.InstanceEventFilter, includeCurrent *bool) int
 	}
 
 	Tenant struct {
@@ -403,6 +415,9 @@ type QueryResolver interface {
 	Hosts(ctx context.Context) ([]sqlc.Host, error)
 	Tenants(ctx context.Context) ([]sqlc.Tenant, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
+}
+type SubscriptionResolver interface {
+	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
 }
 type TenantResolver interface {
 	ID(ctx context.Context, obj *sqlc.Tenant) (string, error)
@@ -1005,6 +1020,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.InstanceEdge.Node(childComplexity), true
 
+	case "InstanceEvent.instance":
+		if e.ComplexityRoot.InstanceEvent.Instance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceEvent.Instance(childComplexity), true
+	case "InstanceEvent.snapshot":
+		if e.ComplexityRoot.InstanceEvent.Snapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceEvent.Snapshot(childComplexity), true
+	case "InstanceEvent.type":
+		if e.ComplexityRoot.InstanceEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceEvent.Type(childComplexity), true
+	case "InstanceEvent.version":
+		if e.ComplexityRoot.InstanceEvent.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceEvent.Version(childComplexity), true
+
 	case "InstancePayload.instance":
 		if e.ComplexityRoot.InstancePayload.Instance == nil {
 			break
@@ -1459,6 +1499,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SshKey.Type(childComplexity), true
 
+	case "Subscription.instanceEvents":
+		if e.ComplexityRoot.Subscription.InstanceEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_instanceEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.InstanceEvents(childComplexity, args["filter"].(*model.InstanceEventFilter), args["includeCurrent"].(*bool)), true
+
 	case "Tenant.createdAt":
 		if e.ComplexityRoot.Tenant.CreatedAt == nil {
 			break
@@ -1548,6 +1600,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
 			graphql.NewInputUnmarshaler("DeleteTenantInput", ec.unmarshalInputDeleteTenantInput),
 			graphql.NewInputUnmarshaler("GpuInput", ec.unmarshalInputGpuInput),
+			graphql.NewInputUnmarshaler("InstanceEventFilter", ec.unmarshalInputInstanceEventFilter),
 			graphql.NewInputUnmarshaler("InstanceFilter", ec.unmarshalInputInstanceFilter),
 			graphql.NewInputUnmarshaler("InstanceIdInput", ec.unmarshalInputInstanceIdInput),
 			graphql.NewInputUnmarshaler("RegisterImageInput", ec.unmarshalInputRegisterImageInput),
@@ -1604,6 +1657,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1629,7 +1699,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/audit.graphqls" "schema/catalog.graphqls" "schema/iam.graphqls" "schema/infra.graphqls" "schema/instances.graphqls" "schema/schema.graphqls"
+//go:embed "schema/audit.graphqls" "schema/catalog.graphqls" "schema/iam.graphqls" "schema/infra.graphqls" "schema/instances.graphqls" "schema/live.graphqls" "schema/schema.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1646,6 +1716,7 @@ var sources = []*ast.Source{
 	{Name: "schema/iam.graphqls", Input: sourceData("schema/iam.graphqls"), BuiltIn: false},
 	{Name: "schema/infra.graphqls", Input: sourceData("schema/infra.graphqls"), BuiltIn: false},
 	{Name: "schema/instances.graphqls", Input: sourceData("schema/instances.graphqls"), BuiltIn: false},
+	{Name: "schema/live.graphqls", Input: sourceData("schema/live.graphqls"), BuiltIn: false},
 	{Name: "schema/schema.graphqls", Input: sourceData("schema/schema.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -1952,6 +2023,20 @@ func (ec *executionContext) childFields_InstanceEdge(ctx context.Context, field 
 		return ec.fieldContext_InstanceEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InstanceEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_InstanceEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_InstanceEvent_type(ctx, field)
+	case "instance":
+		return ec.fieldContext_InstanceEvent_instance(ctx, field)
+	case "version":
+		return ec.fieldContext_InstanceEvent_version(ctx, field)
+	case "snapshot":
+		return ec.fieldContext_InstanceEvent_snapshot(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InstanceEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_InstancePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2539,6 +2624,28 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_instanceEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.InstanceEventFilter, error) {
+			return ec.unmarshalOInstanceEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "includeCurrent",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeCurrent"] = arg1
 	return args, nil
 }
 
@@ -4989,6 +5096,107 @@ func (ec *executionContext) fieldContext_InstanceEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _InstanceEvent_type(ctx context.Context, field graphql.CollectedField, obj *model.InstanceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.EventType) graphql.Marshaler {
+			return ec.marshalNEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceEvent", field, false, false, "EventType")
+}
+
+func (ec *executionContext) _InstanceEvent_instance(ctx context.Context, field graphql.CollectedField, obj *model.InstanceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceEvent_instance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instance, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceEvent_instance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InstanceEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Instance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InstanceEvent_version(ctx context.Context, field graphql.CollectedField, obj *model.InstanceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceEvent_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceEvent_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _InstanceEvent_snapshot(ctx context.Context, field graphql.CollectedField, obj *model.InstanceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceEvent_snapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceEvent_snapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceEvent", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _InstancePayload_instance(ctx context.Context, field graphql.CollectedField, obj *model.InstancePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6904,6 +7112,50 @@ func (ec *executionContext) _SshKey_comment(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_SshKey_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SshKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _Subscription_instanceEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_instanceEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().InstanceEvents(ctx, fc.Args["filter"].(*model.InstanceEventFilter), fc.Args["includeCurrent"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.InstanceEvent) graphql.Marshaler {
+			return ec.marshalNInstanceEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_instanceEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstanceEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_instanceEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Tenant) (ret graphql.Marshaler) {
@@ -8905,6 +9157,62 @@ func UnmarshalGpuInput(ctx context.Context, raw any) (model.GpuInput, error) {
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputInstanceEventFilter(ctx context.Context, obj any) (model.InstanceEventFilter, error) {
+	var it model.InstanceEventFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"ids", "poolId", "state"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "ids":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ids"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ids = data
+		case "poolId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("poolId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PoolID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOInstanceState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalInstanceEventFilter unmarshals raw into the InstanceEventFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalInstanceEventFilter(ctx context.Context, raw any) (model.InstanceEventFilter, error) {
+	var out model.InstanceEventFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "InstanceEventFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputInstanceFilter(ctx context.Context, obj any) (model.InstanceFilter, error) {
 	var it model.InstanceFilter
 	if obj == nil {
@@ -10391,6 +10699,54 @@ func (ec *executionContext) _InstanceEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var instanceEventImplementors = []string{"InstanceEvent"}
+
+func (ec *executionContext) _InstanceEvent(ctx context.Context, sel ast.SelectionSet, obj *model.InstanceEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, instanceEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InstanceEvent")
+		case "type":
+			out.Values[i] = ec._InstanceEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instance":
+			out.Values[i] = ec._InstanceEvent_instance(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._InstanceEvent_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snapshot":
+			out.Values[i] = ec._InstanceEvent_snapshot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var instancePayloadImplementors = []string{"InstancePayload"}
 
 func (ec *executionContext) _InstancePayload(ctx context.Context, sel ast.SelectionSet, obj *model.InstancePayload) graphql.Marshaler {
@@ -11036,6 +11392,26 @@ func (ec *executionContext) _SshKey(ctx context.Context, sel ast.SelectionSet, o
 	}
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "instanceEvents":
+		return ec._Subscription_instanceEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var tenantImplementors = []string{"Tenant", "Node"}
@@ -11707,6 +12083,16 @@ func (ec *executionContext) marshalNDesiredState2githubᚗcomᚋbetterᚑcompute
 	return v
 }
 
+func (ec *executionContext) unmarshalNEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEventType(ctx context.Context, v any) (model.EventType, error) {
+	var res model.EventType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEventType(ctx context.Context, sel ast.SelectionSet, v model.EventType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavor(ctx context.Context, sel ast.SelectionSet, v sqlc.Flavor) graphql.Marshaler {
 	return ec._Flavor(ctx, sel, &v)
 }
@@ -11874,6 +12260,10 @@ func (ec *executionContext) marshalNInstanceEdge2ᚕgithubᚗcomᚋbetterᚑcomp
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNInstanceEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceEvent(ctx context.Context, sel ast.SelectionSet, v model.InstanceEvent) graphql.Marshaler {
+	return ec._InstanceEvent(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNInstanceIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceIDInput(ctx context.Context, v any) (model.InstanceIDInput, error) {
@@ -12411,6 +12801,41 @@ func (ec *executionContext) marshalOHostCapacity2ᚖgithubᚗcomᚋbetterᚑcomp
 	return ec._HostCapacity(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -12434,6 +12859,14 @@ func (ec *executionContext) marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋv
 		return graphql.Null
 	}
 	return ec._Image(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOInstanceEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceEventFilter(ctx context.Context, v any) (*model.InstanceEventFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputInstanceEventFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOInstanceFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceFilter(ctx context.Context, v any) (*model.InstanceFilter, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -36,21 +37,62 @@ type HandlerConfig struct {
 	AllowedOrigins []string
 	// Observe, if set, is told of every answered operation.
 	Observe func(opType, outcome string, took time.Duration)
+	// Live fans out instance events to subscriptions. Without it,
+	// subscriptions are refused.
+	Live *live.Hub
+	// MaxConnections is how many websockets one principal may hold. Default 100.
+	MaxConnections int
+	// MaxSubscriptions is how many subscriptions one websocket may carry. Default 50.
+	MaxSubscriptions int
 }
+
+// Handler is the /graphql endpoint.
+type Handler struct {
+	http.Handler
+	q     *sqlc.Queries
+	conns *conns
+}
+
+// Run ends, until ctx ends, the websockets whose token was revoked or
+// expired; it checks every few seconds.
+func (h *Handler) Run(ctx context.Context) {
+	h.conns.endRevoked(ctx, h.q, revocationCheck)
+}
+
+// revocationCheck is how often websockets' tokens are checked.
+const revocationCheck = 3 * time.Second
 
 // NewHandler returns the /graphql endpoint: POST and websocket, with
 // bearer-token authentication on both.
-func NewHandler(cfg HandlerConfig) http.Handler {
+func NewHandler(cfg HandlerConfig) *Handler {
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = 100
+	}
+	if cfg.MaxSubscriptions <= 0 {
+		cfg.MaxSubscriptions = 50
+	}
 	q := sqlc.New(cfg.DB)
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{svc: cfg.Service}}))
+	cs := &conns{max: cfg.MaxConnections}
+	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}}))
 	srv.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
+		Implementation: acceptor{transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}}},
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			refuse := func(code int, reason string) (context.Context, *transport.InitPayload, error) {
+				return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, code), reason), nil, errors.New(reason)
+			}
 			p, err := iam.Authenticate(ctx, q, iam.BearerToken(payload.Authorization()))
 			if err != nil {
 				// 4403 Forbidden is graphql-transport-ws's answer to a refused init.
-				ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "unauthenticated")
-				return ctx, nil, errors.New("unauthenticated")
+				return refuse(closeForbidden, "unauthenticated")
+			}
+			if c := connFrom(ctx); c != nil {
+				c.principal = p
+				if err := cs.add(c); err != nil {
+					return refuse(closeTooManyRequests, err.Error())
+				}
+				if cfg.Live != nil {
+					cfg.Live.ClientConnected()
+				}
 			}
 			ctx = withLoaders(iam.WithPrincipal(ctx, p), cfg.Service)
 			if !p.ExpiresAt.IsZero() {
@@ -61,8 +103,17 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 			}
 			return ctx, &payload, nil
 		},
+		CloseFunc: func(ctx context.Context, _ int) {
+			if c := connFrom(ctx); c != nil && c.principal != nil {
+				cs.remove(c)
+				if cfg.Live != nil {
+					cfg.Live.ClientGone()
+				}
+			}
+		},
 		InitTimeout:           10 * time.Second,
 		KeepAlivePingInterval: 15 * time.Second,
+		PingPongInterval:      15 * time.Second,
 	})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
@@ -100,7 +151,7 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		}
 		return resp
 	})
-	return supported(authenticate(q, cfg.Service, srv))
+	return &Handler{Handler: supported(authenticate(q, cfg.Service, srv)), q: q, conns: cs}
 }
 
 // supported answers requests no transport serves (another method, a POST
@@ -109,6 +160,9 @@ func supported(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		websocket := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 		json := r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
+		if websocket {
+			r = withConn(r)
+		}
 		if !websocket && !json && r.Method != http.MethodGet {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)

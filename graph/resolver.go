@@ -5,9 +5,14 @@ package graph
 
 //go:generate go run -C ../tools github.com/99designs/gqlgen generate --config ../gqlgen.yml
 
-import "github.com/better-compute/vps/control"
+import (
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/live"
+)
 
 // Resolver is the root resolver.
 type Resolver struct {
-	svc *control.Service
+	svc     *control.Service
+	live    *live.Hub
+	maxSubs int
 }

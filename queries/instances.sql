@@ -51,3 +51,16 @@ UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
 RETURNING *;
+
+-- WatchInstances reads what a subscription shows: the instances matching
+-- its filter, changed since a time when given, deleted ones only if asked.
+-- name: WatchInstances :many
+SELECT * FROM instances
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (cardinality(@ids::uuid[]) = 0 OR id = ANY(@ids::uuid[]))
+  AND (sqlc.narg(pool)::uuid IS NULL OR pool_id = sqlc.narg(pool))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(since)::timestamptz IS NULL OR updated_at >= sqlc.narg(since))
+  AND (@include_deleted::boolean OR state <> 'DELETED')
+ORDER BY id
+LIMIT 10000;

@@ -34,3 +34,8 @@ WHERE revoked_at IS NULL
 
 -- name: FindBootstrapToken :one
 SELECT id FROM api_tokens WHERE hash = $1;
+
+-- EndedTokens returns which of the given tokens no longer work.
+-- name: EndedTokens :many
+SELECT id FROM api_tokens
+WHERE id = ANY(@ids::uuid[]) AND (revoked_at IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= now()));

@@ -20,6 +20,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
 )
 
@@ -35,28 +36,45 @@ type Config struct {
 	Logger *slog.Logger
 	// Hosts serves the host gateway under /host/. Optional.
 	Hosts http.Handler
+	// Live fans out instance events to subscriptions. Optional: without it
+	// subscriptions are refused.
+	Live *live.Hub
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
 }
 
-// New returns the handler serving /graphql, /healthz, /readyz and /metrics.
-func New(cfg Config) http.Handler {
+// Server serves /graphql, /host/, /healthz, /readyz and /metrics.
+type Server struct {
+	http.Handler
+	graph *graph.Handler
+}
+
+// Run does the server's background work until ctx ends.
+func (s *Server) Run(ctx context.Context) { s.graph.Run(ctx) }
+
+// New returns the Server.
+func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg)
+	if cfg.Live != nil {
+		reg.MustRegister(cfg.Live.Collectors()...)
+	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(graph.HandlerConfig{
+	gh := graph.NewHandler(graph.HandlerConfig{
 		Service:        cfg.Service,
 		DB:             cfg.DB,
 		Logger:         cfg.Logger,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Observe:        m.observe,
-	}))
+		Live:           cfg.Live,
+	})
+	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {
 		mux.Handle("/host/", cfg.Hosts)
 	}
@@ -72,7 +90,7 @@ func New(cfg Config) http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	return withRequestID(mux)
+	return &Server{Handler: withRequestID(mux), graph: gh}
 }
 
 // ready checks what serving needs: the database at this binary's schema,

@@ -7,6 +7,7 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -482,4 +483,87 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.AvoidHostID,
 	)
 	return i, err
+}
+
+const watchInstances = `-- name: WatchInstances :many
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances
+WHERE ($1::uuid IS NULL OR tenant_id = $1)
+  AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
+  AND ($3::uuid IS NULL OR pool_id = $3)
+  AND ($4::text IS NULL OR state = $4)
+  AND ($5::timestamptz IS NULL OR updated_at >= $5)
+  AND ($6::boolean OR state <> 'DELETED')
+ORDER BY id
+LIMIT 10000
+`
+
+type WatchInstancesParams struct {
+	Tenant         *uuid.UUID
+	Ids            []uuid.UUID
+	Pool           *uuid.UUID
+	State          *string
+	Since          *time.Time
+	IncludeDeleted bool
+}
+
+// WatchInstances reads what a subscription shows: the instances matching
+// its filter, changed since a time when given, deleted ones only if asked.
+func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, watchInstances,
+		arg.Tenant,
+		arg.Ids,
+		arg.Pool,
+		arg.State,
+		arg.Since,
+		arg.IncludeDeleted,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.UserDataSealed,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

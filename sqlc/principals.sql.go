@@ -110,6 +110,32 @@ func (q *Queries) CreatePrincipal(ctx context.Context, arg CreatePrincipalParams
 	return i, err
 }
 
+const endedTokens = `-- name: EndedTokens :many
+SELECT id FROM api_tokens
+WHERE id = ANY($1::uuid[]) AND (revoked_at IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= now()))
+`
+
+// EndedTokens returns which of the given tokens no longer work.
+func (q *Queries) EndedTokens(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, endedTokens, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const findBootstrapToken = `-- name: FindBootstrapToken :one
 SELECT id FROM api_tokens WHERE hash = $1
 `

@@ -174,6 +174,20 @@ type InstanceEdge struct {
 	Node   Instance `json:"node"`
 }
 
+type InstanceEvent struct {
+	Type     EventType `json:"type"`
+	Instance Instance  `json:"instance"`
+	Version  int       `json:"version"`
+	// True for the current state sent on subscribing (includeCurrent) or after a resync.
+	Snapshot bool `json:"snapshot"`
+}
+
+type InstanceEventFilter struct {
+	Ids    []string       `json:"ids,omitempty"`
+	PoolID *string        `json:"poolId,omitempty"`
+	State  *InstanceState `json:"state,omitempty"`
+}
+
 type InstanceFilter struct {
 	PoolID       *string        `json:"poolId,omitempty"`
 	State        *InstanceState `json:"state,omitempty"`
@@ -264,6 +278,9 @@ type SSHKey struct {
 	Comment     string `json:"comment"`
 }
 
+type Subscription struct {
+}
+
 type TenantPayload struct {
 	Tenant sqlc.Tenant `json:"tenant"`
 }
@@ -335,6 +352,63 @@ func (e *DesiredState) UnmarshalJSON(b []byte) error {
 }
 
 func (e DesiredState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type EventType string
+
+const (
+	EventTypeCreated EventType = "CREATED"
+	EventTypeUpdated EventType = "UPDATED"
+	EventTypeDeleted EventType = "DELETED"
+)
+
+var AllEventType = []EventType{
+	EventTypeCreated,
+	EventTypeUpdated,
+	EventTypeDeleted,
+}
+
+func (e EventType) IsValid() bool {
+	switch e {
+	case EventTypeCreated, EventTypeUpdated, EventTypeDeleted:
+		return true
+	}
+	return false
+}
+
+func (e EventType) String() string {
+	return string(e)
+}
+
+func (e *EventType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = EventType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid EventType", str)
+	}
+	return nil
+}
+
+func (e EventType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *EventType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e EventType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

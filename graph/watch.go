@@ -1,0 +1,199 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/graph/model"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// watch serves one instanceEvents subscription. It subscribes to the hub
+// before reading the current state, then drops every live event the read
+// already covered, by version: no gap, no repeat.
+func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent bool) (<-chan model.InstanceEvent, error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.live == nil {
+		return nil, apierr.New(apierr.FailedPrecondition, "live events are not served here")
+	}
+	f, match, err := watchFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	conn := connFrom(ctx)
+	if conn != nil {
+		if int(conn.subs.Add(1)) > r.maxSubs {
+			conn.subs.Add(-1)
+			return nil, apierr.New(apierr.RateLimited, "at most %d subscriptions per connection", r.maxSubs)
+		}
+	}
+	tenant := ""
+	if !p.IsOperator() {
+		tenant = ids.Encode(ids.Tenant, p.TenantID)
+	}
+	sub := r.live.Subscribe(tenant, match, func(reason string) {
+		if conn != nil {
+			conn.close(closeSlowConsumer, reason)
+		}
+	})
+	out := make(chan model.InstanceEvent, 1)
+	go func() {
+		defer close(out)
+		defer r.live.Unsubscribe(sub)
+		if conn != nil {
+			defer conn.subs.Add(-1)
+		}
+		w := watcher{r: r, ctx: ctx, out: out, filter: f, seen: map[uuid.UUID]int64{}}
+		if includeCurrent && !w.snapshot(time.Time{}) {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sub.Dropped():
+				return
+			case d := <-sub.C:
+				if d.Resync {
+					if !w.snapshot(d.Since) {
+						return
+					}
+					continue
+				}
+				if !w.live(d.Event) {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// watcher delivers one subscription's events, remembering the version it
+// last delivered of each instance.
+type watcher struct {
+	r      *Resolver
+	ctx    context.Context
+	out    chan<- model.InstanceEvent
+	filter control.WatchFilter
+	seen   map[uuid.UUID]int64
+}
+
+// snapshot delivers the current state of the matching instances (changed
+// since since, when it is set), skipping what was already delivered.
+func (w *watcher) snapshot(since time.Time) bool {
+	rows, err := w.r.svc.WatchedInstances(w.ctx, w.filter, since)
+	if err != nil {
+		return false
+	}
+	views, err := w.r.views(w.ctx, rows...)
+	if err != nil {
+		return false
+	}
+	for _, v := range views {
+		typ := model.EventTypeUpdated
+		if v.State == "DELETED" {
+			typ = model.EventTypeDeleted
+		}
+		if !w.emit(model.InstanceEvent{Type: typ, Instance: v, Version: int(v.Version), Snapshot: true}) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *watcher) live(ev *events.InstanceEvent) bool {
+	v, err := instanceFromEvent(ev.Instance)
+	if err != nil {
+		return true // not an event this server can show; skip it
+	}
+	return w.emit(model.InstanceEvent{Type: model.EventType(ev.Type), Instance: v, Version: int(ev.Version)})
+}
+
+// emit delivers ev unless an event of the same or a later version of its
+// instance was delivered already.
+func (w *watcher) emit(ev model.InstanceEvent) bool {
+	id := ev.Instance.ID
+	if int64(ev.Version) <= w.seen[id] {
+		return true
+	}
+	w.seen[id] = int64(ev.Version)
+	select {
+	case w.out <- ev:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+// watchFilter decodes a subscription's filter into a database filter and
+// the matching function the hub applies to live events.
+func watchFilter(in *model.InstanceEventFilter) (control.WatchFilter, func(*events.InstanceEvent) bool, error) {
+	var f control.WatchFilter
+	all := func(*events.InstanceEvent) bool { return true }
+	if in == nil {
+		return f, all, nil
+	}
+	var d decoder
+	wanted := map[string]bool{}
+	for i, s := range in.Ids {
+		f.IDs = append(f.IDs, d.id(ids.Instance, fmt.Sprintf("filter.ids[%d]", i), s))
+		wanted[s] = true
+	}
+	f.PoolID = d.ptrID(ids.Pool, "filter.poolId", in.PoolID)
+	if d.err != nil {
+		return f, nil, d.err
+	}
+	var pool, state string
+	if in.PoolID != nil {
+		pool = *in.PoolID
+	}
+	if in.State != nil {
+		state = string(*in.State)
+		f.State = &state
+	}
+	return f, func(ev *events.InstanceEvent) bool {
+		return (len(wanted) == 0 || wanted[ev.Instance.ID]) &&
+			(pool == "" || ev.Instance.PoolID == pool) &&
+			(state == "" || ev.Instance.State == state)
+	}, nil
+}
+
+// instanceFromEvent turns an event's view back into the API's Instance.
+func instanceFromEvent(v events.InstanceView) (model.Instance, error) {
+	var d decoder
+	inst := sqlc.Instance{
+		ID:            d.id(ids.Instance, "id", v.ID),
+		TenantID:      d.id(ids.Tenant, "tenantId", v.TenantID),
+		PoolID:        d.id(ids.Pool, "poolId", v.PoolID),
+		FlavorID:      d.id(ids.Flavor, "flavorId", v.FlavorID),
+		ImageID:       d.id(ids.Image, "imageId", v.ImageID),
+		Name:          v.Name,
+		ImageVerified: v.ImageVerified,
+		SshKeys:       v.SSHKeys,
+		DesiredState:  v.DesiredState,
+		State:         v.State,
+		StateReason:   v.StateReason,
+		CreatedAt:     v.CreatedAt,
+		UpdatedAt:     v.UpdatedAt,
+		Version:       v.Version,
+	}
+	if v.HostID != nil {
+		h := d.id(ids.Host, "hostId", *v.HostID)
+		inst.HostID = &h
+	}
+	if d.err != nil {
+		return model.Instance{}, d.err
+	}
+	return model.Instance{Instance: inst, Addresses: v.Addresses}, nil
+}

@@ -1,0 +1,55 @@
+package live
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	clients       prometheus.Gauge
+	subscriptions prometheus.Gauge
+	connected     prometheus.Gauge
+	delivered     prometheus.Counter
+	dropped       prometheus.Counter
+	slow          prometheus.Counter
+	fanout        prometheus.Histogram
+	latency       prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bc_live_clients", Help: "Connected websocket clients.",
+		}),
+		subscriptions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bc_live_subscriptions", Help: "Live event subscriptions.",
+		}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bc_live_redis_subscribed", Help: "1 while this process holds its Redis event subscription.",
+		}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bc_live_events_delivered_total", Help: "Events queued for subscribers.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bc_live_events_dropped_total", Help: "Events not queued because their subscriber fell behind.",
+		}),
+		slow: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bc_live_slow_subscribers_total", Help: "Subscribers dropped for falling behind.",
+		}),
+		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "bc_live_fanout_seconds", Help: "Time to route one event to every matching subscriber.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "bc_live_event_latency_seconds", Help: "Time from an instance change's commit to its event being queued for subscribers.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.clients, m.subscriptions, m.connected, m.delivered, m.dropped, m.slow, m.fanout, m.latency}
+}
+
+// ClientConnected and ClientGone count websocket clients.
+func (h *Hub) ClientConnected() { h.metrics.clients.Inc() }
+
+// ClientGone counts a websocket client leaving.
+func (h *Hub) ClientGone() { h.metrics.clients.Dec() }
