@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,9 @@ type Config struct {
 	// HostSilentAfter is how long a host may go without reporting before its
 	// instances are LOST (BC_HOST_SILENT_AFTER). Default 30s.
 	HostSilentAfter time.Duration
+	// LiveBuffer is how many events a subscriber may fall behind before it
+	// is dropped (BC_LIVE_BUFFER). Default 256.
+	LiveBuffer int
 	// Listen is the HTTP address (--listen). Default 127.0.0.1:8080.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -60,6 +64,7 @@ func FromEnv() Config {
 		AllowedOrigins: split(os.Getenv("BC_ALLOWED_ORIGINS")),
 		RedisPrefix:    os.Getenv("BC_REDIS_PREFIX"),
 	}
+	cfg.LiveBuffer, _ = strconv.Atoi(os.Getenv("BC_LIVE_BUFFER"))
 	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
 		cfg.HostSilentAfter = d
 	}
@@ -201,7 +206,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	gw := gateway.New(gateway.Config{
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
 	})
-	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Logger: cfg.Logger})
+	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	handler := server.New(server.Config{
 		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 	})

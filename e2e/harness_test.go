@@ -9,11 +9,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -161,6 +163,8 @@ type options struct {
 	hostVcpus int
 	// hostArgs are extra flags for every host process.
 	hostArgs []string
+	// serverEnv is extra environment for serve.
+	serverEnv []string
 }
 
 const silentAfter = 3 * time.Second
@@ -180,8 +184,8 @@ func start(t testing.TB, o options) *cluster {
 	}
 	addr := freeAddr(t)
 	c.url = "http://" + addr
-	c.server = c.proc("serve", nil, bin, "serve", "--listen", addr)
-	c.waitReady()
+	c.server = c.proc("serve", o.serverEnv, bin, "serve", "--listen", addr)
+	waitReadyAt(t, c.url)
 	c.seed(o)
 	for i := range o.reconcilers {
 		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), nil, bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"))
@@ -234,11 +238,11 @@ func startRedis(t testing.TB, dir string) (string, *proc) {
 	return "redis://" + addr, p
 }
 
-func (c *cluster) waitReady() {
-	c.t.Helper()
+func waitReadyAt(t testing.TB, url string) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(c.url + "/readyz")
+		resp, err := http.Get(url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -246,10 +250,28 @@ func (c *cluster) waitReady() {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("serve not ready: %v\n%s", err, c.server.tail())
+			t.Fatalf("serve at %s not ready: %v", url, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// metric reads a counter or gauge from a server's /metrics.
+func metric(t testing.TB, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
 }
 
 // gql runs a GraphQL operation and returns its data; errors fail the test

@@ -181,6 +181,7 @@ func (h *Hub) dispatch(payload string) {
 
 // resyncAll tells every subscriber that events since lostAt may be lost.
 func (h *Hub) resyncAll() {
+	h.metrics.resyncs.Inc()
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	d := Delivery{Resync: true, Since: h.lostAt}

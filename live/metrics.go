@@ -9,6 +9,7 @@ type metrics struct {
 	delivered     prometheus.Counter
 	dropped       prometheus.Counter
 	slow          prometheus.Counter
+	resyncs       prometheus.Counter
 	fanout        prometheus.Histogram
 	latency       prometheus.Histogram
 }
@@ -33,6 +34,9 @@ func newMetrics() *metrics {
 		slow: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bc_live_slow_subscribers_total", Help: "Subscribers dropped for falling behind.",
 		}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bc_live_resyncs_total", Help: "Times subscribers were told to resync after the Redis subscription came back.",
+		}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "bc_live_fanout_seconds", Help: "Time to route one event to every matching subscriber.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
@@ -45,7 +49,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.clients, m.subscriptions, m.connected, m.delivered, m.dropped, m.slow, m.fanout, m.latency}
+	return []prometheus.Collector{m.clients, m.subscriptions, m.connected, m.delivered, m.dropped, m.slow, m.resyncs, m.fanout, m.latency}
 }
 
 // ClientConnected and ClientGone count websocket clients.
