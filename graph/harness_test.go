@@ -50,6 +50,12 @@ func newKey(comment string) string {
 
 func setup(t testing.TB) *env {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with a handler configuration adjusted by tune.
+func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
+	t.Helper()
 	db := testenv.DB(t)
 	sealer, err := seal.New("test secret")
 	if err != nil {
@@ -57,7 +63,14 @@ func setup(t testing.TB) *env {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := control.New(db, control.Config{Sealer: sealer, Logger: log})
-	h := graph.NewHandler(graph.HandlerConfig{Service: svc, DB: db, Logger: log})
+	cfg := graph.HandlerConfig{Service: svc, DB: db, Logger: log}
+	if tune != nil {
+		tune(&cfg)
+	}
+	h := graph.NewHandler(cfg)
+	runCtx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go h.Run(runCtx)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(w, r.WithContext(audit.WithRequestID(r.Context(), "req-test")))
 	}))

@@ -3,12 +3,18 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
+
+	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/live"
 )
 
 // dialWS opens a graphql-transport-ws connection and sends connection_init
@@ -64,6 +70,84 @@ func TestWebsocketAuthentication(t *testing.T) {
 			if status := websocket.CloseStatus(err); status != 4403 {
 				t.Fatalf("%q: closed with %v (%v), want 4403", auth, status, err)
 			}
+		}
+	})
+}
+
+func TestWebsocketLimits(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	e := setupWith(t, func(c *graph.HandlerConfig) {
+		c.Live = live.New(live.Config{Redis: rdb, Prefix: prefix})
+		c.MaxConnections, c.MaxSubscriptions = 2, 2
+	})
+	w := e.world("alpha")
+	// sub subscribes; it reads nothing, as a read that times out would
+	// close the connection.
+	sub := func(conn *websocket.Conn, ctx context.Context, id string) {
+		wsjson.Write(ctx, conn, map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": "subscription { instanceEvents { version } }"}})
+	}
+	ack := func(conn *websocket.Conn, ctx context.Context) {
+		var msg map[string]any
+		if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "connection_ack" {
+			t.Fatalf("init: %v %v", msg, err)
+		}
+	}
+
+	t.Run("subscriptions per connection", func(t *testing.T) {
+		conn, ctx := e.dialWS(t, "Bearer "+w.member)
+		ack(conn, ctx)
+		sub(conn, ctx, "1")
+		sub(conn, ctx, "2")
+		sub(conn, ctx, "3")
+		// Subscriptions start concurrently: whichever came third is refused.
+		var msg map[string]any
+		if err := wsjson.Read(ctx, conn, &msg); err != nil || !strings.Contains(fmt.Sprint(msg["payload"]), "RATE_LIMITED") {
+			t.Fatalf("third subscription: %v, %v", msg, err)
+		}
+	})
+	t.Run("connections per principal", func(t *testing.T) {
+		for range 2 {
+			conn, ctx := e.dialWS(t, "Bearer "+e.operator)
+			ack(conn, ctx)
+		}
+		conn, ctx := e.dialWS(t, "Bearer "+e.operator)
+		var msg map[string]any
+		err := wsjson.Read(ctx, conn, &msg)
+		for err == nil {
+			err = wsjson.Read(ctx, conn, &msg)
+		}
+		if websocket.CloseStatus(err) != 4429 {
+			t.Fatalf("third connection closed with %v", err)
+		}
+	})
+	t.Run("a revoked token ends its subscriptions", func(t *testing.T) {
+		var out struct {
+			CreateApiToken struct {
+				Token    string
+				ApiToken struct{ ID string }
+			}
+		}
+		e.must(e.operator, `mutation($t: ID) { createApiToken(input: {name: "watcher", tenantId: $t}) { token apiToken { id } } }`, map[string]any{"t": w.tenant}, &out)
+		conn, ctx := e.dialWS(t, "Bearer "+out.CreateApiToken.Token)
+		ack(conn, ctx)
+		sub(conn, ctx, "1")
+		e.must(e.operator, `mutation($id: ID!) { revokeApiToken(input: {id: $id}) { apiToken { id } } }`, map[string]any{"id": out.CreateApiToken.ApiToken.ID}, nil)
+		var msg map[string]any
+		err := wsjson.Read(ctx, conn, &msg)
+		for err == nil {
+			err = wsjson.Read(ctx, conn, &msg)
+		}
+		if websocket.CloseStatus(err) != 4401 {
+			t.Fatalf("closed with %v, want 4401", err)
+		}
+	})
+	t.Run("another origin is refused", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http"), &websocket.DialOptions{
+			Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin dial: %v (%v)", err, resp)
 		}
 	})
 }
