@@ -49,6 +49,9 @@ type Config struct {
 	// LiveBuffer is how many events a subscriber may fall behind before it
 	// is dropped (BC_LIVE_BUFFER). Default 256.
 	LiveBuffer int
+	// MaxConnections is how many websockets one principal may hold
+	// (BC_WS_MAX_CONNECTIONS). Default 100.
+	MaxConnections int
 	// Listen is the HTTP address (--listen). Default 127.0.0.1:8080.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -65,6 +68,7 @@ func FromEnv() Config {
 		RedisPrefix:    os.Getenv("BC_REDIS_PREFIX"),
 	}
 	cfg.LiveBuffer, _ = strconv.Atoi(os.Getenv("BC_LIVE_BUFFER"))
+	cfg.MaxConnections, _ = strconv.Atoi(os.Getenv("BC_WS_MAX_CONNECTIONS"))
 	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
 		cfg.HostSilentAfter = d
 	}
@@ -208,7 +212,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	})
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	handler := server.New(server.Config{
-		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
+		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

@@ -39,6 +39,8 @@ type Config struct {
 	// Live fans out instance events to subscriptions. Optional: without it
 	// subscriptions are refused.
 	Live *live.Hub
+	// MaxConnections is how many websockets one principal may hold. Default 100.
+	MaxConnections int
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
@@ -73,6 +75,7 @@ func New(cfg Config) *Server {
 		AllowedOrigins: cfg.AllowedOrigins,
 		Observe:        m.observe,
 		Live:           cfg.Live,
+		MaxConnections: cfg.MaxConnections,
 	})
 	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {

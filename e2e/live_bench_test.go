@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+)
+
+// BenchmarkSubscribers holds n instanceEvents subscriptions (one websocket
+// each, all of one tenant, so every event goes to every subscriber) on one
+// serve process, changes instances through the API, and measures each
+// delivery's latency from the change's commit to the client, and the serve
+// process's memory.
+// perSecond is how many changes a second the driver makes; serve runs with
+// GOMEMLIMIT=900MiB, as a deployment holding 10,000 websockets would.
+func BenchmarkSubscribers(b *testing.B) {
+	for _, c := range []struct{ subscribers, perSecond int }{{1000, 20}, {10000, 2}, {10000, 20}} {
+		b.Run(fmt.Sprintf("%d-subscribers-%d-changes-per-s", c.subscribers, c.perSecond), func(b *testing.B) {
+			for range b.N {
+				benchSubscribers(b, c.subscribers, c.perSecond)
+			}
+		})
+	}
+}
+
+func benchSubscribers(b *testing.B, n, perSecond int) {
+	b.StopTimer()
+	c := start(b, options{reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}})
+	var ids []string
+	for i := range 10 {
+		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
+	}
+	rss0 := rss(b, c.server)
+
+	events := 5 * perSecond // five seconds of changes
+	var (
+		mu  sync.Mutex
+		lat = make([]time.Duration, 0, n*events)
+		got sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(c.url, "http") + "/graphql"
+	var dial sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for range n {
+		got.Add(1)
+		dial.Add(1)
+		sem <- struct{}{}
+		go func() {
+			conn := dialSubscriber(b, ctx, ws, c.member, func() { <-sem; dial.Done() })
+			defer conn.CloseNow()
+			seen := 0
+			local := make([]time.Duration, 0, events)
+			for seen < events {
+				var msg struct {
+					Type    string `json:"type"`
+					Payload struct {
+						Data struct {
+							InstanceEvents struct {
+								Snapshot bool
+								Instance struct{ UpdatedAt time.Time }
+							} `json:"instanceEvents"`
+						} `json:"data"`
+					} `json:"payload"`
+				}
+				if err := wsjson.Read(ctx, conn, &msg); err != nil {
+					break
+				}
+				switch msg.Type {
+				case "ping":
+					wsjson.Write(ctx, conn, map[string]any{"type": "pong"})
+				case "next":
+					local = append(local, time.Since(msg.Payload.Data.InstanceEvents.Instance.UpdatedAt))
+					seen++
+				}
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+			got.Done()
+		}()
+	}
+	dial.Wait()
+	rssSubscribed := rss(b, c.server)
+
+	b.StartTimer()
+	start := time.Now()
+	// Each change is an event to every subscriber.
+	tick := time.NewTicker(time.Second / time.Duration(perSecond))
+	for i := range events {
+		<-tick.C
+		op := []string{"stopInstance", "startInstance"}[(i/len(ids))%2]
+		c.set(op, ids[i%len(ids)])
+	}
+	tick.Stop()
+	done := make(chan struct{})
+	go func() { got.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		cancel()
+		<-done
+	}
+	b.StopTimer()
+	took := time.Since(start)
+	if len(lat) < n*events {
+		b.Fatalf("%d of %d deliveries", len(lat), n*events)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+	b.ReportMetric(float64(rssSubscribed)/(1<<20), "serve-MiB-subscribed")
+	b.ReportMetric(float64(rss(b, c.server))/(1<<20), "serve-MiB-after")
+	b.ReportMetric(float64(rss0)/(1<<20), "serve-MiB-idle")
+	b.ReportMetric(float64(len(lat))/took.Seconds(), "deliveries/s")
+}
+
+// dialSubscriber connects, authenticates and subscribes, then calls ready.
+func dialSubscriber(b *testing.B, ctx context.Context, url, token string, ready func()) *websocket.Conn {
+	defer ready()
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		b.Errorf("dial: %v", err)
+		return nil
+	}
+	wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+	var ack map[string]any
+	if err := wsjson.Read(ctx, conn, &ack); err != nil || ack["type"] != "connection_ack" {
+		b.Errorf("init: %v %v", ack, err)
+	}
+	wsjson.Write(ctx, conn, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": "subscription { instanceEvents { type version instance { id state updatedAt } } }"}})
+	return conn
+}
+
+// rss reads a process's resident memory from /proc.
+func rss(b testing.TB, p *proc) int64 {
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
