@@ -204,6 +204,9 @@ const lostMargin = 30 * time.Second
 func (h *Hub) Run(ctx context.Context) error {
 	sub := h.cfg.Redis.PSubscribe(ctx, h.cfg.Prefix+"events:*")
 	defer sub.Close()
+	// Receive blocks without heeding ctx; closing the subscription ends it.
+	stop := context.AfterFunc(ctx, func() { sub.Close() })
+	defer stop()
 	subscribed := false
 	for {
 		msg, err := sub.Receive(ctx)
