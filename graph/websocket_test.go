@@ -56,6 +56,32 @@ func TestWebsocketAuthentication(t *testing.T) {
 			t.Fatalf("payload = %s", msg.Payload)
 		}
 	})
+	t.Run("the legacy graphql-ws protocol too", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http"), &websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.CloseNow()
+		wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + w.member}})
+		wsjson.Write(ctx, conn, map[string]any{"id": "1", "type": "start", "payload": map[string]any{"query": "{ viewer { tenant { id } } }"}})
+		for {
+			var msg struct {
+				Type    string
+				Payload json.RawMessage
+			}
+			if err := wsjson.Read(ctx, conn, &msg); err != nil {
+				t.Fatal(err)
+			}
+			if msg.Type == "data" {
+				if !strings.Contains(string(msg.Payload), w.tenant) {
+					t.Fatalf("payload = %s", msg.Payload)
+				}
+				return
+			}
+		}
+	})
 	t.Run("a bad token closes the connection", func(t *testing.T) {
 		for _, auth := range []string{"Bearer bct_nope", ""} {
 			conn, ctx := e.dialWS(t, auth)
