@@ -160,4 +160,3 @@ func rss(b testing.TB, p *proc) int64 {
 	}
 	return 0
 }
-
