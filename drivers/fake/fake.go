@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/better-compute/vps/drivers/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )
@@ -98,7 +99,7 @@ type domain struct {
 	state   hostd.DomainState
 	reason  string
 	overlay string
-	seed    Seed
+	seed    nocloud.Seed
 	// boot is the timer that makes a booting domain running, and bootID
 	// the number of that boot; boot is nil unless the domain is booting
 	// (its state is then stopped).
@@ -149,7 +150,7 @@ func (h *Hypervisor) Define(ctx context.Context, spec hostproto.InstanceSpec) er
 		spec:    cloneSpec(spec),
 		state:   hostd.DomainStopped,
 		overlay: OverlayDir + "/" + spec.ID + ".qcow2",
-		seed:    newSeed(spec),
+		seed:    nocloud.New(spec),
 	}
 	return nil
 }

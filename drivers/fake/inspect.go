@@ -1,6 +1,9 @@
 package fake
 
-import "github.com/better-compute/vps/hostproto"
+import (
+	"github.com/better-compute/vps/drivers/nocloud"
+	"github.com/better-compute/vps/hostproto"
+)
 
 // Calls counts the calls made for one instance, failed and no-op calls
 // included, so that a test can prove that something was never done twice.
@@ -35,12 +38,12 @@ func (h *Hypervisor) Spec(id string) (hostproto.InstanceSpec, bool) {
 }
 
 // Seed returns the NoCloud seed of domain id.
-func (h *Hypervisor) Seed(id string) (Seed, bool) {
+func (h *Hypervisor) Seed(id string) (nocloud.Seed, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	d, ok := h.domains[id]
 	if !ok {
-		return Seed{}, false
+		return nocloud.Seed{}, false
 	}
 	return d.seed, true
 }

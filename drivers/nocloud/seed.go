@@ -1,4 +1,8 @@
-package fake
+// Package nocloud renders the NoCloud seed (the "cidata" disk) that carries
+// an instance's hostname, SSH keys, user data and static address into the
+// guest, where cloud-init reads it. Every runtime driver uses it, so the
+// simulated and the real hypervisors give guests the same seed.
+package nocloud
 
 import (
 	"encoding/json"
@@ -34,7 +38,8 @@ type Seed struct {
 // emptyCloudConfig is the user-data of an instance without user data.
 const emptyCloudConfig = "#cloud-config\n"
 
-func newSeed(spec hostproto.InstanceSpec) Seed {
+// New returns the seed of spec.
+func New(spec hostproto.InstanceSpec) Seed {
 	s := Seed{
 		MetaData:      metaData(spec),
 		UserData:      spec.UserData,
