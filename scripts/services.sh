@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes sure the Postgres and Redis the tests use are running on
-# 127.0.0.1:5432 and 127.0.0.1:6379: starts them when installed but stopped,
+# Makes sure what the tests use is running: Postgres on 127.0.0.1:5432,
+# Redis on 127.0.0.1:6379, and libvirtd with the QEMU driver (socket
+# /var/run/libvirt/libvirt-sock). Starts them when installed but stopped,
 # and installs Debian's packages first when they are missing and we are root.
 set -euo pipefail
 
@@ -41,4 +42,22 @@ if ! redis_up; then
 	for _ in $(seq 1 50); do redis_up && break; sleep 0.2; done
 	redis_up || { echo "services.sh: Redis did not come up" >&2; exit 1; }
 fi
-echo "services: Postgres and Redis are up"
+libvirt_up() { virsh -c qemu:///system version >/dev/null 2>&1; }
+
+# As udev sets it up on a Debian host: the QEMU user may open /dev/kvm.
+# Without it, libvirt finds the QEMU capabilities it cached outdated and
+# probes QEMU again on every domain definition (some 30 s each).
+if [ -e /dev/kvm ] && [ "$(id -u)" = 0 ] && getent group kvm >/dev/null; then
+	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+fi
+
+command -v genisoimage >/dev/null || install genisoimage
+if ! libvirt_up; then
+	command -v libvirtd >/dev/null || install libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils libvirt-clients
+	mkdir -p /var/run/libvirt /var/log/libvirt
+	pgrep -x virtlogd >/dev/null || virtlogd -d
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	for _ in $(seq 1 50); do libvirt_up && break; sleep 0.2; done
+	libvirt_up || { echo "services.sh: libvirtd did not come up" >&2; exit 1; }
+fi
+echo "services: Postgres, Redis and libvirtd are up"
