@@ -167,4 +167,3 @@ func (r *Runtime) lookup(id string) (golibvirt.Domain, bool, error) {
 	}
 	return d, true, nil
 }
-
