@@ -1,6 +1,7 @@
 package hostd
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ type converger struct {
 type failure struct {
 	spec   hostproto.InstanceSpec
 	reason string
+	state  hostproto.State // failed, or invalid when the instance itself is at fault
 }
 
 // converge converges the Runtime to spec. Its error is that of listing the
@@ -135,7 +137,11 @@ func (c *converger) fail(ctx context.Context, inst hostproto.InstanceSpec, err e
 	if ctx.Err() != nil {
 		return
 	}
-	c.failed[inst.ID] = failure{spec: inst, reason: err.Error()}
+	state := hostproto.StateFailed
+	if errors.Is(err, ErrInvalid) {
+		state = hostproto.StateInvalid
+	}
+	c.failed[inst.ID] = failure{spec: inst, reason: err.Error(), state: state}
 	c.log.Warn("instance failed; not retried until its spec changes", "instance", inst.ID, "err", err)
 }
 
@@ -177,7 +183,7 @@ func (c *converger) statuses(ctx context.Context) ([]hostproto.InstanceStatus, e
 		out = append(out, s)
 	}
 	for id, f := range c.failed {
-		out = append(out, hostproto.InstanceStatus{ID: id, State: hostproto.StateFailed, Reason: f.reason})
+		out = append(out, hostproto.InstanceStatus{ID: id, State: f.state, Reason: f.reason})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -2,6 +2,7 @@ package hostd
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/better-compute/vps/hostproto"
@@ -33,6 +34,12 @@ type Runtime interface {
 	// state on its own (it crashed, or was destroyed by hand).
 	Changes() <-chan struct{}
 }
+
+// ErrInvalid marks a runtime error that is the instance's own fault — its
+// image is corrupt or not of its format — so that no host could run it. The
+// daemon reports such an instance invalid, not failed, and the reconciler
+// puts it in ERROR instead of recreating it elsewhere.
+var ErrInvalid = errors.New("the instance cannot run on any host")
 
 // Domain is one domain of a runtime.
 type Domain struct {

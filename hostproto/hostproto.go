@@ -92,7 +92,11 @@ const (
 	StateStopped State = "stopped"
 	StatePaused  State = "paused"
 	// StateFailed: the host could not define or start it; Reason says why.
+	// Another host may do better.
 	StateFailed State = "failed"
+	// StateInvalid: the instance itself cannot run (its image is corrupt
+	// or not of its format); no host would do better. Reason says why.
+	StateInvalid State = "invalid"
 )
 
 // Report is what a host posts after converging and as its heartbeat.

@@ -14,6 +14,7 @@ const (
 	seenStopped = string(hostproto.StateStopped)
 	seenPaused  = string(hostproto.StatePaused)
 	seenFailed  = string(hostproto.StateFailed)
+	seenInvalid = string(hostproto.StateInvalid)
 	seenAbsent  = "absent"
 )
 
@@ -89,6 +90,10 @@ func decide(f facts) (step, bool) {
 	onHost := f.state != errored && f.state != lost && f.state != deleting
 	if f.placed && !f.hostAlive && onHost {
 		return step{to: lost, reason: fmt.Sprintf("host %s stopped reporting", f.host)}, true
+	}
+	if f.seen == seenInvalid && f.state != errored {
+		// No host could run it: recreating it elsewhere would not help.
+		return step{to: errored, reason: fmt.Sprintf("host %s: %s", f.host, f.seenReason)}, true
 	}
 	switch f.state {
 	case provisioning:

@@ -51,6 +51,8 @@ func TestDecide(t *testing.T) {
 		{"lost while silent", facts{state: lifecycle.Lost, desired: run, placed: true, host: "hv-1", seen: seenRunning}, step{}, false},
 		{"lost comes back running", alive(lifecycle.Lost, run, runPower, seenRunning), step{to: lifecycle.Running}, true},
 		{"lost comes back stopped", alive(lifecycle.Lost, stop, stopPower, seenStopped), step{to: lifecycle.Stopped}, true},
+		{"invalid image: error, not recreate", alive(lifecycle.Provisioning, run, runPower, seenInvalid), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
+		{"invalid while stopped", alive(lifecycle.Stopped, run, runPower, seenInvalid), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
 		{"error stays", alive(lifecycle.Error, run, runPower, seenFailed), step{}, false},
 		{"error deleted", alive(lifecycle.Error, del, runPower, seenFailed), step{to: lifecycle.Deleting, power: removePower}, true},
 	}
@@ -70,7 +72,7 @@ func TestDecide(t *testing.T) {
 // TestDecideOnlyTableTransitions checks every step decide can take, over
 // every combination of facts, is allowed by the state table.
 func TestDecideOnlyTableTransitions(t *testing.T) {
-	seens := []string{seenNothing, seenRunning, seenStopped, seenPaused, seenFailed, seenAbsent}
+	seens := []string{seenNothing, seenRunning, seenStopped, seenPaused, seenFailed, seenInvalid, seenAbsent}
 	desireds := []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted}
 	for _, s := range lifecycle.States {
 		for _, d := range desireds {

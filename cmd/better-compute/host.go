@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/drivers/fake"
+	"github.com/better-compute/vps/drivers/imagecache"
+	"github.com/better-compute/vps/drivers/libvirt"
 	"github.com/better-compute/vps/hostd"
 )
 
@@ -21,8 +24,15 @@ func runHost(ctx context.Context, args []string) error {
 	runtime := fs.String("runtime", "libvirt", "runtime `driver`: fake (simulated) or libvirt")
 	credFile := fs.String("credential-file", "", "`file` holding the host credential (default: $BC_HOST_CREDENTIAL)")
 	heartbeat := fs.Duration("heartbeat", 5*time.Second, "longest time between two reports")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long a guest has to shut down before it is destroyed")
 	bootDelay := fs.Duration("fake-boot-delay", 0, "fake runtime: how long a started domain boots")
 	failStarts := fs.String("fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
+	var lv libvirt.Config
+	fs.StringVar(&lv.URI, "libvirt-uri", "qemu:///system", "libvirt runtime: connection `URI`")
+	fs.StringVar(&lv.Socket, "libvirt-socket", "/var/run/libvirt/libvirt-sock", "libvirt runtime: libvirtd's unix `socket`")
+	fs.StringVar(&lv.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); default kvm when /dev/kvm exists")
+	fs.StringVar(&lv.StateDir, "state-dir", "/var/lib/better-compute", "libvirt runtime: `directory` for images, overlays, seeds and console logs")
+	fs.StringVar(&lv.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs (default: user-mode networking)")
 	fs.Parse(args)
 
 	cred := os.Getenv("BC_HOST_CREDENTIAL")
@@ -36,6 +46,7 @@ func runHost(ctx context.Context, args []string) error {
 	if cred == "" {
 		return errors.New("no host credential: set BC_HOST_CREDENTIAL or --credential-file (createHost returns it)")
 	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	var rt hostd.Runtime
 	switch *runtime {
 	case "fake":
@@ -46,12 +57,21 @@ func runHost(ctx context.Context, args []string) error {
 		}
 		rt = h
 	case "libvirt":
-		return errors.New("the libvirt runtime is not built yet; use --runtime fake")
+		images, err := imagecache.New(imagecache.Config{Dir: filepath.Join(lv.StateDir, "images"), Logger: log})
+		if err != nil {
+			return err
+		}
+		lv.Images, lv.Logger = images, log
+		r, err := libvirt.New(ctx, lv)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		rt = r
 	default:
 		return fmt.Errorf("unknown runtime %q", *runtime)
 	}
 	return hostd.New(hostd.Config{
-		ServerURL: *server, Credential: cred, Runtime: rt, HeartbeatInterval: *heartbeat,
-		Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		ServerURL: *server, Credential: cred, Runtime: rt, HeartbeatInterval: *heartbeat, ShutdownTimeout: *shutdown, Logger: log,
 	}).Run(ctx)
 }

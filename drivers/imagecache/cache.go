@@ -27,6 +27,10 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
+// ErrInvalidImage marks an image that is not what its registration says:
+// its checksum or its format is wrong. Fetching it again will not help.
+var ErrInvalidImage = errors.New("invalid image")
+
 // Config configures a Cache. A zero field takes the default its comment
 // gives.
 type Config struct {

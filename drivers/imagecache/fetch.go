@@ -86,10 +86,10 @@ func (c *Cache) fetch(ctx context.Context, src *url.URL, img hostproto.Image, pa
 		return fmt.Errorf("sync: %w", err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != img.SHA256 {
-		return fmt.Errorf("sha256 mismatch: got %s, want %s", got, img.SHA256)
+		return fmt.Errorf("%w: sha256 mismatch: got %s, want %s", ErrInvalidImage, got, img.SHA256)
 	}
 	if err := checkFormat(tmp, img.Format); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrInvalidImage, err)
 	}
 	// Read-only: the image is immutable, and the hypervisor reads it.
 	if err := tmp.Chmod(0o444); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 
+	"github.com/better-compute/vps/drivers/imagecache"
 	"github.com/better-compute/vps/drivers/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
@@ -91,6 +92,9 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	}
 	base, err := r.cfg.Images.Get(ctx, spec.Image)
 	if err != nil {
+		if errors.Is(err, imagecache.ErrInvalidImage) {
+			return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+		}
 		return fmt.Errorf("define %s: image: %w", spec.ID, err)
 	}
 	if err := r.makeOverlay(ctx, spec, base); err != nil {

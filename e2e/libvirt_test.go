@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// libvirtHost gives the cluster a host that runs real domains through
+// libvirtd (software emulation), with its state in a directory libvirt's
+// QEMU user can reach.
+func libvirtHost(t *testing.T, c *cluster) string {
+	t.Helper()
+	if out, err := exec.Command("virsh", "-c", "qemu:///system", "version").CombinedOutput(); err != nil {
+		t.Fatalf("LIBVIRTD IS NOT RUNNING (make test starts it): %v %s", err, out)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "bc-e2e-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cred := c.adopt("kvm-1", 4)
+	c.hosts = append(c.hosts, c.proc("host-libvirt", []string{"BC_HOST_CREDENTIAL=" + cred},
+		binary(t), "host", "--runtime", "libvirt", "--domain-type", "qemu", "--state-dir", dir, "--server", c.url, "--heartbeat", "500ms", "--shutdown-timeout", "2s"))
+	return dir
+}
+
+// image writes a small qcow2 base image and returns its file URL and sha256.
+func qcow2Image(t *testing.T) (url, sum string) {
+	t.Helper()
+	dir, _ := os.MkdirTemp("/var/tmp", "bc-e2e-img-")
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "base.qcow2")
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", path, "64M").CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v %s", err, out)
+	}
+	b, _ := os.ReadFile(path)
+	h := sha256.Sum256(b)
+	return "file://" + path, hex.EncodeToString(h[:])
+}
+
+// TestCorruptImage: an image whose bytes do not match its sha256 puts the
+// instance in ERROR with that reason, and no domain or disk is made.
+func TestCorruptImage(t *testing.T) {
+	c := start(t, options{reconcilers: 1})
+	dir := libvirtHost(t, c)
+	url, _ := qcow2Image(t)
+	bad := c.must(c.operator, `mutation($u: String!) { registerImage(input: {name: "corrupt", sourceUrl: $u, sha256: "`+strings.Repeat("e", 64)+`", format: QCOW2, visibility: PUBLIC}) { image { id } } }`,
+		map[string]any{"u": url}, "registerImage", "image", "id")
+	c.image = bad
+	id := c.create("vm", "RUNNING")
+	waitFor(t, 60*time.Second, "ERROR with the checksum as the reason", func() bool {
+		return c.count("instances WHERE state = 'ERROR' AND state_reason LIKE '%sha256 mismatch%'") == 1
+	})
+	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); strings.Contains(string(out), id) {
+		t.Fatal("a domain was defined for it")
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, "overlays")); len(left) != 0 {
+		t.Fatalf("overlays left: %v", left)
+	}
+	c.set("deleteInstance", id)
+	c.settle(30 * time.Second)
+}
+
+// TestLibvirtInstance runs an instance's whole life on a libvirt host: its
+// domain is defined, started, stopped and deleted, and nothing remains.
+func TestLibvirtInstance(t *testing.T) {
+	c := start(t, options{reconcilers: 1})
+	dir := libvirtHost(t, c)
+	url, sum := qcow2Image(t)
+	c.image = c.must(c.operator, `mutation($u: String!, $s: String!) { registerImage(input: {name: "tiny", sourceUrl: $u, sha256: $s, format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`,
+		map[string]any{"u": url, "s": sum}, "registerImage", "image", "id")
+	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "tiny", vcpus: 1, memoryMb: 64, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	id := c.create("vm", "RUNNING")
+	c.settle(60 * time.Second)
+	domains := func() string {
+		out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output()
+		return string(out)
+	}
+	if !strings.Contains(domains(), "bc-"+id) {
+		t.Fatalf("no domain bc-%s among %q", id, domains())
+	}
+	c.set("stopInstance", id)
+	c.settle(60 * time.Second)
+	c.set("deleteInstance", id)
+	c.settle(60 * time.Second)
+	if strings.Contains(domains(), "bc-"+id) {
+		t.Fatal("the domain remains")
+	}
+	for _, sub := range []string{"overlays", "seeds"} {
+		if left, _ := os.ReadDir(filepath.Join(dir, sub)); len(left) != 0 {
+			t.Fatalf("%s left: %v", sub, left)
+		}
+	}
+	c.noLeaks()
+}
