@@ -3,10 +3,12 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,5 +101,42 @@ func TestLibvirtInstance(t *testing.T) {
 			t.Fatalf("%s left: %v", sub, left)
 		}
 	}
+	c.noLeaks()
+}
+
+// TestHostDaemonKilledMidCreate kills the libvirt host daemon with SIGKILL
+// again and again while instances are being created, and starts it again
+// each time: in the end each instance has exactly one domain and one
+// overlay.
+func TestHostDaemonKilledMidCreate(t *testing.T) {
+	c := start(t, options{reconcilers: 1})
+	dir := libvirtHost(t, c)
+	url, sum := qcow2Image(t)
+	c.image = c.must(c.operator, `mutation($u: String!, $s: String!) { registerImage(input: {name: "tiny", sourceUrl: $u, sha256: $s, format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`,
+		map[string]any{"u": url, "s": sum}, "registerImage", "image", "id")
+	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "tiny", vcpus: 1, memoryMb: 64, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	host := c.hosts[len(c.hosts)-1]
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
+		time.Sleep(time.Duration(50+100*i) * time.Millisecond) // kill at different points of the work
+		host.signal(syscall.SIGKILL)
+		host.start()
+	}
+	c.settle(90 * time.Second)
+	out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output()
+	for _, id := range ids {
+		if n := strings.Count(string(out), "bc-"+id); n != 1 {
+			t.Errorf("%s has %d domains", id, n)
+		}
+	}
+	overlays, _ := os.ReadDir(filepath.Join(dir, "overlays"))
+	if len(overlays) != len(ids) {
+		t.Errorf("%d overlays for %d instances", len(overlays), len(ids))
+	}
+	for _, id := range ids {
+		c.set("deleteInstance", id)
+	}
+	c.settle(60 * time.Second)
 	c.noLeaks()
 }
