@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,12 +12,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/ids"
 )
 
 // libvirtHost gives the cluster a host that runs real domains through
 // libvirtd (software emulation), with its state in a directory libvirt's
 // QEMU user can reach.
-func libvirtHost(t *testing.T, c *cluster) string {
+func libvirtHost(t testing.TB, c *cluster) string {
+	return libvirtHostWith(t, c, 4)
+}
+
+// libvirtHostWith is libvirtHost with vcpus of capacity. Domains of this
+// test's instances that outlive it (a failed test) are removed.
+func libvirtHostWith(t testing.TB, c *cluster, vcpus int) string {
 	t.Helper()
 	if out, err := exec.Command("virsh", "-c", "qemu:///system", "version").CombinedOutput(); err != nil {
 		t.Fatalf("LIBVIRTD IS NOT RUNNING (make test starts it): %v %s", err, out)
@@ -27,14 +38,28 @@ func libvirtHost(t *testing.T, c *cluster) string {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	cred := c.adopt("kvm-1", 4)
+	cred := c.adopt("kvm-1", vcpus)
+	t.Cleanup(func() {
+		rows, err := c.db.Query(context.Background(), "SELECT id FROM instances")
+		if err != nil {
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id uuid.UUID
+			rows.Scan(&id)
+			name := "bc-" + ids.Encode(ids.Instance, id)
+			exec.Command("virsh", "-c", "qemu:///system", "destroy", name).Run()
+			exec.Command("virsh", "-c", "qemu:///system", "undefine", name).Run()
+		}
+	})
 	c.hosts = append(c.hosts, c.proc("host-libvirt", []string{"BC_HOST_CREDENTIAL=" + cred},
 		binary(t), "host", "--runtime", "libvirt", "--domain-type", "qemu", "--state-dir", dir, "--server", c.url, "--heartbeat", "500ms", "--shutdown-timeout", "2s"))
 	return dir
 }
 
 // image writes a small qcow2 base image and returns its file URL and sha256.
-func qcow2Image(t *testing.T) (url, sum string) {
+func qcow2Image(t testing.TB) (url, sum string) {
 	t.Helper()
 	dir, _ := os.MkdirTemp("/var/tmp", "bc-e2e-img-")
 	os.Chmod(dir, 0o755)
