@@ -27,7 +27,7 @@ func libvirtHost(t testing.TB, c *cluster) string {
 
 // libvirtHostWith is libvirtHost with vcpus of capacity. Domains of this
 // test's instances that outlive it (a failed test) are removed.
-func libvirtHostWith(t testing.TB, c *cluster, vcpus int) string {
+func libvirtHostWith(t testing.TB, c *cluster, vcpus int, args ...string) string {
 	t.Helper()
 	if out, err := exec.Command("virsh", "-c", "qemu:///system", "version").CombinedOutput(); err != nil {
 		t.Fatalf("LIBVIRTD IS NOT RUNNING (make test starts it): %v %s", err, out)
@@ -54,7 +54,8 @@ func libvirtHostWith(t testing.TB, c *cluster, vcpus int) string {
 		}
 	})
 	c.hosts = append(c.hosts, c.proc("host-libvirt", []string{"BC_HOST_CREDENTIAL=" + cred},
-		binary(t), "host", "--runtime", "libvirt", "--domain-type", "qemu", "--state-dir", dir, "--server", c.url, "--heartbeat", "500ms", "--shutdown-timeout", "2s"))
+		append([]string{binary(t), "host", "--runtime", "libvirt", "--domain-type", "qemu", "--state-dir", dir, "--server", c.url,
+			"--heartbeat", "500ms", "--shutdown-timeout", "2s"}, args...)...))
 	return dir
 }
 
