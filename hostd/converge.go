@@ -1,8 +1,8 @@
 package hostd
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
