@@ -138,9 +138,11 @@ cp "$work/kernel/boot/vmlinuz-$kver" "$work/vmlinuz"
 mb=$(($(stat -c %s "$work/vmlinuz") / 1048576 + $(stat -c %s "$work/initrd.img") / 1048576 + 3))
 export PATH=$pkgs/usr/bin:$PATH MTOOLS_SKIP_CHECK=1 MTOOLSRC=/dev/null
 img=$work/guest.raw
-mformat -i "$img" -C -T $((mb * 2048)) -h 64 -s 32 -v BCGUEST :: >>"$log" 2>&1
-mcopy -i "$img" "$work/vmlinuz" "$work/initrd.img" "$here/syslinux.cfg" :: >>"$log" 2>&1
-"$pkgs/usr/bin/syslinux" --install "$img" >>"$log" 2>&1
+{
+	mformat -i "$img" -C -T $((mb * 2048)) -h 64 -s 32 -v BCGUEST ::
+	mcopy -i "$img" "$work/vmlinuz" "$work/initrd.img" "$here/syslinux.cfg" ::
+	"$pkgs/usr/bin/syslinux" --install "$img"
+} >>"$log" 2>&1
 qemu-img convert -q -c -O qcow2 "$img" "$out/guest.qcow2.tmp"
 mv "$out/guest.qcow2.tmp" "$out/guest.qcow2"
 { echo "$stamp"; echo "$debs" | cut -d " " -f 1; } >"$out/guest.stamp" # and what it was built from

@@ -17,6 +17,7 @@ port=${SSH_PORT:-2222}
 mac=52:54:00:12:34:56
 dir=$(mktemp -d)
 qemu=
+# shellcheck disable=SC2317 # run by the trap
 cleanup() {
 	[ -z "$qemu" ] || kill "$qemu" 2>/dev/null || true
 	rm -rf "$dir"
@@ -59,7 +60,7 @@ qemu-system-x86_64 -accel tcg -m "$mem" -display none -no-reboot \
 	-drive "file=$dir/seed.iso,media=cdrom,if=none,id=cd,readonly=on" \
 	-device ahci,id=ahci -device ide-cd,drive=cd,bus=ahci.0 \
 	-nic "user,model=virtio-net-pci,mac=$mac,hostfwd=tcp:127.0.0.1:$port-:22" \
-	-serial "file:$out/smoke-console.log" -monitor stdio <"$dir/monitor" >/dev/null &
+	-serial "file:$out/smoke-console.log" -monitor stdio <"$dir/monitor" >/dev/null 2>"$dir/qemu.err" &
 qemu=$!
 exec 3>"$dir/monitor"
 
@@ -68,17 +69,20 @@ ssh=(ssh -i "$dir/key" -p "$port" -o BatchMode=yes -o ConnectTimeout=5
 ms() { echo $((($(date +%s%N) - start) / 1000000)); }
 for _ in $(seq 1200); do # the console says when sshd is up
 	grep -q '^bc-guest: ready' "$out/smoke-console.log" 2>/dev/null && break
-	kill -0 "$qemu" 2>/dev/null || { echo "smoke.sh: QEMU exited" >&2; exit 1; }
+	grep -q 'Kernel panic' "$out/smoke-console.log" 2>/dev/null && break
+	kill -0 "$qemu" 2>/dev/null || { echo "smoke.sh: QEMU exited: $(cat "$dir/qemu.err")" >&2; exit 1; }
 	sleep 0.1
 done
+grep -q '^bc-guest: ready' "$out/smoke-console.log" || { echo "smoke.sh: not ready; console: $out/smoke-console.log" >&2; exit 1; }
 ready=$(ms)
 for _ in $(seq 20); do
 	if uname=$("${ssh[@]}" uname -a 2>/dev/null); then
 		echo "$uname"
 		echo "boot: $ready ms to the ready line, $(ms) ms to a done ssh login (console: $out/smoke-console.log)"
 		echo system_powerdown >&3
+		off=$(date +%s%N)
 		for _ in $(seq 100); do
-			kill -0 "$qemu" 2>/dev/null || { echo "powered off on the ACPI power button"; qemu=; exit 0; }
+			kill -0 "$qemu" 2>/dev/null || { echo "powered off $((($(date +%s%N) - off) / 1000000)) ms after the ACPI power button"; qemu=; exit 0; }
 			sleep 0.1
 		done
 		echo "smoke.sh: the guest did not power off in 10s" >&2

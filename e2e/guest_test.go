@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// guestCache keeps the built guest image between runs.
+const guestCache = "/var/tmp/bc-guest-cache"
+
+// guestImage builds (or finds) the project's tiny bootable guest: Debian's
+// kernel and an initramfs with busybox and dropbear that reads the NoCloud
+// seed (scripts/guest; its README says why not the cloud kernel).
+func guestImage(t *testing.T) (url, format, sum string) {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("SKIPPED LOUDLY: no QEMU on this machine, so no guest can run (neither KVM nor software emulation); make test installs qemu-system-x86")
+	}
+	out, err := exec.Command("bash", "../scripts/guest/build.sh", guestCache).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the guest image: %v\n%s", err, out)
+	}
+	for _, f := range []string{"qcow2", "raw"} {
+		path := filepath.Join(guestCache, "guest."+f)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		h := sha256.Sum256(b)
+		return "file://" + path, f, hex.EncodeToString(h[:])
+	}
+	t.Fatalf("the guest build made no image in %s", guestCache)
+	return
+}
+
+// bridge makes a host bridge with the pool's gateway address, so the test
+// reaches guests at their leased addresses.
+func bridge(t *testing.T, name, addr string) {
+	t.Helper()
+	run := func(args ...string) {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v %s", args, err, out)
+		}
+	}
+	exec.Command("ip", "link", "del", name).Run()
+	run("link", "add", name, "type", "bridge")
+	run("addr", "add", addr, "dev", name)
+	run("link", "set", name, "up")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() })
+}
+
+// TestRealGuest boots a real guest through the real server, gateway,
+// reconciler and host daemon on libvirt, logs into it over SSH with the
+// instance's key, runs a command, then stops and deletes it and checks
+// nothing remains.
+func TestRealGuest(t *testing.T) {
+	url, format, sum := guestImage(t)
+	bridge(t, "bcbr0", "10.50.0.1/22")
+	c := start(t, options{reconcilers: 1})
+	dir := libvirtHostWith(t, c, 4, "--bridge", "bcbr0")
+	c.image = c.must(c.operator, `mutation($u: String!, $s: String!, $f: ImageFormat!) { registerImage(input: {name: "guest", sourceUrl: $u, sha256: $s, format: $f, visibility: PUBLIC, verified: true}) { image { id } } }`,
+		map[string]any{"u": url, "s": sum, "f": strings.ToUpper(format)}, "registerImage", "image", "id")
+	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "guest", vcpus: 1, memoryMb: 256, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))) + " e2e@test"
+
+	start := time.Now()
+	id := c.must(c.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`,
+		map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": "guest-1", "sshKeys": []string{key}}},
+		"createInstance", "instance", "id")
+	c.settle(2 * time.Minute)
+	running := time.Since(start)
+	var addr string
+	c.db.QueryRow(t.Context(), "SELECT host(address) FROM ip_leases WHERE released_at IS NULL").Scan(&addr)
+
+	var out string
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var err error
+		if out, err = sshRun(addr, signer, "hostname; cat /root/.ssh/authorized_keys"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			console, _ := os.ReadFile(filepath.Join(dir, "consoles", id+".log"))
+			t.Fatalf("no SSH to %s after %v: %v\nconsole:\n%s", addr, time.Since(start), err, tail(console))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("createInstance → RUNNING %v, → SSH login %v", running.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if !strings.HasPrefix(out, "guest-1\n") || !strings.Contains(out, key) {
+		t.Fatalf("the guest said %q", out)
+	}
+
+	c.set("stopInstance", id)
+	c.settle(2 * time.Minute)
+	c.set("deleteInstance", id)
+	c.settle(2 * time.Minute)
+	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); strings.Contains(string(out), id) {
+		t.Fatal("the domain remains")
+	}
+	for _, sub := range []string{"overlays", "seeds"} {
+		if left, _ := os.ReadDir(filepath.Join(dir, sub)); len(left) != 0 {
+			t.Fatalf("%s left: %v", sub, left)
+		}
+	}
+	c.noLeaks()
+}
+
+func sshRun(addr string, signer ssh.Signer, cmd string) (string, error) {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "22"), 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{
+		User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), // the guest's host key is new every boot
+	})
+	if err != nil {
+		conn.Close()
+		return "", err
+	}
+	client := ssh.NewClient(sc, chans, reqs)
+	defer client.Close()
+	s, err := client.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	b, err := s.Output(cmd)
+	return string(b), err
+}
+
+func tail(b []byte) string {
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
