@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,7 +22,7 @@ const guestCache = "/var/tmp/bc-guest-cache"
 // guestImage builds (or finds) the project's tiny bootable guest: Debian's
 // kernel and an initramfs with busybox and dropbear that reads the NoCloud
 // seed (scripts/guest; its README says why not the cloud kernel).
-func guestImage(t *testing.T) (url, format, sum string) {
+func guestImage(t testing.TB) (url, format, sum string) {
 	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("SKIPPED LOUDLY: no QEMU on this machine, so no guest can run (neither KVM nor software emulation); make test installs qemu-system-x86")
@@ -45,7 +46,7 @@ func guestImage(t *testing.T) (url, format, sum string) {
 
 // bridge makes a host bridge with the pool's gateway address, so the test
 // reaches guests at their leased addresses.
-func bridge(t *testing.T, name, addr string) {
+func bridge(t testing.TB, name, addr string) {
 	t.Helper()
 	run := func(args ...string) {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -64,6 +65,21 @@ func bridge(t *testing.T, name, addr string) {
 // instance's key, runs a command, then stops and deletes it and checks
 // nothing remains.
 func TestRealGuest(t *testing.T) {
+	running, login := realGuest(t)
+	t.Logf("createInstance → RUNNING %v, → SSH login %v", running.Round(time.Millisecond), login.Round(time.Millisecond))
+}
+
+// BenchmarkCreateToSSH measures TestRealGuest's path: from createInstance
+// to the first SSH login, booting the guest under software emulation.
+func BenchmarkCreateToSSH(b *testing.B) {
+	for range b.N {
+		running, login := realGuest(b)
+		b.ReportMetric(running.Seconds(), "s-to-RUNNING")
+		b.ReportMetric(login.Seconds(), "s-to-SSH")
+	}
+}
+
+func realGuest(t testing.TB) (running, login time.Duration) {
 	url, format, sum := guestImage(t)
 	bridge(t, "bcbr0", "10.50.0.1/22")
 	c := start(t, options{reconcilers: 1})
@@ -82,9 +98,9 @@ func TestRealGuest(t *testing.T) {
 		map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": "guest-1", "sshKeys": []string{key}}},
 		"createInstance", "instance", "id")
 	c.settle(2 * time.Minute)
-	running := time.Since(start)
+	running = time.Since(start)
 	var addr string
-	c.db.QueryRow(t.Context(), "SELECT host(address) FROM ip_leases WHERE released_at IS NULL").Scan(&addr)
+	c.db.QueryRow(context.Background(), "SELECT host(address) FROM ip_leases WHERE released_at IS NULL").Scan(&addr)
 
 	var out string
 	deadline := time.Now().Add(3 * time.Minute)
@@ -99,7 +115,7 @@ func TestRealGuest(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("createInstance → RUNNING %v, → SSH login %v", running.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	login = time.Since(start)
 	if !strings.HasPrefix(out, "guest-1\n") || !strings.Contains(out, key) {
 		t.Fatalf("the guest said %q", out)
 	}
@@ -117,6 +133,7 @@ func TestRealGuest(t *testing.T) {
 		}
 	}
 	c.noLeaks()
+	return running, login
 }
 
 func sshRun(addr string, signer ssh.Signer, cmd string) (string, error) {

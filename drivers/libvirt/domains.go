@@ -53,7 +53,7 @@ func (r *Runtime) owner(d golibvirt.Domain) (string, bool) {
 		return "", false
 	}
 	var o ownership
-	if xml.Unmarshal([]byte(raw), &o) != nil || o.Instance == "" || domainName(o.Instance) != d.Name {
+	if xml.Unmarshal([]byte(raw), &o) != nil || o.Instance == "" || domainName(o.Instance) != d.Name || o.StateDir != r.cfg.StateDir {
 		return "", false
 	}
 	return o.Instance, true

@@ -5,8 +5,8 @@
 // runs in or is handed to the guest.
 //
 // The driver owns only the domains it defined: they are named "bc-<id>" and
-// carry the instance ID in their metadata, so a restarted daemon adopts them
-// and never touches anyone else's.
+// carry the instance ID and the driver's state directory in their metadata,
+// so a restarted daemon adopts them and never touches anyone else's.
 package libvirt
 
 import (
@@ -164,6 +164,9 @@ func (r *Runtime) lookup(id string) (golibvirt.Domain, bool, error) {
 	}
 	if err != nil {
 		return d, false, fmt.Errorf("look up %s: %w", id, err)
+	}
+	if _, ours := r.owner(d); !ours {
+		return d, false, fmt.Errorf("%s: a domain of that name exists and is not this host's", id)
 	}
 	return d, true, nil
 }

@@ -216,6 +216,25 @@ func TestSeedHoldsOnlyTenantData(t *testing.T) {
 	}
 }
 
+func TestAnotherHostsDomainIsLeftAlone(t *testing.T) {
+	e := setup(t)
+	mine := e.runtime()
+	other := setup(t).runtime() // another daemon on the same libvirtd
+	ctx := context.Background()
+	spec := e.spec()
+	t.Cleanup(func() { mine.Undefine(ctx, spec.ID) })
+	if err := mine.Define(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := state(t, other, spec.ID); ok {
+		t.Fatal("another daemon lists the domain as its own")
+	}
+	if err := other.Start(ctx, spec.ID); err == nil {
+		t.Fatal("another daemon started the domain")
+	}
+	want(t, mine, spec.ID, hostd.DomainStopped)
+}
+
 func TestNotOurs(t *testing.T) {
 	e := setup(t)
 	r := e.runtime()
@@ -245,5 +264,16 @@ func drain(c <-chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+func TestInventory(t *testing.T) {
+	e := setup(t)
+	inv, err := e.runtime().Inventory(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Vcpus <= 0 || inv.MemoryMB <= 0 || inv.DiskGB <= 0 {
+		t.Fatalf("inventory %+v", inv)
 	}
 }

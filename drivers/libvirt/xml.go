@@ -14,10 +14,14 @@ import (
 // metadataNS is the namespace of the metadata that marks a domain as ours.
 const metadataNS = "https://better-compute.dev/xmlns/instance/1"
 
-// ownership is the metadata element of our domains.
+// ownership is the metadata element of our domains: the instance, and the
+// state directory of the runtime that made it. A runtime owns only the
+// domains it made, so two daemons sharing a libvirtd (tests do) never touch
+// each other's.
 type ownership struct {
 	XMLName  xml.Name `xml:"instance"`
 	Instance string   `xml:"id"`
+	StateDir string   `xml:"state-dir"`
 }
 
 // domainXML describes the domain of spec: its disk is the overlay (or, for
@@ -26,11 +30,12 @@ type ownership struct {
 // is passed through.
 func (r *Runtime) domainXML(spec hostproto.InstanceSpec, base string) (string, error) {
 	d := &libvirtxml.Domain{
-		Type:     r.cfg.DomainType,
-		Name:     domainName(spec.ID),
-		Metadata: &libvirtxml.DomainMetadata{XML: fmt.Sprintf(`<bc:instance xmlns:bc=%q><bc:id>%s</bc:id></bc:instance>`, metadataNS, xmlEscape(spec.ID))},
-		Memory:   &libvirtxml.DomainMemory{Value: uint(spec.MemoryMB), Unit: "MiB"},
-		VCPU:     &libvirtxml.DomainVCPU{Value: uint(spec.Vcpus)},
+		Type: r.cfg.DomainType,
+		Name: domainName(spec.ID),
+		Metadata: &libvirtxml.DomainMetadata{XML: fmt.Sprintf(`<bc:instance xmlns:bc=%q><bc:id>%s</bc:id><bc:state-dir>%s</bc:state-dir></bc:instance>`,
+			metadataNS, xmlEscape(spec.ID), xmlEscape(r.cfg.StateDir))},
+		Memory: &libvirtxml.DomainMemory{Value: uint(spec.MemoryMB), Unit: "MiB"},
+		VCPU:   &libvirtxml.DomainVCPU{Value: uint(spec.Vcpus)},
 		OS: &libvirtxml.DomainOS{
 			Type:        &libvirtxml.DomainOSType{Type: "hvm", Arch: "x86_64"},
 			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}, {Dev: "cdrom"}},
