@@ -60,4 +60,8 @@ if ! libvirt_up; then
 	for _ in $(seq 1 50); do libvirt_up && break; sleep 0.2; done
 	libvirt_up || { echo "services.sh: libvirtd did not come up" >&2; exit 1; }
 fi
+# The real-guest test builds its image from Debian packages (scripts/guest).
+if [ "$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
+	apt-get update -qq
+fi
 echo "services: Postgres, Redis and libvirtd are up"
