@@ -84,9 +84,7 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 	bridge(t, "bcbr0", "10.50.0.1/22")
 	c := start(t, options{reconcilers: 1})
 	dir := libvirtHostWith(t, c, 4, "--bridge", "bcbr0")
-	c.image = c.must(c.operator, `mutation($u: String!, $s: String!, $f: ImageFormat!) { registerImage(input: {name: "guest", sourceUrl: $u, sha256: $s, format: $f, visibility: PUBLIC, verified: true}) { image { id } } }`,
-		map[string]any{"u": url, "s": sum, "f": strings.ToUpper(format)}, "registerImage", "image", "id")
-	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "guest", vcpus: 1, memoryMb: 256, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	c.useImage(url, sum, format, 256)
 
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	signer, _ := ssh.NewSignerFromKey(priv)
@@ -124,14 +122,7 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 	c.settle(2 * time.Minute)
 	c.set("deleteInstance", id)
 	c.settle(2 * time.Minute)
-	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); strings.Contains(string(out), id) {
-		t.Fatal("the domain remains")
-	}
-	for _, sub := range []string{"overlays", "seeds"} {
-		if left, _ := os.ReadDir(filepath.Join(dir, sub)); len(left) != 0 {
-			t.Fatalf("%s left: %v", sub, left)
-		}
-	}
+	assertGone(t, dir, id)
 	c.noLeaks()
 	return running, login
 }

@@ -15,9 +15,7 @@ func BenchmarkLibvirtHost(b *testing.B) {
 		c := start(b, options{reconcilers: 1})
 		libvirtHostWith(b, c, 32)
 		url, sum := qcow2Image(b)
-		c.image = c.must(c.operator, `mutation($u: String!, $s: String!) { registerImage(input: {name: "tiny", sourceUrl: $u, sha256: $s, format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`,
-			map[string]any{"u": url, "s": sum}, "registerImage", "image", "id")
-		c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "tiny", vcpus: 1, memoryMb: 64, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+		c.useImage(url, sum, "qcow2", 64)
 		host := c.hosts[len(c.hosts)-1]
 		idle := rss(b, host)
 		b.StartTimer()

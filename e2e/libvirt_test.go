@@ -103,30 +103,17 @@ func TestLibvirtInstance(t *testing.T) {
 	c := start(t, options{reconcilers: 1})
 	dir := libvirtHost(t, c)
 	url, sum := qcow2Image(t)
-	c.image = c.must(c.operator, `mutation($u: String!, $s: String!) { registerImage(input: {name: "tiny", sourceUrl: $u, sha256: $s, format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`,
-		map[string]any{"u": url, "s": sum}, "registerImage", "image", "id")
-	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "tiny", vcpus: 1, memoryMb: 64, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	c.useImage(url, sum, "qcow2", 64)
 	id := c.create("vm", "RUNNING")
 	c.settle(60 * time.Second)
-	domains := func() string {
-		out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output()
-		return string(out)
-	}
-	if !strings.Contains(domains(), "bc-"+id) {
-		t.Fatalf("no domain bc-%s among %q", id, domains())
+	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); !strings.Contains(string(out), "bc-"+id) {
+		t.Fatalf("no domain bc-%s among %q", id, out)
 	}
 	c.set("stopInstance", id)
 	c.settle(60 * time.Second)
 	c.set("deleteInstance", id)
 	c.settle(60 * time.Second)
-	if strings.Contains(domains(), "bc-"+id) {
-		t.Fatal("the domain remains")
-	}
-	for _, sub := range []string{"overlays", "seeds"} {
-		if left, _ := os.ReadDir(filepath.Join(dir, sub)); len(left) != 0 {
-			t.Fatalf("%s left: %v", sub, left)
-		}
-	}
+	assertGone(t, dir, id)
 	c.noLeaks()
 }
 
@@ -138,9 +125,7 @@ func TestHostDaemonKilledMidCreate(t *testing.T) {
 	c := start(t, options{reconcilers: 1})
 	dir := libvirtHost(t, c)
 	url, sum := qcow2Image(t)
-	c.image = c.must(c.operator, `mutation($u: String!, $s: String!) { registerImage(input: {name: "tiny", sourceUrl: $u, sha256: $s, format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`,
-		map[string]any{"u": url, "s": sum}, "registerImage", "image", "id")
-	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "tiny", vcpus: 1, memoryMb: 64, diskGb: 1}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
+	c.useImage(url, sum, "qcow2", 64)
 	host := c.hosts[len(c.hosts)-1]
 	var ids []string
 	for i := range 4 {
@@ -165,4 +150,28 @@ func TestHostDaemonKilledMidCreate(t *testing.T) {
 	}
 	c.settle(60 * time.Second)
 	c.noLeaks()
+}
+
+// useImage registers a public, verified image and a one-vCPU flavor of
+// memoryMB, and makes them the ones c.create uses.
+func (c *cluster) useImage(url, sum, format string, memoryMB int) {
+	c.t.Helper()
+	c.image = c.must(c.operator, `mutation($u: String!, $s: String!, $f: ImageFormat!) { registerImage(input: {name: "img", sourceUrl: $u, sha256: $s, format: $f, visibility: PUBLIC, verified: true}) { image { id } } }`,
+		map[string]any{"u": url, "s": sum, "f": strings.ToUpper(format)}, "registerImage", "image", "id")
+	c.flavor = c.must(c.operator, `mutation($m: Int!) { createFlavor(input: {name: "vm", vcpus: 1, memoryMb: $m, diskGb: 1}) { flavor { id } } }`,
+		map[string]any{"m": memoryMB}, "createFlavor", "flavor", "id")
+}
+
+// assertGone checks that libvirt has no domain of instance id and the host's
+// state directory no overlay or seed.
+func assertGone(t testing.TB, dir, id string) {
+	t.Helper()
+	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); strings.Contains(string(out), "bc-"+id) {
+		t.Fatalf("the domain of %s remains", id)
+	}
+	for _, sub := range []string{"overlays", "seeds"} {
+		if left, _ := os.ReadDir(filepath.Join(dir, sub)); len(left) != 0 {
+			t.Fatalf("%s left: %v", sub, left)
+		}
+	}
 }
