@@ -49,6 +49,9 @@ type Config struct {
 	// LiveBuffer is how many events a subscriber may fall behind before it
 	// is dropped (BC_LIVE_BUFFER). Default 256.
 	LiveBuffer int
+	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
+	// comma-separated). Default: hetzner, proxmox.
+	Providers []string
 	// MaxConnections is how many websockets one principal may hold
 	// (BC_WS_MAX_CONNECTIONS). Default 100.
 	MaxConnections int
@@ -69,6 +72,7 @@ func FromEnv() Config {
 	}
 	cfg.LiveBuffer, _ = strconv.Atoi(os.Getenv("BC_LIVE_BUFFER"))
 	cfg.MaxConnections, _ = strconv.Atoi(os.Getenv("BC_WS_MAX_CONNECTIONS"))
+	cfg.Providers = split(os.Getenv("BC_PROVIDERS"))
 	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
 		cfg.HostSilentAfter = d
 	}
@@ -196,7 +200,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	if err := migrations.Current(ctx, s.db); err != nil {
 		return err
 	}
-	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter})
+	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter, Providers: cfg.Providers})
 	if cfg.BootstrapToken != "" {
 		if err := s.Service.EnsureBootstrapToken(ctx, cfg.BootstrapToken); err != nil {
 			return err

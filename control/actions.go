@@ -10,23 +10,25 @@ type Action struct {
 
 // The audited actions.
 var (
-	ActCreateInstance      = Action{"instance.create", "instance"}
-	ActStartInstance       = Action{"instance.start", "instance"}
-	ActStopInstance        = Action{"instance.stop", "instance"}
-	ActDeleteInstance      = Action{"instance.delete", "instance"}
-	ActCreateTenant        = Action{"tenant.create", "tenant"}
-	ActDeleteTenant        = Action{"tenant.delete", "tenant"}
-	ActSetQuota            = Action{"quota.set", "tenant"}
-	ActCreateAPIToken      = Action{"apiToken.create", "apiToken"}
-	ActRevokeAPIToken      = Action{"apiToken.revoke", "apiToken"}
-	ActBootstrapToken      = Action{"apiToken.bootstrap", "apiToken"}
-	ActCreatePool          = Action{"pool.create", "pool"}
-	ActCreateIPPool        = Action{"ipPool.create", "ipPool"}
-	ActCreateHost          = Action{"host.create", "host"}
-	ActSetHostCapacity     = Action{"host.setCapacity", "host"}
-	ActResetHostCredential = Action{"host.resetCredential", "host"}
-	ActCreateFlavor        = Action{"flavor.create", "flavor"}
-	ActRegisterImage       = Action{"image.register", "image"}
+	ActCreateInstance        = Action{"instance.create", "instance"}
+	ActStartInstance         = Action{"instance.start", "instance"}
+	ActStopInstance          = Action{"instance.stop", "instance"}
+	ActDeleteInstance        = Action{"instance.delete", "instance"}
+	ActCreateTenant          = Action{"tenant.create", "tenant"}
+	ActDeleteTenant          = Action{"tenant.delete", "tenant"}
+	ActSetQuota              = Action{"quota.set", "tenant"}
+	ActCreateAPIToken        = Action{"apiToken.create", "apiToken"}
+	ActRevokeAPIToken        = Action{"apiToken.revoke", "apiToken"}
+	ActBootstrapToken        = Action{"apiToken.bootstrap", "apiToken"}
+	ActCreatePool            = Action{"pool.create", "pool"}
+	ActCreateIPPool          = Action{"ipPool.create", "ipPool"}
+	ActCreateHost            = Action{"host.create", "host"}
+	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
+	ActResetHostCredential   = Action{"host.resetCredential", "host"}
+	ActCreateFlavor          = Action{"flavor.create", "flavor"}
+	ActRegisterImage         = Action{"image.register", "image"}
+	ActCreateProviderAccount = Action{"providerAccount.create", "providerAccount"}
+	ActDeleteProviderAccount = Action{"providerAccount.delete", "providerAccount"}
 )
 
 // DesiredStateActions are the actions that set an instance's desired state.

@@ -33,6 +33,9 @@ type Config struct {
 	// HostSilentAfter is how long a host may go without reporting before it
 	// counts as silent. Default 30s.
 	HostSilentAfter time.Duration
+	// Providers are the provider kinds accounts may use (the original's
+	// providers option). Default: hetzner and proxmox.
+	Providers []string
 }
 
 // Service carries out API operations against Postgres.
@@ -44,6 +47,7 @@ type Service struct {
 	log    *slog.Logger
 
 	silentAfter time.Duration
+	providers   []string
 }
 
 // New returns a Service on db.
@@ -57,7 +61,11 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.HostSilentAfter <= 0 {
 		cfg.HostSilentAfter = 30 * time.Second
 	}
-	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger, silentAfter: cfg.HostSilentAfter}
+	if cfg.Providers == nil {
+		cfg.Providers = []string{ProviderHetzner, ProviderProxmox}
+	}
+	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

@@ -114,4 +114,5 @@ func rangeSize(start, end netip.Addr) int {
 var targetKinds = map[string]ids.Kind{
 	"instance": ids.Instance, "tenant": ids.Tenant, "pool": ids.Pool, "host": ids.Host,
 	"flavor": ids.Flavor, "image": ids.Image, "apiToken": ids.APIToken, "ipPool": ids.IPPool,
+	"providerAccount": ids.ProviderAccount,
 }

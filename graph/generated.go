@@ -39,6 +39,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Pool() PoolResolver
 	Principal() PrincipalResolver
+	ProviderAccount() ProviderAccountResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
@@ -221,21 +222,23 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateAPIToken  func(childComplexity int, input model.CreateAPITokenInput) int
-		CreateFlavor    func(childComplexity int, input model.CreateFlavorInput) int
-		CreateHost      func(childComplexity int, input model.CreateHostInput) int
-		CreateIPPool    func(childComplexity int, input model.CreateIPPoolInput) int
-		CreateInstance  func(childComplexity int, input model.CreateInstanceInput) int
-		CreatePool      func(childComplexity int, input model.CreatePoolInput) int
-		CreateTenant    func(childComplexity int, input model.CreateTenantInput) int
-		DeleteInstance  func(childComplexity int, input model.InstanceIDInput) int
-		DeleteTenant    func(childComplexity int, input model.DeleteTenantInput) int
-		RegisterImage   func(childComplexity int, input model.RegisterImageInput) int
-		RevokeAPIToken  func(childComplexity int, input model.RevokeAPITokenInput) int
-		SetHostCapacity func(childComplexity int, input model.SetHostCapacityInput) int
-		SetQuota        func(childComplexity int, input model.SetQuotaInput) int
-		StartInstance   func(childComplexity int, input model.InstanceIDInput) int
-		StopInstance    func(childComplexity int, input model.InstanceIDInput) int
+		CreateAPIToken        func(childComplexity int, input model.CreateAPITokenInput) int
+		CreateFlavor          func(childComplexity int, input model.CreateFlavorInput) int
+		CreateHost            func(childComplexity int, input model.CreateHostInput) int
+		CreateIPPool          func(childComplexity int, input model.CreateIPPoolInput) int
+		CreateInstance        func(childComplexity int, input model.CreateInstanceInput) int
+		CreatePool            func(childComplexity int, input model.CreatePoolInput) int
+		CreateProviderAccount func(childComplexity int, input model.CreateProviderAccountInput) int
+		CreateTenant          func(childComplexity int, input model.CreateTenantInput) int
+		DeleteInstance        func(childComplexity int, input model.InstanceIDInput) int
+		DeleteProviderAccount func(childComplexity int, input model.DeleteProviderAccountInput) int
+		DeleteTenant          func(childComplexity int, input model.DeleteTenantInput) int
+		RegisterImage         func(childComplexity int, input model.RegisterImageInput) int
+		RevokeAPIToken        func(childComplexity int, input model.RevokeAPITokenInput) int
+		SetHostCapacity       func(childComplexity int, input model.SetHostCapacityInput) int
+		SetQuota              func(childComplexity int, input model.SetQuotaInput) int
+		StartInstance         func(childComplexity int, input model.InstanceIDInput) int
+		StopInstance          func(childComplexity int, input model.InstanceIDInput) int
 	}
 
 	PageInfo struct {
@@ -266,17 +269,31 @@ type ComplexityRoot struct {
 		Tenant func(childComplexity int) int
 	}
 
+	ProviderAccount struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Provider  func(childComplexity int) int
+		Settings  func(childComplexity int) int
+		Tenant    func(childComplexity int) int
+	}
+
+	ProviderAccountPayload struct {
+		ProviderAccount func(childComplexity int) int
+	}
+
 	Query struct {
-		AuditEvents func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
-		Flavors     func(childComplexity int) int
-		Hosts       func(childComplexity int) int
-		Images      func(childComplexity int) int
-		Instance    func(childComplexity int, id string) int
-		Instances   func(childComplexity int, first *int, after *string, filter *model.InstanceFilter) int
-		Node        func(childComplexity int, id string) int
-		Pools       func(childComplexity int) int
-		Tenants     func(childComplexity int) int
-		Viewer      func(childComplexity int) int
+		AuditEvents      func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
+		Flavors          func(childComplexity int) int
+		Hosts            func(childComplexity int) int
+		Images           func(childComplexity int) int
+		Instance         func(childComplexity int, id string) int
+		Instances        func(childComplexity int, first *int, after *string, filter *model.InstanceFilter) int
+		Node             func(childComplexity int, id string) int
+		Pools            func(childComplexity int) int
+		ProviderAccounts func(childComplexity int) int
+		Tenants          func(childComplexity int) int
+		Viewer           func(childComplexity int) int
 	}
 
 	Quota struct {
@@ -389,6 +406,8 @@ type MutationResolver interface {
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
+	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
+	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
 }
 type PoolResolver interface {
 	ID(ctx context.Context, obj *sqlc.Pool) (string, error)
@@ -404,6 +423,13 @@ type PrincipalResolver interface {
 	Role(ctx context.Context, obj *sqlc.Principal) (model.Role, error)
 	Tenant(ctx context.Context, obj *sqlc.Principal) (*sqlc.Tenant, error)
 }
+type ProviderAccountResolver interface {
+	ID(ctx context.Context, obj *sqlc.ProviderAccount) (string, error)
+
+	Provider(ctx context.Context, obj *sqlc.ProviderAccount) (model.ProviderKind, error)
+	Tenant(ctx context.Context, obj *sqlc.ProviderAccount) (*sqlc.Tenant, error)
+	Settings(ctx context.Context, obj *sqlc.ProviderAccount) (map[string]any, error)
+}
 type QueryResolver interface {
 	Viewer(ctx context.Context) (model.Viewer, error)
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -415,6 +441,7 @@ type QueryResolver interface {
 	Hosts(ctx context.Context) ([]sqlc.Host, error)
 	Tenants(ctx context.Context) ([]sqlc.Tenant, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
+	ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error)
 }
 type SubscriptionResolver interface {
 	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
@@ -1167,6 +1194,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreatePool(childComplexity, args["input"].(model.CreatePoolInput)), true
+	case "Mutation.createProviderAccount":
+		if e.ComplexityRoot.Mutation.CreateProviderAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createProviderAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateProviderAccount(childComplexity, args["input"].(model.CreateProviderAccountInput)), true
 	case "Mutation.createTenant":
 		if e.ComplexityRoot.Mutation.CreateTenant == nil {
 			break
@@ -1189,6 +1227,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteInstance(childComplexity, args["input"].(model.InstanceIDInput)), true
+	case "Mutation.deleteProviderAccount":
+		if e.ComplexityRoot.Mutation.DeleteProviderAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteProviderAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteProviderAccount(childComplexity, args["input"].(model.DeleteProviderAccountInput)), true
 	case "Mutation.deleteTenant":
 		if e.ComplexityRoot.Mutation.DeleteTenant == nil {
 			break
@@ -1367,6 +1416,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Principal.Tenant(childComplexity), true
 
+	case "ProviderAccount.createdAt":
+		if e.ComplexityRoot.ProviderAccount.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.CreatedAt(childComplexity), true
+	case "ProviderAccount.id":
+		if e.ComplexityRoot.ProviderAccount.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.ID(childComplexity), true
+	case "ProviderAccount.name":
+		if e.ComplexityRoot.ProviderAccount.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.Name(childComplexity), true
+	case "ProviderAccount.provider":
+		if e.ComplexityRoot.ProviderAccount.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.Provider(childComplexity), true
+	case "ProviderAccount.settings":
+		if e.ComplexityRoot.ProviderAccount.Settings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.Settings(childComplexity), true
+	case "ProviderAccount.tenant":
+		if e.ComplexityRoot.ProviderAccount.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccount.Tenant(childComplexity), true
+
+	case "ProviderAccountPayload.providerAccount":
+		if e.ComplexityRoot.ProviderAccountPayload.ProviderAccount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountPayload.ProviderAccount(childComplexity), true
+
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -1436,6 +1529,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Pools(childComplexity), true
+	case "Query.providerAccounts":
+		if e.ComplexityRoot.Query.ProviderAccounts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.ProviderAccounts(childComplexity), true
 	case "Query.tenants":
 		if e.ComplexityRoot.Query.Tenants == nil {
 			break
@@ -1597,7 +1696,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateInstanceInput", ec.unmarshalInputCreateInstanceInput),
 			graphql.NewInputUnmarshaler("CreateIpPoolInput", ec.unmarshalInputCreateIpPoolInput),
 			graphql.NewInputUnmarshaler("CreatePoolInput", ec.unmarshalInputCreatePoolInput),
+			graphql.NewInputUnmarshaler("CreateProviderAccountInput", ec.unmarshalInputCreateProviderAccountInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
+			graphql.NewInputUnmarshaler("DeleteProviderAccountInput", ec.unmarshalInputDeleteProviderAccountInput),
 			graphql.NewInputUnmarshaler("DeleteTenantInput", ec.unmarshalInputDeleteTenantInput),
 			graphql.NewInputUnmarshaler("GpuInput", ec.unmarshalInputGpuInput),
 			graphql.NewInputUnmarshaler("InstanceEventFilter", ec.unmarshalInputInstanceEventFilter),
@@ -1699,7 +1800,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/audit.graphqls" "schema/catalog.graphqls" "schema/iam.graphqls" "schema/infra.graphqls" "schema/instances.graphqls" "schema/live.graphqls" "schema/schema.graphqls"
+//go:embed "schema/audit.graphqls" "schema/catalog.graphqls" "schema/iam.graphqls" "schema/infra.graphqls" "schema/instances.graphqls" "schema/live.graphqls" "schema/providers.graphqls" "schema/schema.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1717,6 +1818,7 @@ var sources = []*ast.Source{
 	{Name: "schema/infra.graphqls", Input: sourceData("schema/infra.graphqls"), BuiltIn: false},
 	{Name: "schema/instances.graphqls", Input: sourceData("schema/instances.graphqls"), BuiltIn: false},
 	{Name: "schema/live.graphqls", Input: sourceData("schema/live.graphqls"), BuiltIn: false},
+	{Name: "schema/providers.graphqls", Input: sourceData("schema/providers.graphqls"), BuiltIn: false},
 	{Name: "schema/schema.graphqls", Input: sourceData("schema/schema.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -2125,6 +2227,32 @@ func (ec *executionContext) childFields_Principal(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type Principal", field.Name)
 }
 
+func (ec *executionContext) childFields_ProviderAccount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ProviderAccount_id(ctx, field)
+	case "name":
+		return ec.fieldContext_ProviderAccount_name(ctx, field)
+	case "provider":
+		return ec.fieldContext_ProviderAccount_provider(ctx, field)
+	case "tenant":
+		return ec.fieldContext_ProviderAccount_tenant(ctx, field)
+	case "settings":
+		return ec.fieldContext_ProviderAccount_settings(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ProviderAccount_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderAccount", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderAccountPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "providerAccount":
+		return ec.fieldContext_ProviderAccountPayload_providerAccount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderAccountPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Quota(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "instances":
@@ -2399,6 +2527,20 @@ func (ec *executionContext) field_Mutation_createPool_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createProviderAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateProviderAccountInput, error) {
+			return ec.unmarshalNCreateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateProviderAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createTenant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2419,6 +2561,20 @@ func (ec *executionContext) field_Mutation_deleteInstance_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.InstanceIDInput, error) {
 			return ec.unmarshalNInstanceIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteProviderAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteProviderAccountInput, error) {
+			return ec.unmarshalNDeleteProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteProviderAccountInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6073,6 +6229,94 @@ func (ec *executionContext) fieldContext_Mutation_registerImage(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createProviderAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createProviderAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateProviderAccount(ctx, fc.Args["input"].(model.CreateProviderAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderAccountPayload) graphql.Marshaler {
+			return ec.marshalNProviderAccountPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createProviderAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccountPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createProviderAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteProviderAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteProviderAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteProviderAccount(ctx, fc.Args["input"].(model.DeleteProviderAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderAccountPayload) graphql.Marshaler {
+			return ec.marshalNProviderAccountPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteProviderAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccountPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteProviderAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6477,6 +6721,185 @@ func (ec *executionContext) fieldContext_Principal_tenant(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _ProviderAccount_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderAccount().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "ID")
+}
+
+func (ec *executionContext) _ProviderAccount_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccount", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderAccount_provider(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderAccount().Provider(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderKind) graphql.Marshaler {
+			return ec.marshalNProviderKind2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "ProviderKind")
+}
+
+func (ec *executionContext) _ProviderAccount_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_tenant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderAccount().Tenant(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_tenant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccount",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Tenant(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderAccount_settings(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_settings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderAccount().Settings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_settings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "Map")
+}
+
+func (ec *executionContext) _ProviderAccount_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccount_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccount_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccount", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderAccountPayload_providerAccount(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountPayload_providerAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderAccount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v sqlc.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountPayload_providerAccount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccountPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6841,6 +7264,38 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_providerAccounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_providerAccounts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().ProviderAccounts(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_providerAccounts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -9017,6 +9472,76 @@ func UnmarshalCreatePoolInput(ctx context.Context, raw any) (model.CreatePoolInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateProviderAccountInput(ctx context.Context, obj any) (model.CreateProviderAccountInput, error) {
+	var it model.CreateProviderAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "provider", "tenantId", "credentials", "settings"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalNProviderKind2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		case "credentials":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("credentials"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Credentials = data
+		case "settings":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("settings"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Settings = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateProviderAccountInput unmarshals raw into the CreateProviderAccountInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateProviderAccountInput(ctx context.Context, raw any) (model.CreateProviderAccountInput, error) {
+	var out model.CreateProviderAccountInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateProviderAccountInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateTenantInput(ctx context.Context, obj any) (model.CreateTenantInput, error) {
 	var it model.CreateTenantInput
 	if obj == nil {
@@ -9056,6 +9581,48 @@ func (ec *executionContext) unmarshalInputCreateTenantInput(ctx context.Context,
 func UnmarshalCreateTenantInput(ctx context.Context, raw any) (model.CreateTenantInput, error) {
 	var out model.CreateTenantInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateTenantInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteProviderAccountInput(ctx context.Context, obj any) (model.DeleteProviderAccountInput, error) {
+	var it model.DeleteProviderAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteProviderAccountInput unmarshals raw into the DeleteProviderAccountInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteProviderAccountInput(ctx context.Context, raw any) (model.DeleteProviderAccountInput, error) {
+	var out model.DeleteProviderAccountInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteProviderAccountInput", raw, &out)
 	return out, err
 }
 
@@ -9599,6 +10166,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Tenant(ctx, sel, obj)
+	case sqlc.ProviderAccount:
+		return ec._ProviderAccount(ctx, sel, &obj)
+	case *sqlc.ProviderAccount:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ProviderAccount(ctx, sel, obj)
 	case sqlc.Principal:
 		return ec._Principal(ctx, sel, &obj)
 	case *sqlc.Principal:
@@ -10972,6 +11546,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createProviderAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createProviderAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteProviderAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteProviderAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11188,6 +11776,101 @@ func (ec *executionContext) _Principal(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var providerAccountImplementors = []string{"ProviderAccount", "Node"}
+
+func (ec *executionContext) _ProviderAccount(ctx context.Context, sel ast.SelectionSet, obj *sqlc.ProviderAccount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerAccountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderAccount")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderAccount_id(ctx, field, obj)
+				})
+		case "name":
+			out.Values[i] = ec._ProviderAccount_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provider":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderAccount_provider(ctx, field, obj)
+				})
+		case "tenant":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderAccount_tenant(ctx, field, obj)
+				})
+		case "settings":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderAccount_settings(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._ProviderAccount_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var providerAccountPayloadImplementors = []string{"ProviderAccountPayload"}
+
+func (ec *executionContext) _ProviderAccountPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ProviderAccountPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerAccountPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderAccountPayload")
+		case "providerAccount":
+			out.Values[i] = ec._ProviderAccountPayload_providerAccount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -11266,6 +11949,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
+				})
+		case "providerAccounts":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_providerAccounts(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -12049,6 +12738,11 @@ func (ec *executionContext) unmarshalNCreatePoolInput2githubᚗcomᚋbetterᚑco
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateProviderAccountInput(ctx context.Context, v any) (model.CreateProviderAccountInput, error) {
+	res, err := ec.unmarshalInputCreateProviderAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateTenantInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateTenantInput(ctx context.Context, v any) (model.CreateTenantInput, error) {
 	res, err := ec.unmarshalInputCreateTenantInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12066,6 +12760,11 @@ func (ec *executionContext) marshalNDateTime2timeᚐTime(ctx context.Context, se
 		graphql.AddInvalidNullFromMarshaler(ctx, "DateTime!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNDeleteProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteProviderAccountInput(ctx context.Context, v any) (model.DeleteProviderAccountInput, error) {
+	res, err := ec.unmarshalInputDeleteProviderAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNDeleteTenantInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteTenantInput(ctx context.Context, v any) (model.DeleteTenantInput, error) {
@@ -12415,6 +13114,40 @@ func (ec *executionContext) marshalNPoolPayload2githubᚗcomᚋbetterᚑcompute�
 
 func (ec *executionContext) marshalNPrincipal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPrincipal(ctx context.Context, sel ast.SelectionSet, v sqlc.Principal) graphql.Marshaler {
 	return ec._Principal(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v sqlc.ProviderAccount) graphql.Marshaler {
+	return ec._ProviderAccount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccountᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.ProviderAccount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNProviderAccountPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountPayload(ctx context.Context, sel ast.SelectionSet, v model.ProviderAccountPayload) graphql.Marshaler {
+	return ec._ProviderAccountPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNProviderKind2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderKind(ctx context.Context, v any) (model.ProviderKind, error) {
+	var res model.ProviderKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProviderKind2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderKind(ctx context.Context, sel ast.SelectionSet, v model.ProviderKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNQuota2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐQuota(ctx context.Context, sel ast.SelectionSet, v model.Quota) graphql.Marshaler {
@@ -12908,6 +13641,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOMap2map(ctx context.Context, v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalMap(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMap2map(ctx context.Context, sel ast.SelectionSet, v map[string]any) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalMap(v)
 	return res
 }
 

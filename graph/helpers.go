@@ -75,6 +75,8 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		n, err = r.svc.Image(ctx, uid)
 	case ids.APIToken:
 		n, err = r.apiToken(ctx, uid)
+	case ids.ProviderAccount:
+		n, err = r.svc.ProviderAccount(ctx, uid)
 	default:
 		err = apierr.NotFoundf("id", "not found")
 	}

@@ -25,6 +25,8 @@ const (
 	Instance   Kind = "ins"
 	IPPool     Kind = "ipp"
 	AuditEvent Kind = "aud"
+
+	ProviderAccount Kind = "pa"
 )
 
 var encoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -116,8 +116,22 @@ type CreatePoolInput struct {
 	RequireVerifiedImage *bool      `json:"requireVerifiedImage,omitempty"`
 }
 
+type CreateProviderAccountInput struct {
+	Name     string       `json:"name"`
+	Provider ProviderKind `json:"provider"`
+	// Members may leave it out for their own tenant; operators leave it out for a shared account.
+	TenantID *string `json:"tenantId,omitempty"`
+	// The Hetzner API token, or the Proxmox API token (USER@REALM!TOKENID=SECRET). Sealed at rest; never returned.
+	Credentials string         `json:"credentials"`
+	Settings    map[string]any `json:"settings,omitempty"`
+}
+
 type CreateTenantInput struct {
 	Name string `json:"name"`
+}
+
+type DeleteProviderAccountInput struct {
+	ID string `json:"id"`
 }
 
 type DeleteTenantInput struct {
@@ -226,6 +240,10 @@ type PageInfo struct {
 
 type PoolPayload struct {
 	Pool sqlc.Pool `json:"pool"`
+}
+
+type ProviderAccountPayload struct {
+	ProviderAccount sqlc.ProviderAccount `json:"providerAccount"`
 }
 
 type Query struct {
@@ -651,6 +669,61 @@ func (e *Placement) UnmarshalJSON(b []byte) error {
 }
 
 func (e Placement) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ProviderKind string
+
+const (
+	ProviderKindHetzner ProviderKind = "HETZNER"
+	ProviderKindProxmox ProviderKind = "PROXMOX"
+)
+
+var AllProviderKind = []ProviderKind{
+	ProviderKindHetzner,
+	ProviderKindProxmox,
+}
+
+func (e ProviderKind) IsValid() bool {
+	switch e {
+	case ProviderKindHetzner, ProviderKindProxmox:
+		return true
+	}
+	return false
+}
+
+func (e ProviderKind) String() string {
+	return string(e)
+}
+
+func (e *ProviderKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProviderKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProviderKind", str)
+	}
+	return nil
+}
+
+func (e ProviderKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProviderKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProviderKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

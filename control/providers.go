@@ -1,0 +1,200 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// The provider kinds a deployment may allow.
+const (
+	ProviderHetzner = "hetzner"
+	ProviderProxmox = "proxmox"
+)
+
+// ProviderAccountInput registers an account at a cloud provider.
+type ProviderAccountInput struct {
+	// TenantID owns the account; zero makes a shared one (operators only).
+	// Members may leave it zero for their own tenant.
+	TenantID uuid.UUID
+	Name     string
+	Provider string
+	// Credentials are sealed at rest and never returned: the Hetzner API
+	// token, or the Proxmox API token ("USER@REALM!TOKENID=SECRET").
+	Credentials string
+	// Settings are the provider's: Hetzner's location; Proxmox's endpoint,
+	// node, storage and template.
+	Settings map[string]any
+}
+
+// CreateProviderAccount registers a provider account for a tenant (members:
+// their own) or, for operators, a shared one.
+func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountInput) (sqlc.ProviderAccount, error) {
+	var acct sqlc.ProviderAccount
+	err := s.mutate(ctx, ActCreateProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		p, err := caller(ctx)
+		if err != nil {
+			return err
+		}
+		var tenant *uuid.UUID
+		switch {
+		case !p.IsOperator() && in.TenantID == uuid.Nil:
+			tenant = &p.TenantID
+		case !p.CanSee(in.TenantID):
+			return apierr.NotFoundf("tenantId", "tenant not found")
+		case in.TenantID != uuid.Nil:
+			tenant = &in.TenantID
+		}
+		if tenant != nil {
+			if _, err := q.GetTenant(ctx, *tenant); err != nil {
+				return notFound(err, "tenantId", "tenant")
+			}
+			ev.TenantID = *tenant
+		}
+		in.Name = strings.TrimSpace(in.Name)
+		switch {
+		case in.Name == "" || len(in.Name) > 100:
+			return apierr.Invalid("name", "must be 1-100 characters")
+		case !slices.Contains(s.providers, in.Provider):
+			return apierr.Invalid("provider", "this deployment allows provider accounts of %s", strings.Join(s.providers, ", "))
+		case strings.TrimSpace(in.Credentials) == "":
+			return apierr.Invalid("credentials", "are required")
+		case len(in.Credentials) > 4096:
+			return apierr.Invalid("credentials", "at most 4096 bytes")
+		}
+		if err := checkProviderSettings(in.Provider, in.Settings); err != nil {
+			return err
+		}
+		settings, err := json.Marshal(in.Settings)
+		if err != nil || in.Settings == nil {
+			settings = []byte("{}")
+		}
+		if s.sealer == nil {
+			return fmt.Errorf("no sealer configured for credentials")
+		}
+		id := ids.New()
+		acct, err = q.CreateProviderAccount(ctx, sqlc.CreateProviderAccountParams{
+			ID: id, TenantID: tenant, Provider: in.Provider, Name: in.Name,
+			CredentialsSealed: s.sealer.Seal([]byte(in.Credentials), id[:]), Settings: settings,
+		})
+		if err != nil {
+			return fmt.Errorf("create provider account: %w", err)
+		}
+		ev.TargetID = acct.ID
+		ev.Details = map[string]any{"name": in.Name, "provider": in.Provider} // never the credentials
+		return nil
+	})
+	return acct, err
+}
+
+// checkProviderSettings validates the settings a provider needs.
+func checkProviderSettings(provider string, settings map[string]any) error {
+	str := func(key string) (string, bool) {
+		v, ok := settings[key].(string)
+		return strings.TrimSpace(v), ok && strings.TrimSpace(v) != ""
+	}
+	switch provider {
+	case ProviderHetzner:
+		if _, present := settings["location"]; present {
+			if _, ok := str("location"); !ok {
+				return apierr.Invalid("settings.location", "must be a location name such as fsn1")
+			}
+		}
+	case ProviderProxmox:
+		endpoint, ok := str("endpoint")
+		if u, err := url.Parse(endpoint); !ok || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return apierr.Invalid("settings.endpoint", "must be the API URL, such as https://pve.example.com:8006/api2/json")
+		}
+		for _, key := range []string{"node", "storage"} {
+			if _, ok := str(key); !ok {
+				return apierr.Invalid("settings."+key, "is required")
+			}
+		}
+		if t, ok := wholeNumber(settings["template"]); !ok || t < 100 {
+			return apierr.Invalid("settings.template", "must be the VMID of the template to clone (100 or more)")
+		}
+	}
+	return nil
+}
+
+// wholeNumber reads a JSON number, however the decoder kept it.
+func wholeNumber(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	case float64:
+		return int64(n), n == float64(int64(n))
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
+
+// ProviderAccount returns an account the caller may see.
+func (s *Service) ProviderAccount(ctx context.Context, id uuid.UUID) (sqlc.ProviderAccount, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.ProviderAccount{}, err
+	}
+	acct, err := s.q.GetProviderAccount(ctx, id)
+	if err != nil {
+		return acct, notFound(err, "id", "provider account")
+	}
+	if acct.TenantID != nil && !p.CanSee(*acct.TenantID) {
+		return sqlc.ProviderAccount{}, apierr.NotFoundf("id", "provider account not found")
+	}
+	return acct, nil
+}
+
+// ProviderAccounts lists the accounts the caller may see.
+func (s *Service) ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error) {
+	return list(ctx, "provider accounts", s.q.ListProviderAccounts)
+}
+
+// DeleteProviderAccount deletes an account, refused while instances use it.
+// Members may delete their tenant's; shared ones are the operators'.
+func (s *Service) DeleteProviderAccount(ctx context.Context, id uuid.UUID) (sqlc.ProviderAccount, error) {
+	var acct sqlc.ProviderAccount
+	err := s.mutate(ctx, ActDeleteProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		p, err := caller(ctx)
+		if err != nil {
+			return err
+		}
+		if acct, err = q.LockProviderAccount(ctx, id); err != nil {
+			return notFound(err, "id", "provider account")
+		}
+		switch {
+		case acct.TenantID != nil && !p.CanSee(*acct.TenantID):
+			return apierr.NotFoundf("id", "provider account not found")
+		case acct.TenantID == nil && !p.IsOperator():
+			return apierr.New(apierr.Forbidden, "shared provider accounts are the operators'")
+		}
+		if acct.TenantID != nil {
+			ev.TenantID = *acct.TenantID
+		}
+		used, err := q.ProviderAccountInUse(ctx, &id)
+		if err != nil {
+			return fmt.Errorf("check provider account use: %w", err)
+		}
+		if used {
+			return apierr.New(apierr.FailedPrecondition, "instances still run on provider account %s", acct.Name)
+		}
+		return q.SoftDeleteProviderAccount(ctx, id)
+	})
+	return acct, err
+}

@@ -1,0 +1,105 @@
+package graph_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+const createAccount = `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) {
+	providerAccount { id name provider settings tenant { id } } } }`
+
+func TestProviderAccounts(t *testing.T) {
+	e := setup(t)
+	a := e.world("alpha")
+	b := e.world("beta")
+	const secret = "hcloud-token-5ecr3t-DO-NOT-LEAK"
+	proxmox := map[string]any{"endpoint": "https://pve.example.com:8006/api2/json", "node": "pve1", "storage": "local-lvm", "template": 9000}
+
+	var created struct {
+		CreateProviderAccount struct {
+			ProviderAccount struct {
+				ID, Name, Provider string
+				Settings           map[string]any
+				Tenant             struct{ ID string }
+			}
+		}
+	}
+	e.must(a.member, createAccount, map[string]any{"in": map[string]any{"name": "burst", "provider": "HETZNER", "credentials": secret,
+		"settings": map[string]any{"location": "fsn1"}}}, &created)
+	acct := created.CreateProviderAccount.ProviderAccount
+	if !strings.HasPrefix(acct.ID, "pa_") || acct.Provider != "HETZNER" || acct.Tenant.ID != a.tenant || acct.Settings["location"] != "fsn1" {
+		t.Fatalf("account = %+v", acct)
+	}
+
+	t.Run("credentials never come back, nor go into the audit trail", func(t *testing.T) {
+		r := e.do(a.member, `{ providerAccounts { id name provider settings } }`, nil)
+		if strings.Contains(string(r.Data), secret) {
+			t.Fatal("credentials in a response")
+		}
+		var sealed []byte
+		e.db.QueryRow(context.Background(), "SELECT credentials_sealed FROM provider_accounts").Scan(&sealed)
+		if strings.Contains(string(sealed), secret) {
+			t.Fatal("credentials stored in the clear")
+		}
+		if n := e.count("audit_events", "details::text LIKE '%' || $1 || '%'", secret); n != 0 {
+			t.Fatal("credentials in the audit trail")
+		}
+		var schema struct {
+			Type struct{ Fields []struct{ Name string } } `json:"__type"`
+		}
+		e.must(a.member, `{ __type(name: "ProviderAccount") { fields { name } } }`, nil, &schema)
+		for _, f := range schema.Type.Fields {
+			if strings.Contains(strings.ToLower(f.Name), "credential") {
+				t.Fatalf("ProviderAccount exposes %s", f.Name)
+			}
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		cases := []struct {
+			in    map[string]any
+			field string
+		}{
+			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"node": "pve1", "storage": "s", "template": 9000}}, "settings.endpoint"},
+			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"endpoint": "https://pve:8006", "storage": "s", "template": 9000}}, "settings.node"},
+			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"endpoint": "https://pve:8006", "node": "n", "storage": "s", "template": 5}}, "settings.template"},
+			{map[string]any{"name": "x", "provider": "HETZNER", "credentials": " "}, "credentials"},
+			{map[string]any{"name": "", "provider": "HETZNER", "credentials": "t"}, "name"},
+		}
+		for _, c := range cases {
+			if r := e.do(a.member, createAccount, map[string]any{"in": c.in}); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != c.field {
+				t.Errorf("%v: %+v", c.in, r.Errors)
+			}
+		}
+		in := map[string]any{"name": "pve", "provider": "PROXMOX", "credentials": "root@pam!ci=uuid", "settings": proxmox}
+		e.must(a.member, createAccount, map[string]any{"in": in}, nil)
+	})
+	t.Run("another tenant's account is NOT_FOUND", func(t *testing.T) {
+		if r := e.do(b.member, `query($id: ID!) { node(id: $id) { id } }`, map[string]any{"id": acct.ID}); r.code() != "NOT_FOUND" {
+			t.Fatalf("node: %+v", r.Errors)
+		}
+		if r := e.do(b.member, `mutation($id: ID!) { deleteProviderAccount(input: {id: $id}) { providerAccount { id } } }`, map[string]any{"id": acct.ID}); r.code() != "NOT_FOUND" {
+			t.Fatalf("delete: %+v", r.Errors)
+		}
+		var out struct{ ProviderAccounts []struct{ ID string } }
+		e.must(b.member, `{ providerAccounts { id } }`, nil, &out)
+		if len(out.ProviderAccounts) != 0 {
+			t.Fatalf("member B sees %v", out.ProviderAccounts)
+		}
+	})
+	t.Run("delete is refused while instances use it", func(t *testing.T) {
+		var id string
+		e.db.QueryRow(context.Background(), "SELECT id FROM provider_accounts WHERE name = 'burst'").Scan(&id)
+		e.db.Exec(context.Background(), "UPDATE pools SET class = 'provider', provider_account_id = $1 WHERE name = 'alpha-pool'", id)
+		e.must(a.member, createInstance, map[string]any{"in": a.input("on-cloud")}, nil)
+		del := `mutation($id: ID!) { deleteProviderAccount(input: {id: $id}) { providerAccount { id } } }`
+		if r := e.do(a.member, del, map[string]any{"id": acct.ID}); r.code() != "FAILED_PRECONDITION" {
+			t.Fatalf("delete in use: %+v", r.Errors)
+		}
+		e.db.Exec(context.Background(), "UPDATE instances SET state = 'DELETED' WHERE name = 'on-cloud'")
+		e.must(a.member, del, map[string]any{"id": acct.ID}, nil)
+		if r := e.do(a.member, `query($id: ID!) { node(id: $id) { id } }`, map[string]any{"id": acct.ID}); r.code() != "NOT_FOUND" {
+			t.Fatalf("after delete: %+v", r.Errors)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+-- name: CreateProviderAccount :one
+INSERT INTO provider_accounts (id, tenant_id, provider, name, credentials_sealed, settings)
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING *;
+
+-- name: GetProviderAccount :one
+SELECT * FROM provider_accounts WHERE id = $1 AND deleted_at IS NULL;
+
+-- ListProviderAccounts lists the accounts a tenant may see (its own and
+-- shared ones), or every account when tenant is NULL.
+-- name: ListProviderAccounts :many
+SELECT * FROM provider_accounts
+WHERE deleted_at IS NULL
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id IS NULL OR tenant_id = sqlc.narg(tenant))
+ORDER BY name, id;
+
+-- name: LockProviderAccount :one
+SELECT * FROM provider_accounts WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
+
+-- ProviderAccountInUse reports whether live instances run in pools of the account.
+-- name: ProviderAccountInUse :one
+SELECT EXISTS (
+    SELECT 1 FROM instances i JOIN pools p ON p.id = i.pool_id
+    WHERE p.provider_account_id = $1 AND i.state <> 'DELETED'
+);
+
+-- name: SoftDeleteProviderAccount :exec
+UPDATE provider_accounts SET deleted_at = now() WHERE id = $1;
