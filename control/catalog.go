@@ -2,9 +2,11 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,6 +27,9 @@ type FlavorInput struct {
 	// GPUModel and GPUCount ask for passed-through GPUs; both or neither.
 	GPUModel string
 	GPUCount int32
+	// ProviderTypes are its server types at providers, by provider kind
+	// (hetzner: "cx22"); a provider pool refuses a flavor without one.
+	ProviderTypes map[string]string
 }
 
 // CreateFlavor creates a flavor. Operators only.
@@ -52,8 +57,12 @@ func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor
 		if in.GPUCount > 0 {
 			model = &in.GPUModel
 		}
-		var err error
-		f, err = q.CreateFlavor(ctx, sqlc.CreateFlavorParams{ID: ids.New(), Name: in.Name, Vcpus: in.Vcpus, MemoryMb: in.MemoryMB, DiskGb: in.DiskGB, GpuModel: model, GpuCount: in.GPUCount})
+		types, err := s.providerMapping("providerServerTypes", in.ProviderTypes)
+		if err != nil {
+			return err
+		}
+		f, err = q.CreateFlavor(ctx, sqlc.CreateFlavorParams{ID: ids.New(), Name: in.Name, Vcpus: in.Vcpus, MemoryMb: in.MemoryMB, DiskGb: in.DiskGB,
+			GpuModel: model, GpuCount: in.GPUCount, ProviderTypes: types})
 		if err != nil {
 			return fmt.Errorf("create flavor: %w", err)
 		}
@@ -93,6 +102,9 @@ type ImageInput struct {
 	Visibility string
 	TenantID   uuid.UUID
 	Verified   bool
+	// ProviderImages are its images or templates at providers, by provider
+	// kind (hetzner: "debian-12"; proxmox: a template VMID).
+	ProviderImages map[string]string
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -128,9 +140,13 @@ func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image,
 			}
 			tenant, ev.TenantID = &in.TenantID, in.TenantID
 		}
+		mapped, err := s.providerMapping("providerImages", in.ProviderImages)
+		if err != nil {
+			return err
+		}
 		img, err = q.CreateImage(ctx, sqlc.CreateImageParams{
 			ID: ids.New(), Name: in.Name, Source: in.SourceURL, Sha256: in.SHA256, Format: in.Format,
-			Visibility: in.Visibility, TenantID: tenant, Verified: in.Verified,
+			Visibility: in.Visibility, TenantID: tenant, Verified: in.Verified, ProviderImages: mapped,
 		})
 		if err != nil {
 			return fmt.Errorf("register image: %w", err)
@@ -161,4 +177,28 @@ func (s *Service) Image(ctx context.Context, id uuid.UUID) (sqlc.Image, error) {
 		return sqlc.Image{}, apierr.NotFoundf("id", "image not found")
 	}
 	return img, nil
+}
+
+// providerMapping validates a map from provider kind to a name at that
+// provider and encodes it.
+func (s *Service) providerMapping(field string, m map[string]string) ([]byte, error) {
+	for kind, name := range m {
+		if !slices.Contains(s.providers, kind) {
+			return nil, apierr.Invalid(field, "%q is not a provider this deployment allows (%s)", kind, strings.Join(s.providers, ", "))
+		}
+		if strings.TrimSpace(name) == "" {
+			return nil, apierr.Invalid(field, "the %s entry is empty", kind)
+		}
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	return json.Marshal(m)
+}
+
+// providerName reads one provider's entry of a mapping.
+func providerName(raw []byte, kind string) string {
+	var m map[string]string
+	json.Unmarshal(raw, &m)
+	return m[kind]
 }

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,8 @@ type ResolvedImage struct {
 	Format string
 	// Verified becomes the instance's imageVerified, which pool policy can require.
 	Verified bool
+	// ProviderImages name the image at providers, by provider kind.
+	ProviderImages map[string]string
 }
 
 // ImageResolver finds the image imageID for a tenant, inside the admission
@@ -41,5 +44,7 @@ func (RegisteredImages) Resolve(ctx context.Context, tx pgx.Tx, tenantID, imageI
 	if err != nil {
 		return nil, fmt.Errorf("resolve image %s: %w", imageID, err)
 	}
-	return &ResolvedImage{URL: img.Source, SHA256: img.Sha256, Format: img.Format, Verified: img.Verified}, nil
+	r := &ResolvedImage{URL: img.Source, SHA256: img.Sha256, Format: img.Format, Verified: img.Verified}
+	json.Unmarshal(img.ProviderImages, &r.ProviderImages)
+	return r, nil
 }

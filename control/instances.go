@@ -110,6 +110,9 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if pool.RequireVerifiedImage && !img.Verified {
 		return none, apierr.Invalid("imageId", "pool %s requires a verified image", pool.Name)
 	}
+	if err := s.servable(ctx, q, pool, flavor, img); err != nil {
+		return none, err
+	}
 	// The tenant lock serializes the rest per tenant, so quota counts, names
 	// and idempotency keys cannot race. What needs no lock is checked above,
 	// to hold it briefly.
@@ -173,6 +176,25 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		return none, err
 	}
 	return inst, nil
+}
+
+// servable refuses, for a provider pool, a flavor or an image its provider
+// has no counterpart of.
+func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool, f sqlc.Flavor, img *ResolvedImage) error {
+	if pool.Class != ClassProvider || pool.ProviderAccountID == nil {
+		return nil
+	}
+	acct, err := q.GetProviderAccount(ctx, *pool.ProviderAccountID)
+	if err != nil {
+		return notFound(err, "poolId", "the pool's provider account")
+	}
+	if providerName(f.ProviderTypes, acct.Provider) == "" {
+		return apierr.Invalid("flavorId", "pool %s is at %s, where flavor %s has no server type", pool.Name, acct.Provider, f.Name)
+	}
+	if img.ProviderImages[acct.Provider] == "" {
+		return apierr.Invalid("imageId", "pool %s is at %s, where this image has no counterpart", pool.Name, acct.Provider)
+	}
+	return nil
 }
 
 // replay returns the instance a tenant created before with key, if any.

@@ -26,6 +26,9 @@ type PoolInput struct {
 	Placement            string
 	SingleTenant         bool
 	RequireVerifiedImage bool
+	// ProviderAccountID is the account a pool of class provider creates its
+	// instances with; required for that class, refused for any other.
+	ProviderAccountID uuid.UUID
 }
 
 var (
@@ -59,10 +62,26 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, erro
 			}
 			tenant, ev.TenantID = &in.TenantID, in.TenantID
 		}
+		var account *uuid.UUID
+		switch {
+		case in.Class == ClassProvider && in.ProviderAccountID == uuid.Nil:
+			return apierr.Invalid("providerAccountId", "a pool of class %s needs a provider account", ClassProvider)
+		case in.Class != ClassProvider && in.ProviderAccountID != uuid.Nil:
+			return apierr.Invalid("providerAccountId", "only pools of class %s have a provider account", ClassProvider)
+		case in.ProviderAccountID != uuid.Nil:
+			acct, err := q.GetProviderAccount(ctx, in.ProviderAccountID)
+			if err != nil {
+				return notFound(err, "providerAccountId", "provider account")
+			}
+			if acct.TenantID != nil && (tenant == nil || *tenant != *acct.TenantID) {
+				return apierr.Invalid("providerAccountId", "a tenant's provider account serves only a pool dedicated to that tenant")
+			}
+			account = &acct.ID
+		}
 		var err error
 		pool, err = q.CreatePool(ctx, sqlc.CreatePoolParams{
 			ID: ids.New(), Name: in.Name, Class: in.Class, TenantID: tenant, Placement: in.Placement,
-			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage,
+			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage, ProviderAccountID: account,
 		})
 		if err != nil {
 			return fmt.Errorf("create pool: %w", err)

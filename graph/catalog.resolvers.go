@@ -19,6 +19,11 @@ func (r *flavorResolver) ID(ctx context.Context, obj *sqlc.Flavor) (string, erro
 	return ids.Encode(ids.Flavor, obj.ID), nil
 }
 
+// ProviderServerTypes is the resolver for the providerServerTypes field.
+func (r *flavorResolver) ProviderServerTypes(ctx context.Context, obj *sqlc.Flavor) (map[string]any, error) {
+	return jsonMap(obj.ProviderTypes)
+}
+
 // ID is the resolver for the id field.
 func (r *imageResolver) ID(ctx context.Context, obj *sqlc.Image) (string, error) {
 	return ids.Encode(ids.Image, obj.ID), nil
@@ -42,6 +47,11 @@ func (r *imageResolver) Visibility(ctx context.Context, obj *sqlc.Image) (model.
 // Tenant is the resolver for the tenant field.
 func (r *imageResolver) Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
+}
+
+// ProviderImages is the resolver for the providerImages field.
+func (r *imageResolver) ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error) {
+	return jsonMap(obj.ProviderImages)
 }
 
 // Flavor returns FlavorResolver implementation.

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -115,4 +117,29 @@ var targetKinds = map[string]ids.Kind{
 	"instance": ids.Instance, "tenant": ids.Tenant, "pool": ids.Pool, "host": ids.Host,
 	"flavor": ids.Flavor, "image": ids.Image, "apiToken": ids.APIToken, "ipPool": ids.IPPool,
 	"providerAccount": ids.ProviderAccount,
+}
+
+// jsonMap decodes a JSON object column.
+func jsonMap(raw []byte) (map[string]any, error) {
+	m := map[string]any{}
+	if len(raw) == 0 {
+		return m, nil
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decode JSON column: %w", err)
+	}
+	return m, nil
+}
+
+// stringMap takes a GraphQL Map of strings given in field.
+func stringMap(field string, m map[string]any) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil, apierr.Invalid(field, "the %s entry must be a string", k)
+		}
+		out[k] = s
+	}
+	return out, nil
 }

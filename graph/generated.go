@@ -100,13 +100,14 @@ type ComplexityRoot struct {
 	}
 
 	Flavor struct {
-		DiskGb   func(childComplexity int) int
-		GpuCount func(childComplexity int) int
-		GpuModel func(childComplexity int) int
-		ID       func(childComplexity int) int
-		MemoryMb func(childComplexity int) int
-		Name     func(childComplexity int) int
-		Vcpus    func(childComplexity int) int
+		DiskGb              func(childComplexity int) int
+		GpuCount            func(childComplexity int) int
+		GpuModel            func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		MemoryMb            func(childComplexity int) int
+		Name                func(childComplexity int) int
+		ProviderServerTypes func(childComplexity int) int
+		Vcpus               func(childComplexity int) int
 	}
 
 	FlavorPayload struct {
@@ -153,15 +154,16 @@ type ComplexityRoot struct {
 	}
 
 	Image struct {
-		CreatedAt  func(childComplexity int) int
-		Format     func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Sha256     func(childComplexity int) int
-		SourceURL  func(childComplexity int) int
-		Tenant     func(childComplexity int) int
-		Verified   func(childComplexity int) int
-		Visibility func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		Format         func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Name           func(childComplexity int) int
+		ProviderImages func(childComplexity int) int
+		Sha256         func(childComplexity int) int
+		SourceURL      func(childComplexity int) int
+		Tenant         func(childComplexity int) int
+		Verified       func(childComplexity int) int
+		Visibility     func(childComplexity int) int
 	}
 
 	ImagePayload struct {
@@ -253,6 +255,7 @@ type ComplexityRoot struct {
 		IPPools              func(childComplexity int) int
 		Name                 func(childComplexity int) int
 		Placement            func(childComplexity int) int
+		ProviderAccount      func(childComplexity int) int
 		RequireVerifiedImage func(childComplexity int) int
 		SingleTenant         func(childComplexity int) int
 		Tenant               func(childComplexity int) int
@@ -356,6 +359,8 @@ type AuditEventResolver interface {
 }
 type FlavorResolver interface {
 	ID(ctx context.Context, obj *sqlc.Flavor) (string, error)
+
+	ProviderServerTypes(ctx context.Context, obj *sqlc.Flavor) (map[string]any, error)
 }
 type HostResolver interface {
 	ID(ctx context.Context, obj *sqlc.Host) (string, error)
@@ -375,6 +380,8 @@ type ImageResolver interface {
 	Format(ctx context.Context, obj *sqlc.Image) (model.ImageFormat, error)
 	Visibility(ctx context.Context, obj *sqlc.Image) (model.Visibility, error)
 	Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error)
+
+	ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error)
 }
 type InstanceResolver interface {
 	ID(ctx context.Context, obj *model.Instance) (string, error)
@@ -415,6 +422,7 @@ type PoolResolver interface {
 	Tenant(ctx context.Context, obj *sqlc.Pool) (*sqlc.Tenant, error)
 	Placement(ctx context.Context, obj *sqlc.Pool) (model.Placement, error)
 
+	ProviderAccount(ctx context.Context, obj *sqlc.Pool) (*sqlc.ProviderAccount, error)
 	IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPPool, error)
 }
 type PrincipalResolver interface {
@@ -687,6 +695,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Flavor.Name(childComplexity), true
+	case "Flavor.providerServerTypes":
+		if e.ComplexityRoot.Flavor.ProviderServerTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Flavor.ProviderServerTypes(childComplexity), true
 	case "Flavor.vcpus":
 		if e.ComplexityRoot.Flavor.Vcpus == nil {
 			break
@@ -874,6 +888,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Image.Name(childComplexity), true
+	case "Image.providerImages":
+		if e.ComplexityRoot.Image.ProviderImages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Image.ProviderImages(childComplexity), true
 	case "Image.sha256":
 		if e.ComplexityRoot.Image.Sha256 == nil {
 			break
@@ -1365,6 +1385,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.Placement(childComplexity), true
+	case "Pool.providerAccount":
+		if e.ComplexityRoot.Pool.ProviderAccount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.ProviderAccount(childComplexity), true
 	case "Pool.requireVerifiedImage":
 		if e.ComplexityRoot.Pool.RequireVerifiedImage == nil {
 			break
@@ -1943,6 +1969,8 @@ func (ec *executionContext) childFields_Flavor(ctx context.Context, field graphq
 		return ec.fieldContext_Flavor_gpuModel(ctx, field)
 	case "gpuCount":
 		return ec.fieldContext_Flavor_gpuCount(ctx, field)
+	case "providerServerTypes":
+		return ec.fieldContext_Flavor_providerServerTypes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Flavor", field.Name)
 }
@@ -2051,6 +2079,8 @@ func (ec *executionContext) childFields_Image(ctx context.Context, field graphql
 		return ec.fieldContext_Image_tenant(ctx, field)
 	case "verified":
 		return ec.fieldContext_Image_verified(ctx, field)
+	case "providerImages":
+		return ec.fieldContext_Image_providerImages(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Image_createdAt(ctx, field)
 	}
@@ -2197,6 +2227,8 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_singleTenant(ctx, field)
 	case "requireVerifiedImage":
 		return ec.fieldContext_Pool_requireVerifiedImage(ctx, field)
+	case "providerAccount":
+		return ec.fieldContext_Pool_providerAccount(ctx, field)
 	case "ipPools":
 		return ec.fieldContext_Pool_ipPools(ctx, field)
 	case "createdAt":
@@ -3779,6 +3811,29 @@ func (ec *executionContext) fieldContext_Flavor_gpuCount(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Flavor_providerServerTypes(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Flavor_providerServerTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Flavor().ProviderServerTypes(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Flavor_providerServerTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Flavor", field, true, true, "Map")
+}
+
 func (ec *executionContext) _FlavorPayload_flavor(ctx context.Context, field graphql.CollectedField, obj *model.FlavorPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4599,6 +4654,29 @@ func (ec *executionContext) _Image_verified(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Image_verified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Image", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Image_providerImages(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Image_providerImages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Image().ProviderImages(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Image_providerImages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Image", field, true, true, "Map")
 }
 
 func (ec *executionContext) _Image_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
@@ -6531,6 +6609,38 @@ func (ec *executionContext) _Pool_requireVerifiedImage(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_Pool_requireVerifiedImage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Pool_providerAccount(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_providerAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Pool().ProviderAccount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.ProviderAccount) graphql.Marshaler {
+			return ec.marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_providerAccount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pool",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
@@ -9105,7 +9215,7 @@ func (ec *executionContext) unmarshalInputCreateFlavorInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "vcpus", "memoryMb", "diskGb", "gpuModel", "gpuCount"}
+	fieldsInOrder := [...]string{"name", "vcpus", "memoryMb", "diskGb", "gpuModel", "gpuCount", "providerServerTypes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9154,6 +9264,13 @@ func (ec *executionContext) unmarshalInputCreateFlavorInput(ctx context.Context,
 				return it, err
 			}
 			it.GpuCount = data
+		case "providerServerTypes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerServerTypes"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderServerTypes = data
 		}
 	}
 	return it, nil
@@ -9406,7 +9523,7 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage"}
+	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9455,6 +9572,13 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 				return it, err
 			}
 			it.RequireVerifiedImage = data
+		case "providerAccountId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerAccountId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderAccountID = data
 		}
 	}
 	return it, nil
@@ -9896,7 +10020,7 @@ func (ec *executionContext) unmarshalInputRegisterImageInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "sourceUrl", "sha256", "format", "visibility", "tenantId", "verified"}
+	fieldsInOrder := [...]string{"name", "sourceUrl", "sha256", "format", "visibility", "tenantId", "verified", "providerImages"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9952,6 +10076,13 @@ func (ec *executionContext) unmarshalInputRegisterImageInput(ctx context.Context
 				return it, err
 			}
 			it.Verified = data
+		case "providerImages":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerImages"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderImages = data
 		}
 	}
 	return it, nil
@@ -10643,6 +10774,12 @@ func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "providerServerTypes":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Flavor_providerServerTypes(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11015,6 +11152,12 @@ func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "providerImages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Image_providerImages(ctx, field, obj)
+				})
 		case "createdAt":
 			out.Values[i] = ec._Image_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11664,6 +11807,12 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "providerAccount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Pool_providerAccount(ctx, field, obj)
+				})
 		case "ipPools":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -13699,6 +13848,13 @@ func (ec *executionContext) marshalOPlacement2ᚖgithubᚗcomᚋbetterᚑcompute
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v *sqlc.ProviderAccount) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ProviderAccount(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -67,6 +68,18 @@ func (r *poolResolver) Tenant(ctx context.Context, obj *sqlc.Pool) (*sqlc.Tenant
 // Placement is the resolver for the placement field.
 func (r *poolResolver) Placement(ctx context.Context, obj *sqlc.Pool) (model.Placement, error) {
 	return model.Placement(strings.ToUpper(obj.Placement)), nil
+}
+
+// ProviderAccount is the resolver for the providerAccount field.
+func (r *poolResolver) ProviderAccount(ctx context.Context, obj *sqlc.Pool) (*sqlc.ProviderAccount, error) {
+	if obj.ProviderAccountID == nil {
+		return nil, nil
+	}
+	acct, err := r.svc.ProviderAccount(ctx, *obj.ProviderAccountID)
+	if apierr.CodeOf(err) == apierr.NotFound {
+		return nil, nil // a shared pool on an account the caller may not see
+	}
+	return &acct, err
 }
 
 // IPPools is the resolver for the ipPools field.

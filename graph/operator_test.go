@@ -76,7 +76,7 @@ func TestOperatorSetup(t *testing.T) {
 		if len(out.Hosts) != 1 || out.Hosts[0].Capacity.Vcpus != 64 || len(out.Hosts[0].Gpus) != 2 || out.Hosts[0].Gpus[1].Model != "L40S" || out.Hosts[0].Pool.Name != "fra1" {
 			t.Fatalf("hosts = %+v", out.Hosts)
 		}
-		r := e.do(e.operator, `mutation($p: ID!) { createHost(input: {poolId: $p, name: "hv-2"}) { credential } }`, map[string]any{"p": e.pool("cloud", "provider", nil)})
+		r := e.do(e.operator, `mutation($p: ID!) { createHost(input: {poolId: $p, name: "hv-2"}) { credential } }`, map[string]any{"p": e.providerPool("cloud", nil)})
 		if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "poolId" {
 			t.Fatalf("host in a provider pool: %+v", r.Errors)
 		}

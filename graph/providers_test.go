@@ -91,6 +91,8 @@ func TestProviderAccounts(t *testing.T) {
 		var id string
 		e.db.QueryRow(context.Background(), "SELECT id FROM provider_accounts WHERE name = 'burst'").Scan(&id)
 		e.db.Exec(context.Background(), "UPDATE pools SET class = 'provider', provider_account_id = $1 WHERE name = 'alpha-pool'", id)
+		e.db.Exec(context.Background(), `UPDATE flavors SET provider_types = '{"hetzner": "cx22"}'`)
+		e.db.Exec(context.Background(), `UPDATE images SET provider_images = '{"hetzner": "debian-12"}'`)
 		e.must(a.member, createInstance, map[string]any{"in": a.input("on-cloud")}, nil)
 		del := `mutation($id: ID!) { deleteProviderAccount(input: {id: $id}) { providerAccount { id } } }`
 		if r := e.do(a.member, del, map[string]any{"id": acct.ID}); r.code() != "FAILED_PRECONDITION" {
@@ -100,6 +102,61 @@ func TestProviderAccounts(t *testing.T) {
 		e.must(a.member, del, map[string]any{"id": acct.ID}, nil)
 		if r := e.do(a.member, `query($id: ID!) { node(id: $id) { id } }`, map[string]any{"id": acct.ID}); r.code() != "NOT_FOUND" {
 			t.Fatalf("after delete: %+v", r.Errors)
+		}
+	})
+}
+
+// providerPool makes a Hetzner account (of tenant, or shared when nil) and
+// a provider pool on it.
+func (e *env) providerPool(name string, tenant any) string {
+	e.t.Helper()
+	acct := e.id(e.operator, createAccount, map[string]any{"in": map[string]any{"name": name + "-account", "provider": "HETZNER", "credentials": "token", "tenantId": tenant}},
+		"createProviderAccount", "providerAccount", "id")
+	return e.id(e.operator, `mutation($n: String!, $t: ID, $a: ID) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
+		map[string]any{"n": name, "t": tenant, "a": acct}, "createPool", "pool", "id")
+}
+
+// TestProviderPoolAdmission: a provider pool takes only flavors and images
+// its provider has a counterpart of.
+func TestProviderPoolAdmission(t *testing.T) {
+	e := setup(t)
+	w := e.world("alpha")
+	pool := e.providerPool("cloud", w.tenant)
+	mapped := e.id(e.operator, `mutation { createFlavor(input: {name: "cx22", vcpus: 2, memoryMb: 4096, diskGb: 40, providerServerTypes: {hetzner: "cx22"}}) { flavor { id } } }`,
+		nil, "createFlavor", "flavor", "id")
+	image := e.id(e.operator, `mutation($t: ID) { registerImage(input: {name: "deb", sourceUrl: "https://x/y", sha256: "`+sha+`", format: QCOW2, visibility: TENANT, tenantId: $t, verified: true, providerImages: {hetzner: "debian-12"}}) { image { id } } }`,
+		map[string]any{"t": w.tenant}, "registerImage", "image", "id")
+
+	in := w.input("burst-1")
+	in["poolId"] = pool
+	for _, c := range []struct{ flavor, image, field string }{
+		{w.flavor, image, "flavorId"}, // no Hetzner server type
+		{mapped, w.image, "imageId"},  // no Hetzner image
+	} {
+		in["flavorId"], in["imageId"] = c.flavor, c.image
+		if r := e.do(w.member, createInstance, map[string]any{"in": in}); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != c.field {
+			t.Errorf("%s: %+v", c.field, r.Errors)
+		}
+	}
+	in["flavorId"], in["imageId"] = mapped, image
+	e.must(w.member, createInstance, map[string]any{"in": in}, nil)
+
+	t.Run("pools and accounts go together", func(t *testing.T) {
+		if r := e.do(e.operator, `mutation { createPool(input: {name: "bare", class: "provider"}) { pool { id } } }`, nil); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "providerAccountId" {
+			t.Errorf("provider pool without an account: %+v", r.Errors)
+		}
+		var out struct{ ProviderAccounts []struct{ ID string } }
+		e.must(e.operator, `{ providerAccounts { id } }`, nil, &out)
+		r := e.do(e.operator, `mutation($a: ID) { createPool(input: {name: "hosted", class: "vps-host", providerAccountId: $a}) { pool { id } } }`,
+			map[string]any{"a": out.ProviderAccounts[0].ID})
+		if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "providerAccountId" {
+			t.Errorf("hosted pool with an account: %+v", r.Errors)
+		}
+	})
+	t.Run("mappings name allowed providers", func(t *testing.T) {
+		r := e.do(e.operator, `mutation { createFlavor(input: {name: "odd", vcpus: 1, memoryMb: 1, diskGb: 1, providerServerTypes: {aws: "t3.micro"}}) { flavor { id } } }`, nil)
+		if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "providerServerTypes" {
+			t.Errorf("unknown provider: %+v", r.Errors)
 		}
 	})
 }

@@ -124,12 +124,14 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error) {
 	var d decoder
 	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	account := d.optID(ids.ProviderAccount, "providerAccountId", input.ProviderAccountID)
 	if d.err != nil {
 		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreatePool, d.err)
 	}
 	pool, err := r.svc.CreatePool(ctx, control.PoolInput{
 		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
 		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
+		ProviderAccountID: account,
 	})
 	return model.PoolPayload{Pool: pool}, err
 }
@@ -178,9 +180,13 @@ func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetH
 
 // CreateFlavor is the resolver for the createFlavor field.
 func (r *mutationResolver) CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error) {
+	types, err := stringMap("providerServerTypes", input.ProviderServerTypes)
+	if err != nil {
+		return model.FlavorPayload{}, r.svc.Reject(ctx, control.ActCreateFlavor, err)
+	}
 	f, err := r.svc.CreateFlavor(ctx, control.FlavorInput{
 		Name: input.Name, Vcpus: int32(input.Vcpus), MemoryMB: int64(input.MemoryMb), DiskGB: int32(input.DiskGb),
-		GPUModel: deref(input.GpuModel), GPUCount: int32(deref(input.GpuCount)),
+		GPUModel: deref(input.GpuModel), GPUCount: int32(deref(input.GpuCount)), ProviderTypes: types,
 	})
 	return model.FlavorPayload{Flavor: f}, err
 }
@@ -192,9 +198,13 @@ func (r *mutationResolver) RegisterImage(ctx context.Context, input model.Regist
 	if d.err != nil {
 		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, d.err)
 	}
+	mapped, err := stringMap("providerImages", input.ProviderImages)
+	if err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, err)
+	}
 	img, err := r.svc.RegisterImage(ctx, control.ImageInput{
 		Name: input.Name, SourceURL: input.SourceURL, SHA256: input.Sha256, Format: enumString(&input.Format),
-		Visibility: enumString(&input.Visibility), TenantID: tenant, Verified: deref(input.Verified),
+		Visibility: enumString(&input.Visibility), TenantID: tenant, Verified: deref(input.Verified), ProviderImages: mapped,
 	})
 	return model.ImagePayload{Image: img}, err
 }

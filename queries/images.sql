@@ -1,6 +1,6 @@
 -- name: CreateImage :one
-INSERT INTO images (id, name, source, sha256, format, visibility, tenant_id, verified)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *;
+INSERT INTO images (id, name, source, sha256, format, visibility, tenant_id, verified, provider_images)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *;
 
 -- ResolveImage finds an image the tenant owns or that is public.
 -- name: ResolveImage :one

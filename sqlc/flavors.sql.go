@@ -12,18 +12,19 @@ import (
 )
 
 const createFlavor = `-- name: CreateFlavor :one
-INSERT INTO flavors (id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count)
-VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at
+INSERT INTO flavors (id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, provider_types)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at, provider_types
 `
 
 type CreateFlavorParams struct {
-	ID       uuid.UUID
-	Name     string
-	Vcpus    int32
-	MemoryMb int64
-	DiskGb   int32
-	GpuModel *string
-	GpuCount int32
+	ID            uuid.UUID
+	Name          string
+	Vcpus         int32
+	MemoryMb      int64
+	DiskGb        int32
+	GpuModel      *string
+	GpuCount      int32
+	ProviderTypes []byte
 }
 
 func (q *Queries) CreateFlavor(ctx context.Context, arg CreateFlavorParams) (Flavor, error) {
@@ -35,6 +36,7 @@ func (q *Queries) CreateFlavor(ctx context.Context, arg CreateFlavorParams) (Fla
 		arg.DiskGb,
 		arg.GpuModel,
 		arg.GpuCount,
+		arg.ProviderTypes,
 	)
 	var i Flavor
 	err := row.Scan(
@@ -46,12 +48,13 @@ func (q *Queries) CreateFlavor(ctx context.Context, arg CreateFlavorParams) (Fla
 		&i.GpuModel,
 		&i.GpuCount,
 		&i.CreatedAt,
+		&i.ProviderTypes,
 	)
 	return i, err
 }
 
 const getFlavor = `-- name: GetFlavor :one
-SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at FROM flavors WHERE id = $1
+SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at, provider_types FROM flavors WHERE id = $1
 `
 
 func (q *Queries) GetFlavor(ctx context.Context, id uuid.UUID) (Flavor, error) {
@@ -66,12 +69,13 @@ func (q *Queries) GetFlavor(ctx context.Context, id uuid.UUID) (Flavor, error) {
 		&i.GpuModel,
 		&i.GpuCount,
 		&i.CreatedAt,
+		&i.ProviderTypes,
 	)
 	return i, err
 }
 
 const getFlavorsByIDs = `-- name: GetFlavorsByIDs :many
-SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at FROM flavors WHERE id = ANY($1::uuid[])
+SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at, provider_types FROM flavors WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetFlavorsByIDs(ctx context.Context, ids []uuid.UUID) ([]Flavor, error) {
@@ -92,6 +96,7 @@ func (q *Queries) GetFlavorsByIDs(ctx context.Context, ids []uuid.UUID) ([]Flavo
 			&i.GpuModel,
 			&i.GpuCount,
 			&i.CreatedAt,
+			&i.ProviderTypes,
 		); err != nil {
 			return nil, err
 		}
@@ -104,7 +109,7 @@ func (q *Queries) GetFlavorsByIDs(ctx context.Context, ids []uuid.UUID) ([]Flavo
 }
 
 const listFlavors = `-- name: ListFlavors :many
-SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at FROM flavors ORDER BY vcpus, memory_mb, name
+SELECT id, name, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, created_at, provider_types FROM flavors ORDER BY vcpus, memory_mb, name
 `
 
 func (q *Queries) ListFlavors(ctx context.Context) ([]Flavor, error) {
@@ -125,6 +130,7 @@ func (q *Queries) ListFlavors(ctx context.Context) ([]Flavor, error) {
 			&i.GpuModel,
 			&i.GpuCount,
 			&i.CreatedAt,
+			&i.ProviderTypes,
 		); err != nil {
 			return nil, err
 		}

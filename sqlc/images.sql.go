@@ -12,19 +12,20 @@ import (
 )
 
 const createImage = `-- name: CreateImage :one
-INSERT INTO images (id, name, source, sha256, format, visibility, tenant_id, verified)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at
+INSERT INTO images (id, name, source, sha256, format, visibility, tenant_id, verified, provider_images)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at, provider_images
 `
 
 type CreateImageParams struct {
-	ID         uuid.UUID
-	Name       string
-	Source     string
-	Sha256     string
-	Format     string
-	Visibility string
-	TenantID   *uuid.UUID
-	Verified   bool
+	ID             uuid.UUID
+	Name           string
+	Source         string
+	Sha256         string
+	Format         string
+	Visibility     string
+	TenantID       *uuid.UUID
+	Verified       bool
+	ProviderImages []byte
 }
 
 func (q *Queries) CreateImage(ctx context.Context, arg CreateImageParams) (Image, error) {
@@ -37,6 +38,7 @@ func (q *Queries) CreateImage(ctx context.Context, arg CreateImageParams) (Image
 		arg.Visibility,
 		arg.TenantID,
 		arg.Verified,
+		arg.ProviderImages,
 	)
 	var i Image
 	err := row.Scan(
@@ -50,12 +52,13 @@ func (q *Queries) CreateImage(ctx context.Context, arg CreateImageParams) (Image
 		&i.Verified,
 		&i.CreatedAt,
 		&i.DeletedAt,
+		&i.ProviderImages,
 	)
 	return i, err
 }
 
 const getImage = `-- name: GetImage :one
-SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at FROM images WHERE id = $1 AND deleted_at IS NULL
+SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at, provider_images FROM images WHERE id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) GetImage(ctx context.Context, id uuid.UUID) (Image, error) {
@@ -72,12 +75,13 @@ func (q *Queries) GetImage(ctx context.Context, id uuid.UUID) (Image, error) {
 		&i.Verified,
 		&i.CreatedAt,
 		&i.DeletedAt,
+		&i.ProviderImages,
 	)
 	return i, err
 }
 
 const getImagesByIDs = `-- name: GetImagesByIDs :many
-SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at FROM images WHERE id = ANY($1::uuid[])
+SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at, provider_images FROM images WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetImagesByIDs(ctx context.Context, ids []uuid.UUID) ([]Image, error) {
@@ -100,6 +104,7 @@ func (q *Queries) GetImagesByIDs(ctx context.Context, ids []uuid.UUID) ([]Image,
 			&i.Verified,
 			&i.CreatedAt,
 			&i.DeletedAt,
+			&i.ProviderImages,
 		); err != nil {
 			return nil, err
 		}
@@ -112,7 +117,7 @@ func (q *Queries) GetImagesByIDs(ctx context.Context, ids []uuid.UUID) ([]Image,
 }
 
 const listImages = `-- name: ListImages :many
-SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at FROM images
+SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at, provider_images FROM images
 WHERE deleted_at IS NULL
   AND ($1::uuid IS NULL OR visibility = 'public' OR tenant_id = $1)
 ORDER BY name, id
@@ -139,6 +144,7 @@ func (q *Queries) ListImages(ctx context.Context, tenant *uuid.UUID) ([]Image, e
 			&i.Verified,
 			&i.CreatedAt,
 			&i.DeletedAt,
+			&i.ProviderImages,
 		); err != nil {
 			return nil, err
 		}
@@ -151,7 +157,7 @@ func (q *Queries) ListImages(ctx context.Context, tenant *uuid.UUID) ([]Image, e
 }
 
 const resolveImage = `-- name: ResolveImage :one
-SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at FROM images
+SELECT id, name, source, sha256, format, visibility, tenant_id, verified, created_at, deleted_at, provider_images FROM images
 WHERE id = $1 AND deleted_at IS NULL AND (tenant_id = $2 OR visibility = 'public')
 `
 
@@ -175,6 +181,7 @@ func (q *Queries) ResolveImage(ctx context.Context, arg ResolveImageParams) (Ima
 		&i.Verified,
 		&i.CreatedAt,
 		&i.DeletedAt,
+		&i.ProviderImages,
 	)
 	return i, err
 }

@@ -57,14 +57,15 @@ type DeviceClaim struct {
 }
 
 type Flavor struct {
-	ID        uuid.UUID
-	Name      string
-	Vcpus     int32
-	MemoryMb  int64
-	DiskGb    int32
-	GpuModel  *string
-	GpuCount  int32
-	CreatedAt time.Time
+	ID            uuid.UUID
+	Name          string
+	Vcpus         int32
+	MemoryMb      int64
+	DiskGb        int32
+	GpuModel      *string
+	GpuCount      int32
+	CreatedAt     time.Time
+	ProviderTypes []byte
 }
 
 type Host struct {
@@ -96,16 +97,17 @@ type HostGpu struct {
 }
 
 type Image struct {
-	ID         uuid.UUID
-	Name       string
-	Source     string
-	Sha256     string
-	Format     string
-	Visibility string
-	TenantID   *uuid.UUID
-	Verified   bool
-	CreatedAt  time.Time
-	DeletedAt  *time.Time
+	ID             uuid.UUID
+	Name           string
+	Source         string
+	Sha256         string
+	Format         string
+	Visibility     string
+	TenantID       *uuid.UUID
+	Verified       bool
+	CreatedAt      time.Time
+	DeletedAt      *time.Time
+	ProviderImages []byte
 }
 
 type Instance struct {

@@ -12,8 +12,8 @@ import (
 )
 
 const createPool = `-- name: CreatePool :one
-INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image)
-VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id
 `
 
 type CreatePoolParams struct {
@@ -24,6 +24,7 @@ type CreatePoolParams struct {
 	Placement            string
 	SingleTenant         bool
 	RequireVerifiedImage bool
+	ProviderAccountID    *uuid.UUID
 }
 
 func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, error) {
@@ -35,6 +36,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		arg.Placement,
 		arg.SingleTenant,
 		arg.RequireVerifiedImage,
+		arg.ProviderAccountID,
 	)
 	var i Pool
 	err := row.Scan(

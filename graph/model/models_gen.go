@@ -62,12 +62,13 @@ type CreateAPITokenPayload struct {
 }
 
 type CreateFlavorInput struct {
-	Name     string  `json:"name"`
-	Vcpus    int     `json:"vcpus"`
-	MemoryMb int     `json:"memoryMb"`
-	DiskGb   int     `json:"diskGb"`
-	GpuModel *string `json:"gpuModel,omitempty"`
-	GpuCount *int    `json:"gpuCount,omitempty"`
+	Name                string         `json:"name"`
+	Vcpus               int            `json:"vcpus"`
+	MemoryMb            int            `json:"memoryMb"`
+	DiskGb              int            `json:"diskGb"`
+	GpuModel            *string        `json:"gpuModel,omitempty"`
+	GpuCount            *int           `json:"gpuCount,omitempty"`
+	ProviderServerTypes map[string]any `json:"providerServerTypes,omitempty"`
 }
 
 type CreateHostInput struct {
@@ -114,6 +115,8 @@ type CreatePoolInput struct {
 	Placement            *Placement `json:"placement,omitempty"`
 	SingleTenant         *bool      `json:"singleTenant,omitempty"`
 	RequireVerifiedImage *bool      `json:"requireVerifiedImage,omitempty"`
+	// Required for class provider: the account its instances are created with.
+	ProviderAccountID *string `json:"providerAccountId,omitempty"`
 }
 
 type CreateProviderAccountInput struct {
@@ -265,8 +268,9 @@ type RegisterImageInput struct {
 	Format     ImageFormat `json:"format"`
 	Visibility Visibility  `json:"visibility"`
 	// The owner, for visibility TENANT.
-	TenantID *string `json:"tenantId,omitempty"`
-	Verified *bool   `json:"verified,omitempty"`
+	TenantID       *string        `json:"tenantId,omitempty"`
+	Verified       *bool          `json:"verified,omitempty"`
+	ProviderImages map[string]any `json:"providerImages,omitempty"`
 }
 
 type RevokeAPITokenInput struct {
