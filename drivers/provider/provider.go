@@ -1,0 +1,72 @@
+// Package provider is what the reconciler asks of a cloud provider
+// (Hetzner Cloud, Proxmox VE) to run the instances of a provider pool:
+// servers carrying our instance ID as a label, created idempotently (look
+// up by label before creating), observed in one list call per account.
+// Drivers classify their errors (errors.go) so the reconciler knows whether
+// to retry, slow down, or give up.
+package provider
+
+import "context"
+
+// Label is the label (Hetzner) or tag (Proxmox) carrying our instance ID on
+// every server a driver makes.
+const Label = "better-compute-instance"
+
+// Status is a server's power state as the provider reports it.
+type Status string
+
+// The statuses drivers map their provider's onto.
+const (
+	StatusStarting Status = "starting"
+	StatusRunning  Status = "running"
+	StatusStopping Status = "stopping"
+	StatusStopped  Status = "stopped"
+	StatusDeleting Status = "deleting"
+	StatusUnknown  Status = "unknown"
+)
+
+// Server is a server at the provider that carries our label.
+type Server struct {
+	// ID is the provider's ID of the server.
+	ID string
+	// InstanceID is our instance's API ID, from the label.
+	InstanceID string
+	Status     Status
+	// Addresses are its public IPv4 and IPv6 addresses, when it has any.
+	Addresses []string
+}
+
+// CreateRequest asks for a server for an instance.
+type CreateRequest struct {
+	InstanceID string
+	// Name becomes the server's name and hostname.
+	Name string
+	// ServerType is the flavor's server type at the provider (Hetzner) or
+	// is unused (Proxmox sizes the clone from CPU and memory).
+	ServerType string
+	Vcpus      int
+	MemoryMB   int64
+	DiskGB     int64
+	// Image is the image's name at the provider, or the template to clone.
+	Image    string
+	SSHKeys  []string
+	UserData string
+	// PowerOn starts the server once created.
+	PowerOn bool
+}
+
+// Driver manages the servers of one provider account.
+type Driver interface {
+	// Create makes a server for req and returns it; it does not wait for
+	// the server to run. Callers look the instance up with List first, so
+	// a create repeated after a crash finds the first server.
+	Create(ctx context.Context, req CreateRequest) (Server, error)
+	// List returns every server of the account that carries our label.
+	List(ctx context.Context) ([]Server, error)
+	// Start powers a server on.
+	Start(ctx context.Context, serverID string) error
+	// Stop shuts a server down, powering it off if it does not stop.
+	Stop(ctx context.Context, serverID string) error
+	// Delete removes a server; deleting one that is gone succeeds.
+	Delete(ctx context.Context, serverID string) error
+}
