@@ -51,9 +51,14 @@ if [ -e /dev/kvm ] && [ "$(id -u)" = 0 ] && getent group kvm >/dev/null; then
 	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
 fi
 
+# What the libvirt driver and the real-guest test run: each installed when
+# missing, whether or not libvirtd already runs.
 command -v genisoimage >/dev/null || install genisoimage
+command -v qemu-system-x86_64 >/dev/null || install qemu-system-x86
+command -v qemu-img >/dev/null || install qemu-utils
+command -v virsh >/dev/null || install libvirt-clients
 if ! libvirt_up; then
-	command -v libvirtd >/dev/null || install libvirt-daemon-system libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils libvirt-clients
+	command -v libvirtd >/dev/null || install libvirt-daemon-system libvirt-daemon-driver-qemu
 	mkdir -p /var/run/libvirt /var/log/libvirt
 	pgrep -x virtlogd >/dev/null || virtlogd -d
 	pgrep -x libvirtd >/dev/null || libvirtd -d
