@@ -65,12 +65,6 @@ func CanTransition(from, to State) bool {
 	return false
 }
 
-// Valid reports whether s is a state.
-func (s State) Valid() bool {
-	_, ok := transitions[s]
-	return ok
-}
-
 // Valid reports whether d is a desired state.
 func (d Desired) Valid() bool {
 	switch d {

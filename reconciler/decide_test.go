@@ -1,9 +1,11 @@
 package reconciler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/sqlc"
 )
 
 func TestDecide(t *testing.T) {
@@ -149,5 +151,14 @@ func TestDecideConverges(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTransitionRefusesWhatTheTableForbids: the write itself checks the
+// state table, before it touches the database.
+func TestTransitionRefusesWhatTheTableForbids(t *testing.T) {
+	err := transition(t.Context(), nil, sqlc.TransitionParams{FromState: "DELETED", ToState: "RUNNING"})
+	if err == nil || !strings.Contains(err.Error(), "not in the state table") {
+		t.Fatalf("transition DELETED → RUNNING: %v", err)
 	}
 }

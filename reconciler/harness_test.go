@@ -21,7 +21,6 @@ import (
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/reconciler"
 	"github.com/better-compute/vps/seal"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // env is a database, a Redis prefix and an operator context with one
@@ -142,13 +141,6 @@ func (e *env) count(query string, args ...any) int {
 	var n int
 	e.check(e.db.QueryRow(context.Background(), "SELECT count(*) FROM "+query, args...).Scan(&n))
 	return n
-}
-
-func (e *env) instance(id uuid.UUID) sqlc.Instance {
-	e.t.Helper()
-	inst, err := sqlc.New(e.db).GetInstance(context.Background(), id)
-	e.check(err)
-	return inst
 }
 
 // poolWith makes another hosted pool with a placement policy and makes it

@@ -107,12 +107,23 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if st.recreate {
 		p.AvoidHostID, p.HostID = inst.HostID, nil
 	}
+	return transition(ctx, q, p)
+}
+
+// transition makes the one guarded write of a step: it refuses a change
+// of state the state table does not allow, compares and sets on the state
+// and version read under the row lock, and writes the change's event.
+func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams) error {
+	from, to := lifecycle.State(p.FromState), lifecycle.State(p.ToState)
+	if from != to && !lifecycle.CanTransition(from, to) {
+		return fmt.Errorf("transition %s → %s is not in the state table", from, to)
+	}
 	out, err := q.Transition(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errRace
 	}
 	if err != nil {
-		return fmt.Errorf("transition %s → %s: %w", inst.State, p.ToState, err)
+		return fmt.Errorf("transition %s → %s: %w", from, to, err)
 	}
 	typ := events.Updated
 	if out.State == string(lifecycle.Deleted) {

@@ -74,20 +74,17 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return false, fmt.Errorf("bump host generation: %w", err)
 	}
-	out, err := q.Transition(ctx, sqlc.TransitionParams{
+	err = transition(ctx, q, sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
 		ToState: string(lifecycle.Provisioning), HostID: &host.ID,
 		SpecPower: powerFor(lifecycle.Desired(inst.DesiredState)).spec(), SpecGeneration: gen, Mac: &mac,
 		AvoidHostID: inst.AvoidHostID,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, errRace
-	}
 	if err != nil {
-		return false, fmt.Errorf("transition to PROVISIONING: %w", err)
+		return false, err
 	}
 	*wake = append(*wake, host.ID)
-	return true, events.Enqueue(ctx, q, TopicEvents, events.Updated, out)
+	return true, nil
 }
 
 // choose picks the host for inst among those with room: the emptiest
