@@ -53,3 +53,24 @@ func TestStreamReclaimAndDeadLetter(t *testing.T) {
 		t.Fatalf("%d entries still pending", p.Count)
 	}
 }
+
+// TestStreamIsTrimmed: adding keeps the stream near its bound (MAXLEN ~
+// trims whole macro nodes, so a little above it).
+func TestStreamIsTrimmed(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	t.Cleanup(func() { rdb.Del(ctx, prefix+"work") })
+	cfg := Config{Redis: rdb, Prefix: prefix, StreamMaxLen: 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg.applyDefaults()
+	s := newStream(cfg)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "k"
+	}
+	if err := s.add(ctx, "vps.instances", keys...); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.XLen(ctx, prefix+"work").Result(); n > 200 {
+		t.Fatalf("stream holds %d entries after 1,000 adds with MAXLEN ~10", n)
+	}
+}
