@@ -6,7 +6,10 @@
 // to retry, slow down, or give up.
 package provider
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Label is the label (Hetzner) or tag (Proxmox) carrying our instance ID on
 // every server a driver makes.
@@ -69,4 +72,17 @@ type Driver interface {
 	Stop(ctx context.Context, serverID string) error
 	// Delete removes a server; deleting one that is gone succeeds.
 	Delete(ctx context.Context, serverID string) error
+	// Budget is what the provider last said of the account's rate limit.
+	Budget() Budget
+}
+
+// Budget is an account's rate limit as the provider's response headers last
+// stated it. The zero Budget means the provider states none (Proxmox).
+type Budget struct {
+	// Limit is how many requests the bucket holds.
+	Limit int
+	// Remaining is how many may be made now.
+	Remaining int
+	// Reset is when the bucket is full again.
+	Reset time.Time
 }
