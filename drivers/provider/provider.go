@@ -32,7 +32,7 @@ const (
 type Server struct {
 	// ID is the provider's ID of the server.
 	ID string
-	// InstanceID is our instance's API ID, from the label.
+	// InstanceID is our instance's UUID, from the label.
 	InstanceID string
 	Status     Status
 	// Addresses are its public IPv4 and IPv6 addresses, when it has any.
@@ -66,6 +66,10 @@ type Driver interface {
 	Create(ctx context.Context, req CreateRequest) (Server, error)
 	// List returns every server of the account that carries our label.
 	List(ctx context.Context) ([]Server, error)
+	// Find returns the servers carrying an instance's label (normally none
+	// or one), in as few calls as the provider allows: the look-up before
+	// a create.
+	Find(ctx context.Context, instanceID string) ([]Server, error)
 	// Start powers a server on.
 	Start(ctx context.Context, serverID string) error
 	// Stop shuts a server down, powering it off if it does not stop.
@@ -86,3 +90,18 @@ type Budget struct {
 	// Reset is when the bucket is full again.
 	Reset time.Time
 }
+
+// Account is what a driver is made from: a provider account with its
+// credentials opened.
+type Account struct {
+	ID string
+	// Provider is the kind: "hetzner" or "proxmox".
+	Provider    string
+	Credentials string
+	// Settings are the account's, as registered (see control's
+	// ProviderAccountInput).
+	Settings map[string]any
+}
+
+// Factory makes the driver of an account.
+type Factory func(Account) (Driver, error)
