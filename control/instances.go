@@ -179,7 +179,8 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 }
 
 // servable refuses, for a provider pool, a flavor or an image its provider
-// has no counterpart of.
+// has no counterpart of: a Hetzner server type, a Hetzner image or a
+// Proxmox template.
 func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool, f sqlc.Flavor, img *ResolvedImage) error {
 	if pool.Class != ClassProvider || pool.ProviderAccountID == nil {
 		return nil
@@ -188,7 +189,8 @@ func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool,
 	if err != nil {
 		return notFound(err, "poolId", "the pool's provider account")
 	}
-	if providerName(f.ProviderTypes, acct.Provider) == "" {
+	// Proxmox sizes a clone from the flavor's CPUs and memory: any flavor fits.
+	if acct.Provider != ProviderProxmox && providerName(f.ProviderTypes, acct.Provider) == "" {
 		return apierr.Invalid("flavorId", "pool %s is at %s, where flavor %s has no server type", pool.Name, acct.Provider, f.Name)
 	}
 	if img.ProviderImages[acct.Provider] == "" {

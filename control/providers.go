@@ -104,6 +104,11 @@ func checkProviderSettings(provider string, settings map[string]any) error {
 		v, ok := settings[key].(string)
 		return strings.TrimSpace(v), ok && strings.TrimSpace(v) != ""
 	}
+	isURL := func(key string) bool {
+		v, ok := str(key)
+		u, err := url.Parse(v)
+		return ok && err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	}
 	switch provider {
 	case ProviderHetzner:
 		if _, present := settings["location"]; present {
@@ -111,9 +116,11 @@ func checkProviderSettings(provider string, settings map[string]any) error {
 				return apierr.Invalid("settings.location", "must be a location name such as fsn1")
 			}
 		}
+		if _, present := settings["endpoint"]; present && !isURL("endpoint") {
+			return apierr.Invalid("settings.endpoint", "must be the API URL, such as https://api.hetzner.cloud/v1")
+		}
 	case ProviderProxmox:
-		endpoint, ok := str("endpoint")
-		if u, err := url.Parse(endpoint); !ok || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		if !isURL("endpoint") {
 			return apierr.Invalid("settings.endpoint", "must be the API URL, such as https://pve.example.com:8006/api2/json")
 		}
 		for _, key := range []string{"node", "storage"} {

@@ -145,6 +145,7 @@ type cluster struct {
 	url      string
 	operator string
 	member   string
+	tenant   string
 	pool     string
 	flavor   string
 	image    string
@@ -165,6 +166,8 @@ type options struct {
 	hostArgs []string
 	// serverEnv is extra environment for serve.
 	serverEnv []string
+	// reconcileArgs are extra flags for every reconcile process.
+	reconcileArgs []string
 }
 
 const silentAfter = 3 * time.Second
@@ -188,7 +191,8 @@ func start(t testing.TB, o options) *cluster {
 	waitReadyAt(t, c.url)
 	c.seed(o)
 	for i := range o.reconcilers {
-		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), nil, bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"))
+		args := append([]string{bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"}, o.reconcileArgs...)
+		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), nil, args...))
 	}
 	for i := range o.hosts {
 		cred := c.adopt(fmt.Sprintf("hv-%d", i), o.hostVcpus)
@@ -310,8 +314,8 @@ func (c *cluster) must(token, query string, vars map[string]any, path ...string)
 }
 
 func (c *cluster) seed(o options) {
-	tenant := c.must(c.operator, `mutation { createTenant(input: {name: "acme"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
-	c.member = c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "acme", tenantId: $t}) { token } }`, map[string]any{"t": tenant}, "createApiToken", "token")
+	c.tenant = c.must(c.operator, `mutation { createTenant(input: {name: "acme"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
+	c.member = c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "acme", tenantId: $t}) { token } }`, map[string]any{"t": c.tenant}, "createApiToken", "token")
 	c.pool = c.must(c.operator, `mutation { createPool(input: {name: "fra1", class: "vps-host"}) { pool { id } } }`, nil, "createPool", "pool", "id")
 	c.must(c.operator, `mutation($p: ID!) { createIpPool(input: {poolId: $p, cidr: "10.50.0.0/22", gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: "10.50.3.250"}) { pool { id } } }`, map[string]any{"p": c.pool})
 	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "one", vcpus: 1, memoryMb: 1024, diskGb: 10}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")

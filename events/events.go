@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,7 +62,8 @@ type InstanceEvent struct {
 	Version  int64        `json:"version"`
 }
 
-// View returns the event view of inst with its addresses.
+// View returns the event view of inst with its addresses: its leases' and
+// those its provider gave its server.
 func View(inst sqlc.Instance, addresses []string) InstanceView {
 	v := InstanceView{
 		ID:            ids.Encode(ids.Instance, inst.ID),
@@ -75,7 +77,7 @@ func View(inst sqlc.Instance, addresses []string) InstanceView {
 		DesiredState:  inst.DesiredState,
 		State:         inst.State,
 		StateReason:   inst.StateReason,
-		Addresses:     addresses,
+		Addresses:     slices.Concat(inst.ProviderAddresses, addresses),
 		CreatedAt:     inst.CreatedAt,
 		UpdatedAt:     inst.UpdatedAt,
 		Version:       inst.Version,

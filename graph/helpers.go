@@ -133,7 +133,7 @@ func (r *Resolver) views(ctx context.Context, rows ...sqlc.Instance) ([]model.In
 	}
 	out := make([]model.Instance, len(rows))
 	for i, row := range rows {
-		out[i] = model.Instance{Instance: row, Addresses: []string{}}
+		out[i] = model.Instance{Instance: row, Addresses: append([]string{}, row.ProviderAddresses...)}
 		for _, l := range leases[row.ID] {
 			out[i].Addresses = append(out[i].Addresses, l.Address.String())
 		}

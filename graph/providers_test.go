@@ -63,6 +63,7 @@ func TestProviderAccounts(t *testing.T) {
 			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"node": "pve1", "storage": "s", "template": 9000}}, "settings.endpoint"},
 			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"endpoint": "https://pve:8006", "storage": "s", "template": 9000}}, "settings.node"},
 			{map[string]any{"name": "x", "provider": "PROXMOX", "credentials": "t", "settings": map[string]any{"endpoint": "https://pve:8006", "node": "n", "storage": "s", "template": 5}}, "settings.template"},
+			{map[string]any{"name": "x", "provider": "HETZNER", "credentials": "t", "settings": map[string]any{"endpoint": "ftp://x"}}, "settings.endpoint"},
 			{map[string]any{"name": "x", "provider": "HETZNER", "credentials": " "}, "credentials"},
 			{map[string]any{"name": "", "provider": "HETZNER", "credentials": "t"}, "name"},
 		}

@@ -33,6 +33,14 @@ func (r *Reconciler) converge(ctx context.Context, id uuid.UUID) (again bool, er
 		if err != nil {
 			return fmt.Errorf("lock instance: %w", err)
 		}
+		acct, err := q.PoolProviderAccount(ctx, inst.PoolID)
+		if err != nil {
+			return fmt.Errorf("read pool: %w", err)
+		}
+		if acct != nil {
+			again, err = r.convergeProvider(ctx, q, inst, *acct)
+			return err
+		}
 		f, err := r.facts(ctx, q, inst)
 		if err != nil {
 			return err

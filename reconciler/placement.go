@@ -26,7 +26,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return false, fmt.Errorf("lock pool: %w", err)
 	}
 	if pool.Class != control.ClassHosted {
-		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which this reconciler does not serve yet", pool.Name, pool.Class))
+		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
 	}
 	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
 	if err != nil {

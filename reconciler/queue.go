@@ -97,26 +97,36 @@ func (q *queue) get() (key string, ids []string, ok bool) {
 // done ends work on key. On success its failures are forgotten; on failure
 // its entries are kept and it is queued again after a backoff.
 func (q *queue) done(key string, ids []string, failed bool) {
+	if failed {
+		q.retry(key, ids, 0)
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.working, key)
-	if failed {
-		q.entries[key] = append(ids, q.entries[key]...)
-		n := q.failures[key]
-		q.failures[key] = n + 1
-		delete(q.dirty, key)
-		time.AfterFunc(backoff(n), func() {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			q.push(key)
-		})
-		return
-	}
 	delete(q.failures, key)
 	if q.dirty[key] {
 		delete(q.dirty, key)
 		q.push(key)
 	}
+}
+
+// retry ends failed work on key: its entries are kept and it is queued
+// again after its backoff, or after wait if that is longer (a provider
+// asked us to wait).
+func (q *queue) retry(key string, ids []string, wait time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.working, key)
+	q.entries[key] = append(ids, q.entries[key]...)
+	n := q.failures[key]
+	q.failures[key] = n + 1
+	delete(q.dirty, key)
+	time.AfterFunc(max(backoff(n), wait), func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.push(key)
+	})
 }
 
 // again queues key to be worked on once more right away.

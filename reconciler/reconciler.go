@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/seal"
 )
 
 // Config configures a Reconciler.
@@ -42,6 +45,21 @@ type Config struct {
 	MaxDeliveries int64
 	// StreamMaxLen bounds the stream (approximately). Default 100,000.
 	StreamMaxLen int64
+	// Sealer opens provider credentials and user data. Required for
+	// provider pools.
+	Sealer *seal.Sealer
+	// Drivers makes the driver of a provider account. Without it, instances
+	// of provider pools wait.
+	Drivers provider.Factory
+	// SweepInterval is how often each provider account's servers are
+	// listed, by all reconcilers together. Default 10s: 360 of the 3,600
+	// requests an hour Hetzner allows a project.
+	SweepInterval time.Duration
+	// OrphanGrace is how long a server with our label and no live instance
+	// may live before the sweep deletes it. Default 10m.
+	OrphanGrace time.Duration
+	// ProviderTimeout bounds one step's calls to a provider. Default 2m.
+	ProviderTimeout time.Duration
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -72,6 +90,15 @@ func (c *Config) applyDefaults() {
 	if c.StreamMaxLen <= 0 {
 		c.StreamMaxLen = 100_000
 	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 10 * time.Second
+	}
+	if c.OrphanGrace <= 0 {
+		c.OrphanGrace = 10 * time.Minute
+	}
+	if c.ProviderTimeout <= 0 {
+		c.ProviderTimeout = 2 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -80,12 +107,13 @@ func (c *Config) applyDefaults() {
 // Reconciler is one `reconcile` process. Several may run against one
 // database and Redis.
 type Reconciler struct {
-	cfg    Config
-	db     *pgxpool.Pool
-	rdb    redis.UniversalClient
-	log    *slog.Logger
-	stream *stream
-	queue  *queue
+	cfg      Config
+	db       *pgxpool.Pool
+	rdb      redis.UniversalClient
+	log      *slog.Logger
+	stream   *stream
+	queue    *queue
+	accounts accounts
 }
 
 // New returns a Reconciler.
@@ -111,6 +139,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	g.Go(func() error { return r.rescan(ctx) })
 	g.Go(func() error { return r.read(ctx) })
 	g.Go(func() error { return r.reclaim(ctx) })
+	g.Go(func() error { return r.sweep(ctx) })
 	for range r.cfg.Workers {
 		g.Go(func() error { r.work(ctx); return nil })
 	}

@@ -3,11 +3,13 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/drivers/provider"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -80,9 +82,10 @@ func (r *Reconciler) work(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.log.ErrorContext(ctx, "reconcile failed; backing off", "instance", id, "err", err)
-			r.recordFailure(ctx, id)
-			r.queue.done(key, ids, true)
+			reason, wait := retryReason(err)
+			r.log.WarnContext(ctx, "reconcile failed; backing off", "instance", id, "err", err)
+			r.recordFailure(ctx, id, reason)
+			r.queue.retry(key, ids, wait)
 		default:
 			if err := r.stream.ack(ctx, ids); err != nil {
 				r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
@@ -95,10 +98,22 @@ func (r *Reconciler) work(ctx context.Context) {
 	}
 }
 
+// retryReason says why an instance is retried, in words fit for its
+// tenant, and how long the provider asked us to wait. An internal error's
+// details stay in the log.
+func retryReason(err error) (string, time.Duration) {
+	var pe *provider.Error
+	if !errors.As(err, &pe) {
+		return "retrying after an internal error", 0
+	}
+	if pe.Kind == provider.RateLimited {
+		return fmt.Sprintf("waiting for the provider's rate limit (%s)", pe.Message), pe.RetryAfter
+	}
+	return fmt.Sprintf("retrying after the provider failed: %s", pe.Message), 0
+}
+
 // recordFailure keeps why an instance is being retried in its stateReason.
-// The details stay in the log: the reason is shown to tenants.
-func (r *Reconciler) recordFailure(ctx context.Context, id uuid.UUID) {
-	const reason = "retrying after an internal error"
+func (r *Reconciler) recordFailure(ctx context.Context, id uuid.UUID, reason string) {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		inst, err := q.GetInstance(ctx, id)

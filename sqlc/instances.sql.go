@@ -46,7 +46,7 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
 `
 
 func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
@@ -91,6 +91,10 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.ObservedReason,
 			&i.ObservedAt,
 			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
 		); err != nil {
 			return nil, err
 		}
@@ -103,7 +107,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -142,12 +146,16 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.ObservedReason,
 		&i.ObservedAt,
 		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -191,6 +199,10 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.ObservedReason,
 		&i.ObservedAt,
 		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
 	)
 	return i, err
 }
@@ -202,7 +214,7 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
 `
 
 type InsertInstanceParams struct {
@@ -283,6 +295,10 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.ObservedReason,
 		&i.ObservedAt,
 		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
 	)
 	return i, err
 }
@@ -304,7 +320,7 @@ func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenPa
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -376,6 +392,10 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.ObservedReason,
 			&i.ObservedAt,
 			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
 		); err != nil {
 			return nil, err
 		}
@@ -388,7 +408,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -427,6 +447,10 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.ObservedReason,
 		&i.ObservedAt,
 		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
 	)
 	return i, err
 }
@@ -435,7 +459,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
 `
 
 type SetDesiredStateParams struct {
@@ -481,12 +505,16 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.ObservedReason,
 		&i.ObservedAt,
 		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
 	)
 	return i, err
 }
 
 const watchInstances = `-- name: WatchInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR pool_id = $3)
@@ -557,6 +585,10 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.ObservedReason,
 			&i.ObservedAt,
 			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
 		); err != nil {
 			return nil, err
 		}

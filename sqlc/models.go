@@ -111,38 +111,42 @@ type Image struct {
 }
 
 type Instance struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	PoolID         uuid.UUID
-	FlavorID       uuid.UUID
-	ImageID        uuid.UUID
-	ImageUrl       string
-	ImageSha256    string
-	ImageFormat    string
-	ImageVerified  bool
-	Name           string
-	SshKeys        []string
-	Vcpus          int32
-	MemoryMb       int64
-	DiskGb         int32
-	GpuModel       *string
-	GpuCount       int32
-	DesiredState   string
-	State          string
-	StateReason    string
-	HostID         *uuid.UUID
-	IdempotencyKey *string
-	Version        int64
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	UserDataSealed []byte
-	SpecPower      *string
-	SpecGeneration int64
-	Mac            *string
-	ObservedState  *string
-	ObservedReason string
-	ObservedAt     *time.Time
-	AvoidHostID    *uuid.UUID
+	ID                uuid.UUID
+	TenantID          uuid.UUID
+	PoolID            uuid.UUID
+	FlavorID          uuid.UUID
+	ImageID           uuid.UUID
+	ImageUrl          string
+	ImageSha256       string
+	ImageFormat       string
+	ImageVerified     bool
+	Name              string
+	SshKeys           []string
+	Vcpus             int32
+	MemoryMb          int64
+	DiskGb            int32
+	GpuModel          *string
+	GpuCount          int32
+	DesiredState      string
+	State             string
+	StateReason       string
+	HostID            *uuid.UUID
+	IdempotencyKey    *string
+	Version           int64
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	UserDataSealed    []byte
+	SpecPower         *string
+	SpecGeneration    int64
+	Mac               *string
+	ObservedState     *string
+	ObservedReason    string
+	ObservedAt        *time.Time
+	AvoidHostID       *uuid.UUID
+	ProviderServerID  *string
+	ProviderServerAt  *time.Time
+	ProviderStatus    *string
+	ProviderAddresses []string
 }
 
 type IpLease struct {
@@ -204,6 +208,18 @@ type ProviderAccount struct {
 	Settings          []byte
 	CreatedAt         time.Time
 	DeletedAt         *time.Time
+}
+
+type ProviderOrphan struct {
+	AccountID     uuid.UUID
+	ServerID      string
+	InstanceLabel string
+	FirstSeenAt   time.Time
+}
+
+type ProviderSweep struct {
+	AccountID uuid.UUID
+	SweptAt   time.Time
 }
 
 type Quota struct {

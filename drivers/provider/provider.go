@@ -37,6 +37,10 @@ type Server struct {
 	Status     Status
 	// Addresses are its public IPv4 and IPv6 addresses, when it has any.
 	Addresses []string
+	// Incomplete: the create that made it stopped before configuring it
+	// (Proxmox: cloned, not yet configured). It is never adopted: it is
+	// deleted and made again.
+	Incomplete bool
 }
 
 // CreateRequest asks for a server for an instance.

@@ -130,13 +130,15 @@ func (in *Injector) take(key string) *Fault {
 	return nil
 }
 
-// Route replaces a path's numeric segments with "{id}", so calls count by
-// endpoint rather than by server.
+// Route replaces a path's numeric segments with "{id}" and Proxmox task
+// IDs with "{upid}", so calls count by endpoint rather than by server.
 func Route(path string) string {
 	parts := strings.Split(path, "/")
 	for i, p := range parts {
 		if _, err := strconv.Atoi(p); err == nil {
 			parts[i] = "{id}"
+		} else if strings.HasPrefix(p, "UPID:") {
+			parts[i] = "{upid}"
 		}
 	}
 	return strings.Join(parts, "/")

@@ -35,4 +35,7 @@ func TestInjector(t *testing.T) {
 	if c := in.Calls(); c["GET /servers/{id}"] != 3 || c["GET /servers"] != 1 {
 		t.Errorf("Calls() = %v", c)
 	}
+	if r := Route("/api2/json/nodes/pve/tasks/UPID:pve:0001:0002:6B0C:qmstart:101:root@pam:/status"); r != "/api2/json/nodes/pve/tasks/{upid}/status" {
+		t.Errorf("Route(task status) = %s", r)
+	}
 }

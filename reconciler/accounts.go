@@ -1,0 +1,124 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// account is a provider account's driver and its pace: every call to the
+// provider goes through call, which holds back while the provider asked us
+// to wait and, once the budget its headers state runs low, spaces calls at
+// the rate the budget refills.
+type account struct {
+	id       uuid.UUID
+	tenantID *uuid.UUID
+	provider string
+	driver   provider.Driver
+
+	mu          sync.Mutex
+	pausedUntil time.Time
+	lastCall    time.Time
+	// inflight calls have taken from the budget the provider last stated.
+	inflight int
+}
+
+// accounts caches one account per provider account, so its pace is shared
+// by every worker of the process.
+type accounts struct {
+	mu   sync.Mutex
+	byID map[uuid.UUID]*account
+}
+
+// account returns the account of row, making its driver the first time.
+func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
+	r.accounts.mu.Lock()
+	defer r.accounts.mu.Unlock()
+	if a, ok := r.accounts.byID[row.ID]; ok {
+		return a, nil
+	}
+	if r.cfg.Drivers == nil || r.cfg.Sealer == nil {
+		return nil, fmt.Errorf("provider account %s: this reconciler has no provider drivers configured", row.ID)
+	}
+	creds, err := r.cfg.Sealer.Open(row.CredentialsSealed, row.ID[:])
+	if err != nil {
+		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(row.Settings, &settings); err != nil {
+		return nil, fmt.Errorf("read settings of provider account %s: %w", row.ID, err)
+	}
+	d, err := r.cfg.Drivers(provider.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: settings})
+	if err != nil {
+		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
+	}
+	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d}
+	if r.accounts.byID == nil {
+		r.accounts.byID = map[uuid.UUID]*account{}
+	}
+	r.accounts.byID[row.ID] = a
+	return a, nil
+}
+
+// call makes one call to the provider, or refuses it with a RateLimited
+// error saying how long to wait, without waiting: callers hold row locks.
+func (a *account) call(ctx context.Context, what string, fn func(context.Context) error) error {
+	if wait := a.hold(); wait > 0 {
+		return fmt.Errorf("%s: %w", what, &provider.Error{Kind: provider.RateLimited, RetryAfter: wait,
+			Message: fmt.Sprintf("pacing calls to %s to stay within its rate limit", a.provider)})
+	}
+	err := fn(ctx)
+	a.mu.Lock()
+	a.inflight--
+	a.mu.Unlock()
+	if d := provider.RetryAfter(err); d > 0 {
+		a.pause(d)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// hold returns how long the next call must wait, and otherwise counts it.
+func (a *account) hold() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if now.Before(a.pausedUntil) {
+		return a.pausedUntil.Sub(now)
+	}
+	b := a.driver.Budget()
+	b.Remaining -= a.inflight
+	if gap := spacing(b, now); gap > 0 && now.Before(a.lastCall.Add(gap)) {
+		return a.lastCall.Add(gap).Sub(now)
+	}
+	a.lastCall = now
+	a.inflight++
+	return 0
+}
+
+func (a *account) pause(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if until := time.Now().Add(d); until.After(a.pausedUntil) {
+		a.pausedUntil = until
+	}
+}
+
+// spacing is the least time between calls the budget allows: none while
+// more than a tenth of it remains, then the time it takes to refill one
+// request, so calls never outrun the provider's refill.
+func spacing(b provider.Budget, now time.Time) time.Duration {
+	if b.Limit <= 0 || b.Remaining > b.Limit/10 || !b.Reset.After(now) {
+		return 0
+	}
+	return b.Reset.Sub(now) / time.Duration(b.Limit-max(b.Remaining, 0))
+}

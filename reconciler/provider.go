@@ -1,0 +1,205 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// convergeProvider takes one step for an instance of a provider pool, under
+// its row lock. The step's call to the provider is made inside the
+// transaction: two reconcilers never call for one instance at once, and a
+// crash before the commit leaves the instance as it was, so the call is
+// made again — a create first looks for the server the lost one made.
+func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, acctID uuid.UUID) (bool, error) {
+	f := providerFacts{
+		state:   lifecycle.State(inst.State),
+		desired: lifecycle.Desired(inst.DesiredState),
+		server:  inst.ProviderServerID != nil,
+	}
+	if inst.ProviderStatus != nil {
+		f.status = provider.Status(*inst.ProviderStatus)
+	}
+	st, ok := decideProvider(f)
+	if !ok {
+		return false, nil
+	}
+	obs := observation{server: inst.ProviderServerID, serverAt: inst.ProviderServerAt, status: f.status, addresses: inst.ProviderAddresses}
+	if st.call != noCall {
+		row, err := q.GetProviderAccount(ctx, acctID)
+		if err != nil {
+			return false, fmt.Errorf("read provider account %s: %w", acctID, err)
+		}
+		a, err := r.account(row)
+		if err != nil {
+			return false, err
+		}
+		callCtx, cancel := context.WithTimeout(ctx, r.cfg.ProviderTimeout)
+		defer cancel()
+		if err := r.callProvider(callCtx, q, a, inst, st.call, &obs); err != nil {
+			if st, err = failed(st, err); err != nil {
+				return false, err
+			}
+		}
+		if st.call == callCreate {
+			st.to = lifecycle.Provisioning
+		}
+		if err := q.SetProviderServer(ctx, obs.params(inst.ID)); err != nil {
+			return false, fmt.Errorf("record server: %w", err)
+		}
+	}
+	if st.release {
+		if err := r.release(ctx, q, inst, true); err != nil {
+			return false, err
+		}
+	}
+	to := inst.State
+	if st.to != "" {
+		to = string(st.to)
+	}
+	err := transition(ctx, q, sqlc.TransitionParams{
+		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
+		ToState: to, StateReason: st.reason,
+		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
+		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
+	})
+	return err == nil && st.to != lifecycle.Error, err
+}
+
+// failed turns a call's error into the step to take instead: the provider's
+// refusal (quota, invalid) is the instance's ERROR, a server gone is LOST or,
+// when deleting, done; anything else is retried.
+func failed(st providerStep, err error) (providerStep, error) {
+	var pe *provider.Error
+	errors.As(err, &pe)
+	switch provider.KindOf(err) {
+	case provider.Quota, provider.Invalid:
+		return providerStep{to: lifecycle.Error, reason: fmt.Sprintf("the provider refused to %s its server: %s", st.call, pe.Message)}, nil
+	case provider.NotFound:
+		if st.call == callDelete {
+			return st, nil
+		}
+		return providerStep{to: lifecycle.Lost, reason: "its server no longer exists at the provider"}, nil
+	}
+	return st, err
+}
+
+// observation is what is known of an instance's server.
+type observation struct {
+	server    *string
+	serverAt  *time.Time
+	status    provider.Status
+	addresses []string
+	at        time.Time
+}
+
+func (o observation) params(id uuid.UUID) sqlc.SetProviderServerParams {
+	p := sqlc.SetProviderServerParams{ID: id, ServerID: o.server, ServerAt: o.serverAt, Addresses: o.addresses}
+	if o.addresses == nil {
+		p.Addresses = []string{}
+	}
+	if o.status != "" {
+		s := string(o.status)
+		p.Status = &s
+	}
+	if !o.at.IsZero() {
+		p.ObservedAt = &o.at
+	}
+	return p
+}
+
+// callProvider makes a step's call and records in obs what it made of the
+// server. A call that succeeded says what the server is now.
+func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *account, inst sqlc.Instance, c call, obs *observation) error {
+	var err error
+	switch c {
+	case callCreate:
+		var srv provider.Server
+		if srv, err = r.createServer(ctx, q, a, inst); err == nil {
+			now := time.Now()
+			obs.server, obs.serverAt, obs.status, obs.addresses = &srv.ID, &now, srv.Status, srv.Addresses
+		}
+	case callStart:
+		if err = a.call(ctx, "start server", func(ctx context.Context) error { return a.driver.Start(ctx, *inst.ProviderServerID) }); err == nil {
+			obs.status = provider.StatusRunning
+		}
+	case callStop:
+		if err = a.call(ctx, "stop server", func(ctx context.Context) error { return a.driver.Stop(ctx, *inst.ProviderServerID) }); err == nil {
+			obs.status = provider.StatusStopped
+		}
+	case callDelete:
+		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, *inst.ProviderServerID) })
+		if err == nil || provider.KindOf(err) == provider.NotFound {
+			obs.server, obs.serverAt, obs.status, obs.addresses = nil, nil, "", nil
+		}
+	}
+	obs.at = time.Now()
+	return err
+}
+
+// createServer makes the instance's server, unless a create whose commit
+// was lost already made it: the label says whose a server is.
+func (r *Reconciler) createServer(ctx context.Context, q *sqlc.Queries, a *account, inst sqlc.Instance) (provider.Server, error) {
+	var found []provider.Server
+	err := a.call(ctx, "look up server", func(ctx context.Context) (err error) {
+		found, err = a.driver.Find(ctx, inst.ID.String())
+		return err
+	})
+	if err != nil {
+		return provider.Server{}, err
+	}
+	for _, s := range found {
+		if !s.Incomplete {
+			return s, nil // a second one is the orphan sweep's
+		}
+		err := a.call(ctx, "delete half-made server", func(ctx context.Context) error { return a.driver.Delete(ctx, s.ID) })
+		if err != nil && provider.KindOf(err) != provider.NotFound {
+			return provider.Server{}, err
+		}
+	}
+	cat, err := q.ProviderCatalog(ctx, sqlc.ProviderCatalogParams{Provider: a.provider, FlavorID: inst.FlavorID, ImageID: inst.ImageID})
+	if err != nil {
+		return provider.Server{}, fmt.Errorf("read provider catalog: %w", err)
+	}
+	req := provider.CreateRequest{
+		InstanceID: inst.ID.String(),
+		Name:       serverName(inst),
+		ServerType: cat.ServerType,
+		Vcpus:      int(inst.Vcpus),
+		MemoryMB:   inst.MemoryMb,
+		DiskGB:     int64(inst.DiskGb),
+		Image:      cat.Image,
+		SSHKeys:    inst.SshKeys,
+		PowerOn:    inst.DesiredState == string(lifecycle.WantRunning),
+	}
+	if inst.UserDataSealed != nil {
+		ud, err := r.cfg.Sealer.Open(inst.UserDataSealed, inst.ID[:])
+		if err != nil {
+			return provider.Server{}, fmt.Errorf("open user data: %w", err)
+		}
+		req.UserData = string(ud)
+	}
+	var srv provider.Server
+	err = a.call(ctx, "create server", func(ctx context.Context) (err error) {
+		srv, err = a.driver.Create(ctx, req)
+		return err
+	})
+	return srv, err
+}
+
+// serverName is unique at the provider (Hetzner insists) and still says
+// which instance it is: the tenant's name for it and the start of its ID.
+func serverName(inst sqlc.Instance) string {
+	name := inst.Name
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	return fmt.Sprintf("%s-%s", name, inst.ID.String()[:8])
+}

@@ -1,0 +1,211 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// ActDeleteOrphan is the audited deletion of a server with our label that
+// no live instance owns.
+const ActDeleteOrphan = "providerAccount.deleteOrphan"
+
+// sweep lists the servers of each provider account once a SweepInterval,
+// across all reconcilers: it records what it sees on the instances,
+// wakes those whose server changed or vanished, and deletes orphans.
+func (r *Reconciler) sweep(ctx context.Context) error {
+	t := time.NewTicker(max(r.cfg.SweepInterval/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := r.sweepDue(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "sweep provider accounts", "err", err)
+		}
+	}
+}
+
+// sweepDue sweeps the accounts whose sweep is due and that no other
+// reconciler has taken.
+func (r *Reconciler) sweepDue(ctx context.Context) error {
+	q := sqlc.New(r.db)
+	rows, err := q.ProviderAccountsToSweep(ctx)
+	if err != nil {
+		return fmt.Errorf("list provider accounts: %w", err)
+	}
+	for _, row := range rows {
+		a, err := r.account(row)
+		if err != nil {
+			r.log.WarnContext(ctx, "sweep provider account", "account", row.ID, "err", err)
+			continue
+		}
+		interval := sweepInterval(r.cfg.SweepInterval, a.driver.Budget())
+		n, err := q.ClaimSweep(ctx, sqlc.ClaimSweepParams{AccountID: row.ID, IntervalSeconds: interval.Seconds()})
+		if err != nil {
+			return fmt.Errorf("claim sweep of %s: %w", row.ID, err)
+		}
+		if n == 0 {
+			continue
+		}
+		if err := r.sweepAccount(ctx, a); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "sweep provider account", "account", row.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// sweepInterval stretches the interval fivefold while less than half the
+// rate-limit budget remains, leaving the rest to the instances' own calls.
+func sweepInterval(base time.Duration, b provider.Budget) time.Duration {
+	if b.Limit > 0 && b.Remaining < b.Limit/2 {
+		return 5 * base
+	}
+	return base
+}
+
+// sweepAccount makes one list call and acts on what it returns.
+func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
+	listedAt := time.Now()
+	var servers []provider.Server
+	err := a.call(ctx, "list servers", func(ctx context.Context) (err error) {
+		servers, err = a.driver.List(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	q := sqlc.New(r.db)
+	insts, err := q.ProviderInstances(ctx, &a.id)
+	if err != nil {
+		return fmt.Errorf("list instances: %w", err)
+	}
+	mine := make(map[string]sqlc.ProviderInstancesRow, len(insts))
+	for _, in := range insts {
+		mine[in.ID.String()] = in
+	}
+	var orphans, others []provider.Server
+	listed := map[uuid.UUID]bool{}
+	for _, srv := range servers {
+		in, ok := mine[srv.InstanceID]
+		switch {
+		case !ok:
+			others = append(others, srv) // perhaps another account's instance
+		case in.ProviderServerID == nil:
+			r.queue.add(in.ID.String()) // its create's commit was lost: it adopts it
+		case *in.ProviderServerID != srv.ID:
+			orphans = append(orphans, srv) // a second server for one instance
+		default:
+			listed[in.ID] = true
+			if err := r.observe(ctx, q, in.ID, srv.ID, srv.Status, srv.Addresses, listedAt); err != nil {
+				return err
+			}
+		}
+	}
+	for _, in := range insts {
+		if in.ProviderServerID != nil && !listed[in.ID] && in.ProviderServerAt.Before(listedAt) {
+			if err := r.observe(ctx, q, in.ID, *in.ProviderServerID, statusAbsent, nil, listedAt); err != nil {
+				return err
+			}
+		}
+	}
+	unowned, err := r.unowned(ctx, q, others)
+	if err != nil {
+		return err
+	}
+	return r.sweepOrphans(ctx, q, a, append(orphans, unowned...))
+}
+
+// observe records a server's status and wakes its instance when it changed.
+func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID, serverID string, status provider.Status, addrs []string, listedAt time.Time) error {
+	s := string(status)
+	if addrs == nil {
+		addrs = []string{}
+	}
+	n, err := q.ObserveProviderServer(ctx, sqlc.ObserveProviderServerParams{ID: id, ServerID: serverID, Status: &s, Addresses: addrs, ListedAt: &listedAt})
+	if err != nil {
+		return fmt.Errorf("record server of instance %s: %w", id, err)
+	}
+	if n > 0 {
+		r.queue.add(id.String())
+	}
+	return nil
+}
+
+// unowned returns the servers whose label names no live instance at all.
+func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []provider.Server) ([]provider.Server, error) {
+	var ids []uuid.UUID
+	for _, s := range servers {
+		if id, err := uuid.Parse(s.InstanceID); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	live, err := q.LiveInstances(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up labelled instances: %w", err)
+	}
+	alive := map[string]bool{}
+	for _, id := range live {
+		alive[id.String()] = true
+	}
+	var out []provider.Server
+	for _, s := range servers {
+		if !alive[s.InstanceID] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// sweepOrphans notes the orphans seen now, forgets those no longer seen,
+// and deletes those seen for the grace period, auditing each deletion.
+func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *account, orphans []provider.Server) error {
+	ids := make([]string, len(orphans))
+	for i, s := range orphans {
+		ids[i] = s.ID
+		if err := q.NoteOrphan(ctx, sqlc.NoteOrphanParams{AccountID: a.id, ServerID: s.ID, InstanceLabel: s.InstanceID}); err != nil {
+			return fmt.Errorf("note orphan %s: %w", s.ID, err)
+		}
+	}
+	if err := q.ForgetOrphansExcept(ctx, sqlc.ForgetOrphansExceptParams{AccountID: a.id, ServerIds: ids}); err != nil {
+		return fmt.Errorf("forget orphans: %w", err)
+	}
+	due, err := q.DueOrphans(ctx, sqlc.DueOrphansParams{AccountID: a.id, GraceSeconds: r.cfg.OrphanGrace.Seconds()})
+	if err != nil {
+		return fmt.Errorf("list due orphans: %w", err)
+	}
+	for _, o := range due {
+		err := a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
+		if err != nil && provider.KindOf(err) != provider.NotFound {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+			q := sqlc.New(tx)
+			if err := q.ForgetOrphan(ctx, sqlc.ForgetOrphanParams{AccountID: a.id, ServerID: o.ServerID}); err != nil {
+				return err
+			}
+			ev := audit.Event{
+				Action: ActDeleteOrphan, TargetType: "providerAccount", TargetID: a.id,
+				Details: map[string]any{"provider": a.provider, "serverId": o.ServerID, "instanceLabel": o.InstanceLabel, "firstSeenAt": o.FirstSeenAt},
+			}
+			if a.tenantID != nil {
+				ev.TenantID = *a.tenantID
+			}
+			return audit.Write(ctx, q, ev)
+		})
+		if err != nil {
+			return fmt.Errorf("record deleted orphan %s: %w", o.ServerID, err)
+		}
+		r.log.InfoContext(ctx, "deleted an orphan server", "account", a.id, "server", o.ServerID, "label", o.InstanceLabel)
+	}
+	return nil
+}
