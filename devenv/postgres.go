@@ -5,6 +5,8 @@ package devenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,18 +23,31 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DevDatabase is the database dev uses on a shared Postgres server.
+// DevDatabase is the database dev uses on its private Postgres server.
 const DevDatabase = "better_compute_dev"
+
+// SharedDatabase is the database dev uses on a shared Postgres server: one
+// per state dir, since what it seals there opens only with the secret kept
+// in that state dir.
+func SharedDatabase(stateDir string) string {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		abs = stateDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return DevDatabase + "_" + hex.EncodeToString(sum[:5])
+}
 
 // LocalServer is where dev looks for a running Postgres first.
 const LocalServer = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// Postgres returns the URL of a database for dev: DevDatabase on the local
-// server when it accepts connections, else one on a private server started
-// under stateDir. stop stops what was started (a no-op for the local server).
+// Postgres returns the URL of a database for dev: SharedDatabase on the
+// local server when it accepts connections, else DevDatabase on a private
+// server started under stateDir. stop stops what was started (a no-op for
+// the local server).
 func Postgres(ctx context.Context, log *slog.Logger, stateDir string) (url string, stop func(), err error) {
-	if url, err := ensureDatabase(ctx, LocalServer, DevDatabase); err == nil {
-		log.Info("using the local Postgres", "database", DevDatabase)
+	if url, err := ensureDatabase(ctx, LocalServer, SharedDatabase(stateDir)); err == nil {
+		log.Info("using the local Postgres", "database", SharedDatabase(stateDir))
 		return url, func() {}, nil
 	} else {
 		log.Info("no local Postgres; starting a private one", "reason", err)

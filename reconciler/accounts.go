@@ -67,6 +67,14 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	return a, nil
 }
 
+// cachedAccount returns the account of id if its driver is made.
+func (r *Reconciler) cachedAccount(id uuid.UUID) (*account, bool) {
+	r.accounts.mu.Lock()
+	defer r.accounts.mu.Unlock()
+	a, ok := r.accounts.byID[id]
+	return a, ok
+}
+
 // call makes one call to the provider, or refuses it with a RateLimited
 // error saying how long to wait, without waiting: callers hold row locks.
 func (a *account) call(ctx context.Context, what string, fn func(context.Context) error) error {

@@ -44,12 +44,10 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 		return fmt.Errorf("list provider accounts: %w", err)
 	}
 	for _, row := range rows {
-		a, err := r.account(row)
-		if err != nil {
-			r.log.WarnContext(ctx, "sweep provider account", "account", row.ID, "err", err)
-			continue
+		interval := r.cfg.SweepInterval
+		if a, ok := r.cachedAccount(row.ID); ok {
+			interval = sweepInterval(interval, a.driver.Budget())
 		}
-		interval := sweepInterval(r.cfg.SweepInterval, a.driver.Budget())
 		n, err := q.ClaimSweep(ctx, sqlc.ClaimSweepParams{AccountID: row.ID, IntervalSeconds: interval.Seconds()})
 		if err != nil {
 			return fmt.Errorf("claim sweep of %s: %w", row.ID, err)
@@ -57,7 +55,11 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 		if n == 0 {
 			continue
 		}
-		if err := r.sweepAccount(ctx, a); err != nil && ctx.Err() == nil {
+		a, err := r.account(row)
+		if err == nil {
+			err = r.sweepAccount(ctx, a)
+		}
+		if err != nil && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "sweep provider account", "account", row.ID, "err", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/app"
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/migrations"
@@ -24,6 +25,8 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "HTTP `address` to listen on")
 	stateDir := fs.String("state-dir", ".dev", "`directory` for the dev secret, operator token and private Postgres")
 	simHosts := fs.Int("sim", 0, "run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
+	hetznerAddr := fs.String("hetzner-emulator", "127.0.0.1:8091", "with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none)")
+	proxmoxAddr := fs.String("proxmox-emulator", "127.0.0.1:8092", "with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none)")
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
@@ -87,6 +90,20 @@ func runDev(ctx context.Context, args []string) error {
 		fmt.Printf("  Member token:    %s  (tenant demo)\n\n%d simulated hosts in pool %s. Create an instance as the demo member:\n\n"+
 			"  curl -s %s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"query\": \"%s\"}'\n",
 			sim.member, *simHosts, devenv.SimPool, url, sim.member, query)
+		if *hetznerAddr != "" && *proxmoxAddr != "" {
+			em, err := devenv.StartEmulators(ctx, log, *hetznerAddr, *proxmoxAddr)
+			if err != nil {
+				return err
+			}
+			if err := devenv.SeedProviders(ctx, srv.Service, em); err != nil {
+				log.Warn("no emulated provider pools", "err", err)
+			} else {
+				fmt.Printf("\nEmulated providers: Hetzner Cloud at %s, Proxmox VE at %s.\n"+
+					"Provider pools %s and %s serve flavor %s and image %s; create an instance there the same way.\n",
+					em.HetznerURL, em.ProxmoxURL, devenv.ProviderPools[control.ProviderHetzner], devenv.ProviderPools[control.ProviderProxmox],
+					devenv.CloudFlavor, devenv.CloudImage)
+			}
+		}
 	}
 	fmt.Printf("\nPress Ctrl-C to stop.\n")
 	return srv.Wait(ctx)

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,13 +13,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/better-compute/vps/devenv"
 )
 
 // TestDev runs `better-compute dev` as a newcomer would, with nothing
 // configured, and checks it serves within 10 seconds and answers a query
 // with the token it printed.
 func TestDev(t *testing.T) {
-	cmd := exec.Command(binary(t), "dev", "--sim", "2", "--listen", "127.0.0.1:0", "--state-dir", t.TempDir())
+	stateDir := t.TempDir()
+	cmd := exec.Command(binary(t), "dev", "--sim", "2", "--listen", "127.0.0.1:0", "--state-dir", stateDir)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
@@ -39,6 +46,11 @@ func TestDev(t *testing.T) {
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
+		// dev made its own database on the local server, if one runs.
+		if conn, err := pgx.Connect(context.Background(), devenv.LocalServer); err == nil {
+			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+devenv.SharedDatabase(stateDir))
+			conn.Close(context.Background())
+		}
 	})
 
 	printed := make(chan map[string]string, 1)
@@ -90,29 +102,75 @@ func TestDev(t *testing.T) {
 	}
 	t.Logf("dev answered a query %v after it started", took.Round(time.Millisecond))
 
+	member := func(query string, vars map[string]any) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		req, _ := http.NewRequest("POST", got["GraphQL"], bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+got["Member token"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	waitRunning := func(t *testing.T, where, id, address string) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			b := member(`query($id: ID!) { instance(id: $id) { state addresses } }`, map[string]any{"id": id})
+			if strings.Contains(b, `"state":"RUNNING"`) && strings.Contains(b, address) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not RUNNING %s: %s\n%s", where, b, stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
 	t.Run("the printed walk-through runs an instance", func(t *testing.T) {
 		out, err := exec.Command("bash", "-c", got["curl"]).Output()
 		if err != nil || !strings.Contains(string(out), `"state":"PENDING"`) {
 			t.Fatalf("the printed curl: %s, %v", out, err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			req, _ := http.NewRequest("POST", got["GraphQL"], strings.NewReader(`{"query":"{ instances { nodes { state addresses } } }"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+got["Member token"])
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+		var created struct {
+			Data struct {
+				CreateInstance struct{ Instance struct{ ID string } }
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"state":"RUNNING"`) && strings.Contains(string(b), `10.77.0.`) {
-				return
+		}
+		json.Unmarshal(out, &created)
+		waitRunning(t, "on a simulated host", created.Data.CreateInstance.Instance.ID, "10.77.0.")
+	})
+
+	t.Run("an instance runs on each emulated provider", func(t *testing.T) {
+		var catalog struct {
+			Data struct{ Pools, Flavors, Images []struct{ ID, Name string } }
+		}
+		json.Unmarshal([]byte(member(`{ pools { id name } flavors { id name } images { id name } }`, nil)), &catalog)
+		id := func(items []struct{ ID, Name string }, name string) string {
+			for _, it := range items {
+				if it.Name == name {
+					return it.ID
+				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not RUNNING on a simulated host: %s\n%s", b, stderr.String())
+			t.Fatalf("dev seeded no %s: %+v", name, catalog)
+			return ""
+		}
+		for _, c := range []struct{ pool, address string }{{"hetzner-emulated", "."}, {"proxmox-emulated", ""}} {
+			in := map[string]any{"poolId": id(catalog.Data.Pools, c.pool), "flavorId": id(catalog.Data.Flavors, "cloud-small"),
+				"imageId": id(catalog.Data.Images, "debian-12-cloud"), "name": fmt.Sprintf("burst-%s-%d", c.pool, time.Now().UnixNano()%1e6), "sshKeys": []string{demoKey}}
+			b := member(`mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`, map[string]any{"in": in})
+			var created struct {
+				Data struct {
+					CreateInstance struct{ Instance struct{ ID string } }
+				}
 			}
-			time.Sleep(100 * time.Millisecond)
+			if err := json.Unmarshal([]byte(b), &created); err != nil || created.Data.CreateInstance.Instance.ID == "" {
+				t.Fatalf("create in %s: %s", c.pool, b)
+			}
+			waitRunning(t, "in "+c.pool, created.Data.CreateInstance.Instance.ID, c.address)
 		}
 	})
 }

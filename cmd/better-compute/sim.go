@@ -38,7 +38,7 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 	info := simInfo{member: member, pool: ids.Encode(ids.Pool, sim.Pool), flavor: ids.Encode(ids.Flavor, sim.Flavor), image: ids.Encode(ids.Image, sim.Image)}
 	go func() {
 		err := app.RunReconciler(ctx, app.ReconcilerConfig{Config: cfg, Tune: func(c *reconciler.Config) {
-			c.RescanInterval = 2 * time.Second
+			c.RescanInterval, c.SweepInterval = 2*time.Second, 2*time.Second
 		}})
 		if err != nil {
 			log.Error("reconciler stopped", "err", err)
