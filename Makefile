@@ -25,6 +25,8 @@ bench:
 	$(GO) test -run '^$$' -bench CreateInstance -benchtime 3000x ./graph/
 	$(GO) test -run '^$$' -bench CreateToRunning -benchtime 200x ./e2e/
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
+	$(GO) test -run '^$$' -bench Sweep100 ./drivers/hetzner/ ./drivers/proxmox/
+	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
 
 # The code generators are pinned in tools/go.mod, outside the product's
 # dependency list.

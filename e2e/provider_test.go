@@ -46,6 +46,8 @@ type cloud struct {
 	served func(code int) int
 	// addresses: the provider tells its servers' public addresses.
 	addresses bool
+	// listRoute is the call that lists servers (faults.Route's form).
+	listRoute string
 }
 
 // holder wraps an emulator's handler: it counts the status codes served
@@ -103,7 +105,7 @@ func hetznerCloudWith(t testing.TB, cfg hetznerem.Config) *cloud {
 	srv := httptest.NewServer(h.wrap(func(r *http.Request) bool { return r.Method == "POST" && r.URL.Path == "/v1/servers" }, em.Handler()))
 	t.Cleanup(srv.Close)
 	return &cloud{
-		kind: "HETZNER", credentials: token, addresses: true,
+		kind: "HETZNER", credentials: token, addresses: true, listRoute: "GET /v1/servers",
 		settings:   map[string]any{"endpoint": srv.URL + "/v1", "location": "fsn1"},
 		serverType: "cx22", image: "debian-12",
 		faults: em.Faults(),
@@ -137,7 +139,7 @@ func proxmoxCloud(t testing.TB) *cloud {
 	srv := httptest.NewServer(h.wrap(func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/clone") }, em.Handler()))
 	t.Cleanup(srv.Close)
 	return &cloud{
-		kind: "PROXMOX", credentials: tokenID + "=" + secret,
+		kind: "PROXMOX", credentials: tokenID + "=" + secret, listRoute: "GET /api2/json/cluster/resources",
 		settings:   map[string]any{"endpoint": srv.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": proxmoxem.DefaultTemplate},
 		serverType: "", image: fmt.Sprint(proxmoxem.DefaultTemplate),
 		faults: em.Faults(),
@@ -168,7 +170,7 @@ func proxmoxCloud(t testing.TB) *cloud {
 
 // providerCluster starts a control plane whose tenant has a provider
 // account on cl and a pool on it, and points c.create at that pool.
-func providerCluster(t *testing.T, cl *cloud, reconcilers int) *cluster {
+func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
 	c := start(t, options{reconcilers: reconcilers, reconcileArgs: []string{
 		"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
 	}})
@@ -446,5 +448,49 @@ func TestProviderCredentialsStaySecret(t *testing.T) {
 	}
 	if !strings.Contains(seen.String(), "refused") {
 		t.Fatalf("the search saw nothing of the refusal: it searched the wrong things")
+	}
+}
+
+// BenchmarkProviderLifecycle takes 100 instances through a whole lifecycle
+// on each provider — created RUNNING, stopped, started, deleted — and
+// reports the calls made to the provider per instance. List calls (the
+// sweeps, every 200 ms here, and one look-up before each create) are
+// reported apart, since their number follows the sweep interval and the
+// time taken rather than the instances.
+func BenchmarkProviderLifecycle(b *testing.B) {
+	const n = 100
+	for _, p := range clouds {
+		b.Run(p.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				cl := p.make(b)
+				c := providerCluster(b, cl, 1)
+				cl.faults.Reset()
+				b.StartTimer()
+				start := time.Now()
+				ids := c.createAll("life", n, "RUNNING")
+				c.settle(120 * time.Second)
+				for _, op := range []string{"stopInstance", "startInstance", "deleteInstance"} {
+					for _, id := range ids {
+						c.set(op, id)
+					}
+					c.settle(120 * time.Second)
+				}
+				took := time.Since(start)
+				b.StopTimer()
+				lists, other := 0, 0
+				for route, k := range cl.faults.Calls() {
+					if route == cl.listRoute {
+						lists += k
+					} else {
+						other += k
+					}
+				}
+				b.ReportMetric(float64(other)/n, "calls/instance")
+				b.ReportMetric(float64(lists), "list-calls")
+				b.ReportMetric(took.Seconds(), "s/100-lifecycles")
+				b.Logf("%s: %v", p.name, cl.faults.Calls())
+			}
+		})
 	}
 }

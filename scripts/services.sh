@@ -44,19 +44,20 @@ if ! redis_up; then
 fi
 libvirt_up() { virsh -c qemu:///system version >/dev/null 2>&1; }
 
-# As udev sets it up on a Debian host: the QEMU user may open /dev/kvm.
-# Without it, libvirt finds the QEMU capabilities it cached outdated and
-# probes QEMU again on every domain definition (some 30 s each).
-if [ -e /dev/kvm ] && [ "$(id -u)" = 0 ] && getent group kvm >/dev/null; then
-	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
-fi
-
 # What the libvirt driver and the real-guest test run: each installed when
 # missing, whether or not libvirtd already runs.
 command -v genisoimage >/dev/null || install genisoimage
 command -v qemu-system-x86_64 >/dev/null || install qemu-system-x86
 command -v qemu-img >/dev/null || install qemu-utils
 command -v virsh >/dev/null || install libvirt-clients
+# As udev sets it up on a Debian host: the QEMU user may open /dev/kvm.
+# Without it, libvirt finds the QEMU capabilities it cached outdated and
+# probes QEMU again on every domain definition (some 30 s each). It comes
+# after the installs, which make the kvm group on a fresh machine.
+if [ -e /dev/kvm ] && [ "$(id -u)" = 0 ]; then
+	getent group kvm >/dev/null || groupadd --system kvm
+	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+fi
 if ! libvirt_up; then
 	command -v libvirtd >/dev/null || install libvirt-daemon-system libvirt-daemon-driver-qemu
 	mkdir -p /var/run/libvirt /var/log/libvirt

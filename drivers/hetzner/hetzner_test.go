@@ -31,7 +31,7 @@ type env struct {
 
 // setup starts an emulator (ecfg, with the test's token) behind httptest
 // and a driver on it; opts adjust the driver's Config.
-func setup(t *testing.T, ecfg emu.Config, opts ...func(*Config)) env {
+func setup(t testing.TB, ecfg emu.Config, opts ...func(*Config)) env {
 	t.Helper()
 	ecfg.Token = token
 	if ecfg.ActionDuration == 0 {
@@ -595,4 +595,24 @@ func TestSSHKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkSweep100 lists a project of 100 of our servers, as one sweep
+// does, and reports the calls a sweep makes (pages of 50).
+func BenchmarkSweep100(b *testing.B) {
+	e := setup(b, emu.Config{RateLimit: 1 << 30, RefillPerSecond: 1 << 30})
+	for i := range 100 {
+		if _, err := e.emu.AddServer(fmt.Sprintf("s-%03d", i), map[string]string{provider.Label: fmt.Sprintf("instance-%03d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.emu.Faults().Reset()
+	for b.Loop() {
+		servers, err := e.d.List(context.Background())
+		if err != nil || len(servers) != 100 {
+			b.Fatalf("List: %d servers, %v", len(servers), err)
+		}
+	}
+	total, _ := e.emu.Faults().Total()
+	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
 }

@@ -3,6 +3,7 @@ package proxmox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -21,7 +22,7 @@ import (
 
 // setup serves an emulator and returns a driver on it; tweak adjusts both
 // configurations first.
-func setup(t *testing.T, tweak ...func(*emu.Config, *proxmox.Config)) (*proxmox.Driver, *emu.Emulator) {
+func setup(t testing.TB, tweak ...func(*emu.Config, *proxmox.Config)) (*proxmox.Driver, *emu.Emulator) {
 	t.Helper()
 	ec := emu.Config{TaskDuration: 20 * time.Millisecond}
 	dc := proxmox.Config{
@@ -527,4 +528,23 @@ func TestCallCounts(t *testing.T) {
 		"DELETE " + vmPath: 2, "POST " + vmPath + "/status/stop": 1})
 	srv = create(t, d, request(false))
 	count("Delete (stopped)", func() error { return d.Delete(ctx, srv.ID) }, map[string]int{"DELETE " + vmPath: 1})
+}
+
+// BenchmarkSweep100 lists a node of 100 of our VMs, as one sweep does, and
+// reports the calls a sweep makes.
+func BenchmarkSweep100(b *testing.B) {
+	d, e := setup(b)
+	for i := range 100 {
+		name, _ := proxmox.VMName(fmt.Sprintf("instance-%03d", i))
+		e.AddVM(name, []string{proxmox.Tag})
+	}
+	e.Faults().Reset()
+	for b.Loop() {
+		servers, err := d.List(context.Background())
+		if err != nil || len(servers) != 100 {
+			b.Fatalf("List: %d servers, %v", len(servers), err)
+		}
+	}
+	total, _ := e.Faults().Total()
+	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
 }
