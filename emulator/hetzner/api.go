@@ -134,6 +134,21 @@ type meta struct {
 	Pagination pagination `json:"pagination"`
 }
 
+// writePage writes the page of items the query asks for, as the list
+// endpoints do: under key, with meta.pagination.
+func writePage[T, J any](w http.ResponseWriter, q url.Values, key string, items []T, toJSON func(T) J) {
+	lo, hi, p, bad := paginate(q, len(items))
+	if bad != nil {
+		writeInvalid(w, bad)
+		return
+	}
+	out := make([]J, 0, hi-lo)
+	for _, it := range items[lo:hi] {
+		out = append(out, toJSON(it))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: out, "meta": meta{p}})
+}
+
 // paginate reads page and per_page (default 25, at most 50) and returns the
 // slice bounds of the page among total entries.
 func paginate(q url.Values, total int) (lo, hi int, p pagination, bad []fieldError) {
@@ -514,19 +529,7 @@ func (e *Emulator) handleListServers(w http.ResponseWriter, r *http.Request) {
 			match = append(match, s)
 		}
 	}
-	lo, hi, p, bad := paginate(q, len(match))
-	if bad != nil {
-		writeInvalid(w, bad)
-		return
-	}
-	out := make([]serverJSON, 0, hi-lo)
-	for _, s := range match[lo:hi] {
-		out = append(out, e.serverJSON(s))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Servers []serverJSON `json:"servers"`
-		Meta    meta         `json:"meta"`
-	}{out, meta{p}})
+	writePage(w, q, "servers", match, e.serverJSON)
 }
 
 func contains(list []string, s string) bool {
@@ -627,19 +630,7 @@ func (e *Emulator) handleListActions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(match, func(i, j int) bool { return match[i].id < match[j].id })
-	lo, hi, p, bad := paginate(q, len(match))
-	if bad != nil {
-		writeInvalid(w, bad)
-		return
-	}
-	out := make([]actionJSON, 0, hi-lo)
-	for _, a := range match[lo:hi] {
-		out = append(out, actionToJSON(a))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		Actions []actionJSON `json:"actions"`
-		Meta    meta         `json:"meta"`
-	}{out, meta{p}})
+	writePage(w, q, "actions", match, actionToJSON)
 }
 
 func (e *Emulator) handleGetAction(w http.ResponseWriter, r *http.Request) {
@@ -749,19 +740,7 @@ func (e *Emulator) handleListSSHKeys(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(match, func(i, j int) bool { return match[i].id < match[j].id })
-	lo, hi, p, bad := paginate(q, len(match))
-	if bad != nil {
-		writeInvalid(w, bad)
-		return
-	}
-	out := make([]sshKeyJSON, 0, hi-lo)
-	for _, k := range match[lo:hi] {
-		out = append(out, sshKeyToJSON(k))
-	}
-	writeJSON(w, http.StatusOK, struct {
-		SSHKeys []sshKeyJSON `json:"ssh_keys"`
-		Meta    meta         `json:"meta"`
-	}{out, meta{p}})
+	writePage(w, q, "ssh_keys", match, sshKeyToJSON)
 }
 
 func (e *Emulator) handleGetSSHKey(w http.ResponseWriter, r *http.Request) {
