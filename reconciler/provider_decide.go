@@ -68,7 +68,16 @@ func decideProvider(f providerFacts) (providerStep, bool) {
 	switch f.state {
 	case pending:
 		return providerStep{call: callCreate}, true
-	case errored, lost:
+	case errored:
+		return providerStep{}, false
+	case lost:
+		// Its server is listed again (a provider's hiccup, a migration).
+		switch {
+		case f.server && f.status == provider.StatusRunning:
+			return providerStep{to: running, reason: "its server is back"}, true
+		case f.server && f.status == provider.StatusStopped:
+			return providerStep{to: stopped, reason: "its server is back"}, true
+		}
 		return providerStep{}, false
 	}
 	if f.server && f.status == statusAbsent {

@@ -31,6 +31,8 @@ func TestDecideProvider(t *testing.T) {
 		{"at rest", providerFacts{state: lifecycle.Running, desired: run, server: true, status: on}, providerStep{}, true},
 		{"server gone is lost", providerFacts{state: lifecycle.Running, desired: run, server: true, status: gone}, providerStep{to: lifecycle.Lost, reason: "its server no longer exists at the provider"}, false},
 		{"lost stays lost", providerFacts{state: lifecycle.Lost, desired: run, server: true, status: gone}, providerStep{}, true},
+		{"lost returns when its server is listed again", providerFacts{state: lifecycle.Lost, desired: run, server: true, status: on}, providerStep{to: lifecycle.Running, reason: "its server is back"}, false},
+		{"lost returns stopped", providerFacts{state: lifecycle.Lost, desired: run, server: true, status: off}, providerStep{to: lifecycle.Stopped, reason: "its server is back"}, false},
 		{"error stays error", providerFacts{state: lifecycle.Error, desired: run}, providerStep{}, true},
 		{"deleting a server", providerFacts{state: lifecycle.Running, desired: del, server: true, status: on}, providerStep{call: callDelete, to: lifecycle.Deleting}, false},
 		{"deleting without a server", providerFacts{state: lifecycle.Pending, desired: del}, providerStep{to: lifecycle.Deleting}, false},

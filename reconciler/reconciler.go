@@ -58,7 +58,9 @@ type Config struct {
 	// OrphanGrace is how long a server with our label and no live instance
 	// may live before the sweep deletes it. Default 10m.
 	OrphanGrace time.Duration
-	// ProviderTimeout bounds one step's calls to a provider. Default 2m.
+	// ProviderTimeout bounds one step's calls to a provider, made while the
+	// instance's row is locked. Default 10m: a Proxmox full clone on slow
+	// storage takes minutes, and one cut short is deleted and made again.
 	ProviderTimeout time.Duration
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
@@ -97,7 +99,7 @@ func (c *Config) applyDefaults() {
 		c.OrphanGrace = 10 * time.Minute
 	}
 	if c.ProviderTimeout <= 0 {
-		c.ProviderTimeout = 2 * time.Minute
+		c.ProviderTimeout = 10 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
