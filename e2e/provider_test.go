@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,8 @@ type cloud struct {
 	addresses bool
 	// listRoute is the call that lists servers (faults.Route's form).
 	listRoute string
+	// wrongCredentials are refused by the provider.
+	wrongCredentials string
 }
 
 // holder wraps an emulator's handler: it counts the status codes served
@@ -106,8 +109,9 @@ func hetznerCloudWith(t testing.TB, cfg hetznerem.Config) *cloud {
 	t.Cleanup(srv.Close)
 	return &cloud{
 		kind: "HETZNER", credentials: token, addresses: true, listRoute: "GET /v1/servers",
-		settings:   map[string]any{"endpoint": srv.URL + "/v1", "location": "fsn1"},
-		serverType: "cx22", image: "debian-12",
+		wrongCredentials: "hcloud-WRONG-token-SECRET-7777777777777777777777",
+		settings:         map[string]any{"endpoint": srv.URL + "/v1", "location": "fsn1"},
+		serverType:       "cx22", image: "debian-12",
 		faults: em.Faults(),
 		servers: func() map[string]string {
 			out := map[string]string{}
@@ -140,8 +144,9 @@ func proxmoxCloud(t testing.TB) *cloud {
 	t.Cleanup(srv.Close)
 	return &cloud{
 		kind: "PROXMOX", credentials: tokenID + "=" + secret, listRoute: "GET /api2/json/cluster/resources",
-		settings:   map[string]any{"endpoint": srv.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": proxmoxem.DefaultTemplate},
-		serverType: "", image: fmt.Sprint(proxmoxem.DefaultTemplate),
+		wrongCredentials: tokenID + "=ffffffff-WRONG-SECRET-0000-777777777777",
+		settings:         map[string]any{"endpoint": srv.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": proxmoxem.DefaultTemplate},
+		serverType:       "", image: fmt.Sprint(proxmoxem.DefaultTemplate),
 		faults: em.Faults(),
 		servers: func() map[string]string {
 			out := map[string]string{}
@@ -405,11 +410,16 @@ func TestProviderDrift(t *testing.T) {
 // API response, log line or audit event — including when the provider
 // refuses them.
 func TestProviderCredentialsStaySecret(t *testing.T) {
-	cl := hetznerCloud(t)
+	for _, p := range clouds {
+		t.Run(p.name, func(t *testing.T) { credentialsStaySecret(t, p.make(t)) })
+	}
+}
+
+func credentialsStaySecret(t *testing.T, cl *cloud) {
 	c := providerCluster(t, cl, 1)
 	c.createAll("secret", 2, "RUNNING")
 	c.settle(30 * time.Second)
-	wrong := "hcloud-WRONG-token-SECRET-7777777777777777777777"
+	wrong := cl.wrongCredentials
 	bad := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
 		map[string]any{"in": map[string]any{"name": "wrong", "provider": cl.kind, "credentials": wrong, "settings": cl.settings}},
 		"createProviderAccount", "providerAccount", "id")
@@ -430,7 +440,11 @@ func TestProviderCredentialsStaySecret(t *testing.T) {
 		fmt.Fprint(&seen, data, errs)
 	}
 	for _, p := range c.procs {
-		seen.WriteString(p.tail())
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen.Write(b)
 	}
 	rows, err := c.db.Query(context.Background(), "SELECT details::text FROM audit_events")
 	if err != nil {
