@@ -45,6 +45,8 @@ type cloud struct {
 	block func(hold func())
 	// served counts the replies with a status code.
 	served func(code int) int
+	// arrivedWithin: see holder.
+	arrivedWithin func(wait, margin time.Duration) int
 	// addresses: the provider tells its servers' public addresses.
 	addresses bool
 	// listRoute is the call that lists servers (faults.Route's form).
@@ -60,10 +62,13 @@ type holder struct {
 	mu       sync.Mutex
 	hold     func()
 	statuses map[int]int
+	// arrivals are when requests came, and limited when 429s were sent.
+	arrivals, limited []time.Time
 }
 
 func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		h.mu.Lock()
@@ -72,6 +77,10 @@ func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http
 			h.statuses = map[int]int{}
 		}
 		h.statuses[rec.Code]++
+		h.arrivals = append(h.arrivals, arrived)
+		if rec.Code == http.StatusTooManyRequests {
+			h.limited = append(h.limited, time.Now())
+		}
 		h.mu.Unlock()
 		if hold != nil && isCreate(r) {
 			hold()
@@ -88,6 +97,24 @@ func (h *holder) set(hold func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hold = hold
+}
+
+// arrivedWithin counts the requests that came while a 429 sent earlier
+// asked to wait (from margin after it until wait has passed): requests
+// already in flight when the 429 went out may arrive within the margin.
+func (h *holder) arrivedWithin(wait, margin time.Duration) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, at := range h.arrivals {
+		for _, l := range h.limited {
+			if at.After(l.Add(margin)) && at.Before(l.Add(wait)) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 func (h *holder) served(code int) int {
@@ -132,7 +159,7 @@ func hetznerCloudWith(t testing.TB, cfg hetznerem.Config) *cloud {
 		},
 		limit: em.SetServerLimit, refusal: "server limit reached",
 		block:  h.set,
-		served: h.served,
+		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }
 
@@ -169,7 +196,7 @@ func proxmoxCloud(t testing.TB) *cloud {
 		},
 		limit: em.SetMaxVMs, refusal: "clone failed: quota exceeded",
 		block:  h.set,
-		served: h.served,
+		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }
 
@@ -358,6 +385,9 @@ func TestProviderRateLimit(t *testing.T) {
 	t.Logf("%d calls, %d injected 429s, %d refused by the empty bucket: %v", total, failed, refused, cl.faults.Calls())
 	if refused > total/20 {
 		t.Fatalf("the bucket refused %d of %d calls: the reconciler does not pace itself", refused, total)
+	}
+	if n := cl.arrivedWithin(time.Second, 100*time.Millisecond); n > 0 {
+		t.Fatalf("%d requests came while a 429 asked to wait 1 s", n)
 	}
 }
 
