@@ -40,14 +40,14 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host)
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// record writes a report in one transaction. It locks the host's row last:
+// the reconciler locks an instance, then its host (to bump the spec
+// generation), so a report locking the host first and then its instances
+// would deadlock with it.
 func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) error {
-	var inventory []byte
-	if rep.Inventory != nil {
-		inventory, _ = json.Marshal(rep.Inventory)
-	}
-	prev, err := q.RecordReport(ctx, sqlc.RecordReportParams{ID: host.ID, Generation: rep.Generation, Inventory: inventory})
+	prev, err := q.HostLastSeen(ctx, host.ID)
 	if err != nil {
-		return fmt.Errorf("record host: %w", err)
+		return fmt.Errorf("read host: %w", err)
 	}
 	if rep.Inventory != nil {
 		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory); err != nil {
@@ -92,6 +92,13 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: control.TopicInstances, Key: id}); err != nil {
 			return fmt.Errorf("wake instance: %w", err)
 		}
+	}
+	var inventory []byte
+	if rep.Inventory != nil {
+		inventory, _ = json.Marshal(rep.Inventory)
+	}
+	if err := q.RecordReport(ctx, sqlc.RecordReportParams{ID: host.ID, Generation: rep.Generation, Inventory: inventory}); err != nil {
+		return fmt.Errorf("record host: %w", err)
 	}
 	return nil
 }

@@ -19,12 +19,13 @@ WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE
 SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address;
 
 -- RecordReport notes a host's report and returns when it was seen before.
--- name: RecordReport :one
-WITH prev AS (SELECT last_seen_at FROM hosts WHERE id = @id)
-UPDATE hosts h SET last_seen_at = now(), reported_generation = @generation,
-    inventory = coalesce(sqlc.narg(inventory)::jsonb, h.inventory)
-FROM prev WHERE h.id = @id
-RETURNING prev.last_seen_at AS previously_seen_at;
+-- name: HostLastSeen :one
+SELECT last_seen_at FROM hosts WHERE id = $1;
+
+-- name: RecordReport :exec
+UPDATE hosts SET last_seen_at = now(), reported_generation = @generation,
+    inventory = coalesce(sqlc.narg(inventory)::jsonb, inventory)
+WHERE id = @id;
 
 -- ObserveReported records what a host saw of the instances it reported,
 -- for those whose spec entry it has converged to, and returns the ones

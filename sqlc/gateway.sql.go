@@ -140,6 +140,18 @@ func (q *Queries) HostInstances(ctx context.Context, hostID *uuid.UUID) ([]uuid.
 	return items, nil
 }
 
+const hostLastSeen = `-- name: HostLastSeen :one
+SELECT last_seen_at FROM hosts WHERE id = $1
+`
+
+// RecordReport notes a host's report and returns when it was seen before.
+func (q *Queries) HostLastSeen(ctx context.Context, id uuid.UUID) (*time.Time, error) {
+	row := q.db.QueryRow(ctx, hostLastSeen, id)
+	var last_seen_at *time.Time
+	err := row.Scan(&last_seen_at)
+	return last_seen_at, err
+}
+
 const observeAbsent = `-- name: ObserveAbsent :many
 UPDATE instances SET observed_state = 'absent', observed_reason = '', observed_at = now()
 WHERE host_id = $1 AND spec_generation <= $2
@@ -223,12 +235,10 @@ func (q *Queries) ObserveReported(ctx context.Context, arg ObserveReportedParams
 	return items, nil
 }
 
-const recordReport = `-- name: RecordReport :one
-WITH prev AS (SELECT last_seen_at FROM hosts WHERE id = $3)
-UPDATE hosts h SET last_seen_at = now(), reported_generation = $1,
-    inventory = coalesce($2::jsonb, h.inventory)
-FROM prev WHERE h.id = $3
-RETURNING prev.last_seen_at AS previously_seen_at
+const recordReport = `-- name: RecordReport :exec
+UPDATE hosts SET last_seen_at = now(), reported_generation = $1,
+    inventory = coalesce($2::jsonb, inventory)
+WHERE id = $3
 `
 
 type RecordReportParams struct {
@@ -237,12 +247,9 @@ type RecordReportParams struct {
 	ID         uuid.UUID
 }
 
-// RecordReport notes a host's report and returns when it was seen before.
-func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, recordReport, arg.Generation, arg.Inventory, arg.ID)
-	var previously_seen_at *time.Time
-	err := row.Scan(&previously_seen_at)
-	return previously_seen_at, err
+func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) error {
+	_, err := q.db.Exec(ctx, recordReport, arg.Generation, arg.Inventory, arg.ID)
+	return err
 }
 
 const resetHostCredential = `-- name: ResetHostCredential :one
