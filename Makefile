@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: dev build test check generate tools bench
+.PHONY: dev build test check generate tools bench screenshots
 
 DEV_FLAGS ?= --sim 3
 
@@ -27,6 +27,11 @@ bench:
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench Sweep100 ./drivers/hetzner/ ./drivers/proxmox/
 	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
+
+# The console's pictures in docs/console, for docs/console.md.
+screenshots: build
+	bash scripts/services.sh
+	BC_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsole ./e2e/
 
 # The code generators are pinned in tools/go.mod, outside the product's
 # dependency list.

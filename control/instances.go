@@ -293,6 +293,8 @@ type InstanceFilter struct {
 	State        *string
 	DesiredState *string
 	Name         *string
+	// ExcludeDeleted leaves DELETED instances out.
+	ExcludeDeleted bool
 }
 
 // Page asks for up to First items after a cursor.
@@ -349,7 +351,7 @@ func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uui
 	}
 	items, err = s.q.ListInstances(ctx, sqlc.ListInstancesParams{
 		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState,
-		Name: f.Name, After: page.After, Lim: lim + 1,
+		Name: f.Name, ExcludeDeleted: f.ExcludeDeleted, After: page.After, Lim: lim + 1,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list instances: %w", err)
@@ -366,6 +368,7 @@ func (s *Service) CountInstances(ctx context.Context, f InstanceFilter) (int, er
 	}
 	n, err := s.q.CountInstances(ctx, sqlc.CountInstancesParams{
 		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState, Name: f.Name,
+		ExcludeDeleted: f.ExcludeDeleted,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count instances: %w", err)

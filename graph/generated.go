@@ -9915,7 +9915,7 @@ func (ec *executionContext) unmarshalInputInstanceFilter(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"poolId", "state", "desiredState", "name"}
+	fieldsInOrder := [...]string{"poolId", "state", "desiredState", "name", "excludeDeleted"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9950,6 +9950,13 @@ func (ec *executionContext) unmarshalInputInstanceFilter(ctx context.Context, ob
 				return it, err
 			}
 			it.Name = data
+		case "excludeDeleted":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("excludeDeleted"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExcludeDeleted = data
 		}
 	}
 	return it, nil

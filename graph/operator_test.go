@@ -205,6 +205,17 @@ func TestPaging(t *testing.T) {
 		if p.Instances.TotalCount != 1 || p.Instances.Edges[0].Node.Name != "vm-07" {
 			t.Fatalf("by name = %+v", p.Instances)
 		}
+		if _, err := e.db.Exec(context.Background(), "UPDATE instances SET state = 'DELETED' WHERE name IN ('vm-01', 'vm-02')"); err != nil {
+			t.Fatal(err)
+		}
+		e.must(w.member, query, map[string]any{"f": map[string]any{"excludeDeleted": true}}, &p)
+		if p.Instances.TotalCount != total-2 || len(p.Instances.Edges) != 10 {
+			t.Fatalf("without the deleted: %d", p.Instances.TotalCount)
+		}
+		e.must(w.member, query, map[string]any{"f": map[string]any{"excludeDeleted": false}}, &p)
+		if p.Instances.TotalCount != total {
+			t.Fatalf("with the deleted: %d", p.Instances.TotalCount)
+		}
 	})
 	t.Run("first is at most 100", func(t *testing.T) {
 		if r := e.do(w.member, `{ instances(first: 101) { totalCount } }`, nil); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "first" {

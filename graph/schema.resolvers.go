@@ -258,6 +258,7 @@ func (r *queryResolver) Instances(ctx context.Context, first *int, after *string
 		f.State = (*string)(filter.State)
 		f.DesiredState = (*string)(filter.DesiredState)
 		f.Name = filter.Name
+		f.ExcludeDeleted = deref(filter.ExcludeDeleted)
 	}
 	page := control.Page[uuid.UUID]{First: deref(first)}
 	if after != nil {

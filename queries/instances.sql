@@ -27,6 +27,7 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
   AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name))
+  AND (NOT @exclude_deleted::boolean OR state <> 'DELETED')
   AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
 ORDER BY id DESC
 LIMIT @lim;
@@ -37,7 +38,8 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (sqlc.narg(pool)::uuid IS NULL OR pool_id = sqlc.narg(pool))
   AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
-  AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name));
+  AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name))
+  AND (NOT @exclude_deleted::boolean OR state <> 'DELETED');
 
 -- SetDesiredState is a compare-and-set on version.
 -- name: SetDesiredState :one

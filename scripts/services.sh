@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure what the tests use is running: Postgres on 127.0.0.1:5432,
 # Redis on 127.0.0.1:6379, and libvirtd with the QEMU driver (socket
-# /var/run/libvirt/libvirt-sock). Starts them when installed but stopped,
-# and installs Debian's packages first when they are missing and we are root.
+# /var/run/libvirt/libvirt-sock), and Chromium for the console's tests.
+# Starts them when installed but stopped, and installs Debian's packages
+# first when they are missing and we are root.
 set -euo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -66,8 +67,11 @@ if ! libvirt_up; then
 	for _ in $(seq 1 50); do libvirt_up && break; sleep 0.2; done
 	libvirt_up || { echo "services.sh: libvirtd did not come up" >&2; exit 1; }
 fi
+# The console's end-to-end tests (e2e/console_test.go) drive Debian's
+# headless Chromium; they fail, loudly, without it.
+command -v chromium >/dev/null || install chromium
 # The real-guest test builds its image from Debian packages (scripts/guest).
 if [ "$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
 	apt-get update -qq
 fi
-echo "services: Postgres, Redis and libvirtd are up"
+echo "services: Postgres, Redis and libvirtd are up; chromium is installed"

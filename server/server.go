@@ -22,6 +22,7 @@ import (
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
+	"github.com/better-compute/vps/web"
 )
 
 // Config configures the HTTP handler.
@@ -46,7 +47,8 @@ type Config struct {
 	AllowedOrigins []string
 }
 
-// Server serves /graphql, /host/, /healthz, /readyz and /metrics.
+// Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
+// the console.
 type Server struct {
 	http.Handler
 	graph *graph.Handler
@@ -93,6 +95,8 @@ func New(cfg Config) *Server {
 		fmt.Fprintln(w, "ready")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// The console: static files, and index.html for any other path.
+	mux.Handle("/", web.Handler())
 	return &Server{Handler: withRequestID(mux), graph: gh}
 }
 

@@ -19,14 +19,16 @@ WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($3::text IS NULL OR state = $3)
   AND ($4::text IS NULL OR desired_state = $4)
   AND ($5::text IS NULL OR name = $5)
+  AND (NOT $6::boolean OR state <> 'DELETED')
 `
 
 type CountInstancesParams struct {
-	Tenant       *uuid.UUID
-	Pool         *uuid.UUID
-	State        *string
-	DesiredState *string
-	Name         *string
+	Tenant         *uuid.UUID
+	Pool           *uuid.UUID
+	State          *string
+	DesiredState   *string
+	Name           *string
+	ExcludeDeleted bool
 }
 
 func (q *Queries) CountInstances(ctx context.Context, arg CountInstancesParams) (int64, error) {
@@ -36,6 +38,7 @@ func (q *Queries) CountInstances(ctx context.Context, arg CountInstancesParams) 
 		arg.State,
 		arg.DesiredState,
 		arg.Name,
+		arg.ExcludeDeleted,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -326,19 +329,21 @@ WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($3::text IS NULL OR state = $3)
   AND ($4::text IS NULL OR desired_state = $4)
   AND ($5::text IS NULL OR name = $5)
-  AND ($6::uuid IS NULL OR id < $6)
+  AND (NOT $6::boolean OR state <> 'DELETED')
+  AND ($7::uuid IS NULL OR id < $7)
 ORDER BY id DESC
-LIMIT $7
+LIMIT $8
 `
 
 type ListInstancesParams struct {
-	Tenant       *uuid.UUID
-	Pool         *uuid.UUID
-	State        *string
-	DesiredState *string
-	Name         *string
-	After        *uuid.UUID
-	Lim          int32
+	Tenant         *uuid.UUID
+	Pool           *uuid.UUID
+	State          *string
+	DesiredState   *string
+	Name           *string
+	ExcludeDeleted bool
+	After          *uuid.UUID
+	Lim            int32
 }
 
 // ListInstances pages newest first. A NULL argument does not filter.
@@ -349,6 +354,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 		arg.State,
 		arg.DesiredState,
 		arg.Name,
+		arg.ExcludeDeleted,
 		arg.After,
 		arg.Lim,
 	)

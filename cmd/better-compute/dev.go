@@ -79,7 +79,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	url := "http://" + srv.Addr + "/graphql"
-	fmt.Printf("Better Compute is running.\n\n  GraphQL:         %s\n  Operator token:  %s\n", url, cfg.BootstrapToken)
+	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s\n  Operator token:  %s\n", srv.Addr, url, cfg.BootstrapToken)
 	if *simHosts > 0 {
 		sim, err := startSim(ctx, cfg, srv, *simHosts, *stateDir, log)
 		if err != nil {

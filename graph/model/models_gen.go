@@ -210,6 +210,8 @@ type InstanceFilter struct {
 	State        *InstanceState `json:"state,omitempty"`
 	DesiredState *DesiredState  `json:"desiredState,omitempty"`
 	Name         *string        `json:"name,omitempty"`
+	// Leave DELETED instances out (the console's lists do).
+	ExcludeDeleted *bool `json:"excludeDeleted,omitempty"`
 }
 
 type InstanceIDInput struct {

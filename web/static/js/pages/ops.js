@@ -1,0 +1,159 @@
+// Operator pages: pools, hosts, flavors, images and tenants.
+import { h, replace, time, ago, mib, plural } from '../dom.js';
+import { gql } from '../api.js';
+import { loading, failure, empty, pageHead, table, bar, tag } from '../ui.js';
+
+// listPage loads query and renders it into the page, with loading, error
+// and empty states; with every, it reloads on that interval (ms) while the
+// page is shown and the tab is visible.
+function listPage(ctx, { title, what, query, render, every, id }) {
+  ctx.setTitle(title);
+  const note = h('p', { class: 'summary', 'aria-live': 'polite' });
+  const body = h('div', { id }, loading(what));
+  replace(ctx.main, pageHead(title), note, body);
+  let loaded = false;
+  let timer = 0;
+  async function load() {
+    clearTimeout(timer);
+    try {
+      const data = await gql(query, {}, { signal: ctx.signal });
+      const out = render(data, note);
+      replace(body, out);
+      loaded = true;
+      ctx.markUsable(id);
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      if (!loaded) replace(body, failure(what, err, () => { replace(body, loading(what)); load(); }));
+      else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${new Date().toLocaleTimeString()}.`);
+    }
+    if (every && !ctx.signal.aborted) timer = setTimeout(() => (document.hidden ? waitVisible() : load()), every);
+  }
+  function waitVisible() {
+    const on = () => { document.removeEventListener('visibilitychange', on); if (!ctx.signal.aborted) load(); };
+    document.addEventListener('visibilitychange', on);
+    ctx.onDispose(() => document.removeEventListener('visibilitychange', on));
+  }
+  ctx.onDispose(() => clearTimeout(timer));
+  load();
+}
+
+const none = (text = '—') => h('span', { class: 'muted' }, text);
+const map = (m) => (m && Object.keys(m).length ? h('span', { class: 'mono small' }, Object.entries(m).map(([k, v]) => `${k}: ${v}`).join(', ')) : none());
+
+export function poolsPage(ctx) {
+  listPage(ctx, {
+    title: 'Pools', what: 'pools', id: 'pools-body',
+    query: `query Pools { pools { id name class placement singleTenant requireVerifiedImage tenant { name }
+      providerAccount { name provider } ipPools { id cidr gateway rangeStart rangeEnd size leased } createdAt } }`,
+    render: ({ pools }, note) => {
+      replace(note, pools.length ? plural(pools.length, 'pool') : '');
+      if (!pools.length) return empty('No pools yet.', h('p', null, 'Create one with createPool; hosts and IP ranges join it.'));
+      return h('div', { class: 'cards' }, pools.map((p) => h('section', { class: 'card', 'aria-labelledby': `pool-${p.id}`, dataset: { id: p.id } },
+        h('h2', { id: `pool-${p.id}` }, p.name, ' ', tag(p.class, 'idle')),
+        h('dl', { class: 'facts' },
+          h('dt', null, 'Placement'), h('dd', null, p.placement.toLowerCase(), p.singleTenant ? ', single tenant' : ''),
+          h('dt', null, 'Dedicated to'), h('dd', null, p.tenant?.name || none('all tenants')),
+          h('dt', null, 'Images'), h('dd', null, p.requireVerifiedImage ? 'verified only' : 'any'),
+          p.providerAccount && [h('dt', null, 'Provider'), h('dd', null, `${p.providerAccount.name} (${p.providerAccount.provider.toLowerCase()})`)],
+          h('dt', null, 'Created'), h('dd', null, time(p.createdAt))),
+        h('h3', null, 'IP addresses'),
+        p.ipPools.length
+          ? p.ipPools.map((ip) => h('div', { class: 'ip-pool' },
+            h('p', { class: 'mono small' }, `${ip.cidr} · ${ip.rangeStart}–${ip.rangeEnd} · gateway ${ip.gateway}`),
+            bar('Leased', ip.leased, ip.size, String, `Addresses leased in ${ip.cidr}`)))
+          : h('p', { class: 'muted' }, p.class === 'provider' ? 'The provider assigns addresses.' : 'No IP ranges: instances get no address.'))));
+    },
+  });
+}
+
+export function hostsPage(ctx) {
+  listPage(ctx, {
+    title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
+    query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { model }
+      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration } }`,
+    render: ({ hosts }, note) => {
+      const alive = hosts.filter((x) => x.alive).length;
+      replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
+      if (!hosts.length) return empty('No hosts yet.', h('p', null, 'Adopt one with createHost and run better-compute host on it.'));
+      return h('div', { class: 'cards' }, hosts.map((x) => {
+        const c = x.capacity;
+        return h('section', { class: 'card host', 'aria-labelledby': `host-${x.id}`, dataset: { id: x.id, alive: String(x.alive) } },
+          h('h2', { id: `host-${x.id}` }, x.name, ' ',
+            x.alive ? tag('alive', 'ok') : tag('silent', 'bad'),
+            x.draining ? [' ', tag('draining', 'warn')] : ''),
+          h('p', { class: 'small' }, `Pool ${x.pool.name} · ${plural(x.allocated.instances, 'instance')} · last report `,
+            x.lastSeenAt ? h('time', { datetime: x.lastSeenAt, title: new Date(x.lastSeenAt).toLocaleString() }, ago(x.lastSeenAt)) : 'never',
+            x.reportedGeneration < x.specGeneration ? ` · converging (spec ${x.specGeneration}, reported ${x.reportedGeneration})` : ''),
+          c
+            ? h('div', { class: 'bars' },
+              bar('vCPU', x.allocated.vcpus, c.vcpus),
+              bar('Memory', x.allocated.memoryMb, c.memoryMb, mib),
+              bar('Disk', x.allocated.diskGb, c.diskGb, (n) => `${n} GB`),
+              x.gpus.length ? bar('GPU', x.allocated.gpus, x.gpus.length) : null)
+            : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'));
+      }));
+    },
+  });
+}
+
+export function flavorsPage(ctx) {
+  listPage(ctx, {
+    title: 'Flavors', what: 'flavors', id: 'flavors-body',
+    query: `query Flavors { flavors { id name vcpus memoryMb diskGb gpuModel gpuCount providerServerTypes } }`,
+    render: ({ flavors }, note) => {
+      replace(note, flavors.length ? plural(flavors.length, 'flavor') : '');
+      if (!flavors.length) return empty('No flavors yet.', h('p', null, 'Create one with createFlavor.'));
+      return table([
+        { label: 'Name', cell: (f) => h('strong', null, f.name) },
+        { label: 'vCPU', cell: (f) => f.vcpus, class: 'num' },
+        { label: 'Memory', cell: (f) => mib(f.memoryMb), class: 'num' },
+        { label: 'Disk', cell: (f) => `${f.diskGb} GB`, class: 'num' },
+        { label: 'GPU', cell: (f) => (f.gpuCount ? `${f.gpuCount} × ${f.gpuModel || 'any'}` : none()) },
+        { label: 'Provider server types', cell: (f) => map(f.providerServerTypes) },
+      ], flavors, { caption: 'Flavors' });
+    },
+  });
+}
+
+export function imagesPage(ctx) {
+  listPage(ctx, {
+    title: 'Images', what: 'images', id: 'images-body',
+    query: `query Images { images { id name sourceUrl sha256 format visibility tenant { name } verified providerImages createdAt } }`,
+    render: ({ images }, note) => {
+      replace(note, images.length ? plural(images.length, 'image') : '');
+      if (!images.length) return empty('No images yet.', h('p', null, 'Register one with registerImage.'));
+      return table([
+        { label: 'Name', cell: (i) => h('strong', null, i.name) },
+        { label: 'Format', cell: (i) => i.format.toLowerCase() },
+        { label: 'Visibility', cell: (i) => (i.visibility === 'PUBLIC' ? 'public' : `tenant ${i.tenant?.name || ''}`) },
+        { label: 'Verified', cell: (i) => (i.verified ? tag('verified', 'ok') : tag('unverified', 'warn')) },
+        { label: 'Source', cell: (i) => h('span', { class: 'mono small break' }, i.sourceUrl) },
+        { label: 'SHA-256', cell: (i) => h('span', { class: 'mono small', title: i.sha256 }, `${i.sha256.slice(0, 12)}…`) },
+        { label: 'At providers', cell: (i) => map(i.providerImages) },
+        { label: 'Registered', cell: (i) => time(i.createdAt) },
+      ], images, { caption: 'Images' });
+    },
+  });
+}
+
+export function tenantsPage(ctx) {
+  listPage(ctx, {
+    title: 'Tenants', what: 'tenants', id: 'tenants-body',
+    query: `query Tenants { tenants { id name createdAt quota { instances vcpus memoryMb gpus usage { instances vcpus memoryMb gpus } } } }`,
+    render: ({ tenants }, note) => {
+      replace(note, tenants.length ? plural(tenants.length, 'tenant') : '');
+      if (!tenants.length) return empty('No tenants yet.', h('p', null, 'Create one with createTenant.'));
+      return h('div', { class: 'cards' }, tenants.map((t) => {
+        const q = t.quota;
+        return h('section', { class: 'card', 'aria-labelledby': `tenant-${t.id}`, dataset: { id: t.id } },
+          h('h2', { id: `tenant-${t.id}` }, t.name),
+          h('p', { class: 'small muted' }, h('span', { class: 'mono' }, t.id), ' · since ', time(t.createdAt)),
+          h('div', { class: 'bars' },
+            bar('Instances', q.usage.instances, q.instances),
+            bar('vCPU', q.usage.vcpus, q.vcpus),
+            bar('Memory', q.usage.memoryMb, q.memoryMb, mib),
+            bar('GPU', q.usage.gpus, q.gpus)));
+      }));
+    },
+  });
+}
