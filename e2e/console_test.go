@@ -435,7 +435,7 @@ type consoleLog struct {
 }
 
 // with returns the browser for a subtest.
-func (b *browser) with(t *testing.T) *browser { return &browser{t: t, ctx: b.ctx, log: b.log} }
+func (b *browser) with(t *testing.T) *browser { c := *b; c.t = t; return &c }
 
 func newBrowser(t *testing.T, path string) *browser {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
