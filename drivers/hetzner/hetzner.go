@@ -55,8 +55,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds each request. Zero: 30s.
 	Timeout time.Duration
-	// PollInterval is how often actions and shutting-down servers are
-	// polled. Zero: 500ms.
+	// PollInterval is the first wait before polling an action or a
+	// shutting-down server again; later waits grow (see pollGap). Zero:
+	// 500ms.
 	PollInterval time.Duration
 	// ShutdownTimeout is how long Stop waits for an ACPI shutdown before
 	// powering the server off. Zero: 60s.
@@ -235,7 +236,7 @@ func (d *Driver) Stop(ctx context.Context, serverID string) error {
 		return err
 	}
 	deadline := time.Now().Add(d.cfg.ShutdownTimeout)
-	for {
+	for n := 0; ; n++ {
 		s, resp, err := d.client.Server.GetByID(ctx, srv.ID)
 		if err != nil {
 			return classify(err, resp)
@@ -250,7 +251,7 @@ func (d *Driver) Stop(ctx context.Context, serverID string) error {
 		if left <= 0 {
 			break
 		}
-		if err := sleep(ctx, min(left, d.cfg.PollInterval)); err != nil {
+		if err := sleep(ctx, min(left, d.pollGap(n))); err != nil {
 			return err
 		}
 	}
@@ -285,15 +286,15 @@ func (d *Driver) Budget() provider.Budget {
 	return d.budget
 }
 
-// wait polls the action every PollInterval until it finishes. It polls
+// wait polls the action until it finishes (see pollGap). It polls
 // GET /actions/{id} itself, rather than with hcloud-go's WaitFor, to keep
 // each response for classifying its error.
 func (d *Driver) wait(ctx context.Context, a *hcloud.Action) error {
 	if a == nil {
 		return nil
 	}
-	for a.Status == hcloud.ActionStatusRunning {
-		if err := sleep(ctx, d.cfg.PollInterval); err != nil {
+	for n := 0; a.Status == hcloud.ActionStatusRunning; n++ {
+		if err := sleep(ctx, d.pollGap(n)); err != nil {
 			return err
 		}
 		got, resp, err := d.client.Action.GetByID(ctx, a.ID)
@@ -309,6 +310,17 @@ func (d *Driver) wait(ctx context.Context, a *hcloud.Action) error {
 		return classify(err, nil)
 	}
 	return nil
+}
+
+// pollGap is the wait before the nth poll of something slow: PollInterval,
+// growing by half each time up to ten times it, so that waiting on a slow
+// action spends few of the project's 3,600 requests an hour.
+func (d *Driver) pollGap(n int) time.Duration {
+	gap := d.cfg.PollInterval
+	for range min(n, 6) { // 1.5^6 ≈ 11
+		gap += gap / 2
+	}
+	return min(gap, 10*d.cfg.PollInterval)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -616,3 +616,21 @@ func BenchmarkSweep100(b *testing.B) {
 	total, _ := e.emu.Faults().Total()
 	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
 }
+
+// TestPollGap: waits on a slow action grow by half up to ten times the
+// poll interval, so a 20 s action costs a handful of requests, not 40.
+func TestPollGap(t *testing.T) {
+	d := &Driver{cfg: Config{PollInterval: 500 * time.Millisecond}}
+	var total time.Duration
+	polls := 0
+	for total < 20*time.Second {
+		total += d.pollGap(polls)
+		polls++
+	}
+	if d.pollGap(0) != 500*time.Millisecond || d.pollGap(1) != 750*time.Millisecond || d.pollGap(100) != 5*time.Second {
+		t.Fatalf("gaps %v %v %v", d.pollGap(0), d.pollGap(1), d.pollGap(100))
+	}
+	if polls > 9 {
+		t.Fatalf("a 20 s action takes %d polls", polls)
+	}
+}
