@@ -28,6 +28,7 @@ var (
 	ActCreateFlavor          = Action{"flavor.create", "flavor"}
 	ActRegisterImage         = Action{"image.register", "image"}
 	ActCreateProviderAccount = Action{"providerAccount.create", "providerAccount"}
+	ActUpdateProviderAccount = Action{"providerAccount.update", "providerAccount"}
 	ActDeleteProviderAccount = Action{"providerAccount.delete", "providerAccount"}
 )
 

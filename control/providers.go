@@ -68,25 +68,15 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 			return apierr.Invalid("name", "must be 1-100 characters")
 		case !slices.Contains(s.providers, in.Provider):
 			return apierr.Invalid("provider", "this deployment allows provider accounts of %s", strings.Join(s.providers, ", "))
-		case strings.TrimSpace(in.Credentials) == "":
-			return apierr.Invalid("credentials", "are required")
-		case len(in.Credentials) > 4096:
-			return apierr.Invalid("credentials", "at most 4096 bytes")
-		}
-		if err := checkProviderSettings(in.Provider, in.Settings); err != nil {
-			return err
-		}
-		settings, err := json.Marshal(in.Settings)
-		if err != nil || in.Settings == nil {
-			settings = []byte("{}")
-		}
-		if s.sealer == nil {
-			return fmt.Errorf("no sealer configured for credentials")
 		}
 		id := ids.New()
+		sealed, settings, err := s.accountSecrets(id, in.Provider, in.Credentials, in.Settings)
+		if err != nil {
+			return err
+		}
 		acct, err = q.CreateProviderAccount(ctx, sqlc.CreateProviderAccountParams{
 			ID: id, TenantID: tenant, Provider: in.Provider, Name: in.Name,
-			CredentialsSealed: s.sealer.Seal([]byte(in.Credentials), id[:]), Settings: settings,
+			CredentialsSealed: sealed, Settings: settings,
 		})
 		if err != nil {
 			return fmt.Errorf("create provider account: %w", err)
@@ -96,6 +86,100 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 		return nil
 	})
 	return acct, err
+}
+
+// accountSecrets validates an account's credentials and settings and
+// returns them as stored: the credentials sealed to the account's ID.
+func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, settings map[string]any) (sealed, settingsJSON []byte, err error) {
+	switch {
+	case strings.TrimSpace(credentials) == "":
+		return nil, nil, apierr.Invalid("credentials", "are required")
+	case len(credentials) > 4096:
+		return nil, nil, apierr.Invalid("credentials", "at most 4096 bytes")
+	}
+	if err := checkProviderSettings(provider, settings); err != nil {
+		return nil, nil, err
+	}
+	settingsJSON, err = json.Marshal(settings)
+	if err != nil || settings == nil {
+		settingsJSON = []byte("{}")
+	}
+	if s.sealer == nil {
+		return nil, nil, fmt.Errorf("no sealer configured for credentials")
+	}
+	return s.sealer.Seal([]byte(credentials), id[:]), settingsJSON, nil
+}
+
+// UpdateProviderAccountInput replaces an account's credentials or
+// settings; a nil field is kept.
+type UpdateProviderAccountInput struct {
+	ID          uuid.UUID
+	Credentials *string
+	Settings    map[string]any
+}
+
+// UpdateProviderAccount replaces an account's credentials (its provider
+// token was rotated) or settings. Members may update their tenant's;
+// shared ones are the operators'.
+func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAccountInput) (sqlc.ProviderAccount, error) {
+	var acct sqlc.ProviderAccount
+	err := s.mutate(ctx, ActUpdateProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		cur, err := s.lockOwnedAccount(ctx, q, ev, in.ID)
+		if err != nil {
+			return err
+		}
+		credentials := ""
+		if in.Credentials != nil {
+			credentials = *in.Credentials
+		} else {
+			open, err := s.sealer.Open(cur.CredentialsSealed, cur.ID[:])
+			if err != nil {
+				return fmt.Errorf("open credentials: %w", err)
+			}
+			credentials = string(open)
+		}
+		settings := in.Settings
+		if settings == nil {
+			if err := json.Unmarshal(cur.Settings, &settings); err != nil {
+				return fmt.Errorf("read settings: %w", err)
+			}
+		}
+		sealed, settingsJSON, err := s.accountSecrets(cur.ID, cur.Provider, credentials, settings)
+		if err != nil {
+			return err
+		}
+		if acct, err = q.UpdateProviderAccount(ctx, sqlc.UpdateProviderAccountParams{ID: cur.ID, CredentialsSealed: sealed, Settings: settingsJSON}); err != nil {
+			return fmt.Errorf("update provider account: %w", err)
+		}
+		// Never the credentials: only that they changed.
+		ev.Details = map[string]any{"credentials": in.Credentials != nil, "settings": in.Settings != nil}
+		return nil
+	})
+	return acct, err
+}
+
+// lockOwnedAccount locks an account the caller may change: members their
+// tenant's, operators any. It names the account in ev.
+func (s *Service) lockOwnedAccount(ctx context.Context, q *sqlc.Queries, ev *audit.Event, id uuid.UUID) (sqlc.ProviderAccount, error) {
+	ev.TargetID = id
+	p, err := caller(ctx)
+	if err != nil {
+		return sqlc.ProviderAccount{}, err
+	}
+	acct, err := q.LockProviderAccount(ctx, id)
+	if err != nil {
+		return acct, notFound(err, "id", "provider account")
+	}
+	switch {
+	case acct.TenantID != nil && !p.CanSee(*acct.TenantID):
+		return sqlc.ProviderAccount{}, apierr.NotFoundf("id", "provider account not found")
+	case acct.TenantID == nil && !p.IsOperator():
+		return sqlc.ProviderAccount{}, apierr.New(apierr.Forbidden, "shared provider accounts are the operators'")
+	}
+	if acct.TenantID != nil {
+		ev.TenantID = *acct.TenantID
+	}
+	return acct, nil
 }
 
 // checkProviderSettings validates the settings a provider needs.
@@ -177,22 +261,9 @@ func (s *Service) ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount,
 func (s *Service) DeleteProviderAccount(ctx context.Context, id uuid.UUID) (sqlc.ProviderAccount, error) {
 	var acct sqlc.ProviderAccount
 	err := s.mutate(ctx, ActDeleteProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		ev.TargetID = id
-		p, err := caller(ctx)
-		if err != nil {
+		var err error
+		if acct, err = s.lockOwnedAccount(ctx, q, ev, id); err != nil {
 			return err
-		}
-		if acct, err = q.LockProviderAccount(ctx, id); err != nil {
-			return notFound(err, "id", "provider account")
-		}
-		switch {
-		case acct.TenantID != nil && !p.CanSee(*acct.TenantID):
-			return apierr.NotFoundf("id", "provider account not found")
-		case acct.TenantID == nil && !p.IsOperator():
-			return apierr.New(apierr.Forbidden, "shared provider accounts are the operators'")
-		}
-		if acct.TenantID != nil {
-			ev.TenantID = *acct.TenantID
 		}
 		used, err := q.ProviderAccountInUse(ctx, &id)
 		if err != nil {

@@ -457,6 +457,11 @@ func credentialsStaySecret(t *testing.T, cl *cloud) {
 		map[string]any{"a": bad, "t": c.tenant}, "createPool", "pool", "id")
 	refused := c.create("refused", "RUNNING")
 	waitFor(t, 30*time.Second, "ERROR", func() bool { s, _ := c.instanceState(refused); return s == "ERROR" })
+	// The token is rotated: the reconciler makes the account's driver anew.
+	c.must(c.member, `mutation($in: UpdateProviderAccountInput!) { updateProviderAccount(input: $in) { providerAccount { id } } }`,
+		map[string]any{"in": map[string]any{"id": bad, "credentials": cl.credentials}}, "updateProviderAccount", "providerAccount", "id")
+	accepted := c.create("accepted", "RUNNING")
+	waitFor(t, 30*time.Second, "RUNNING with the rotated token", func() bool { s, _ := c.instanceState(accepted); return s == "RUNNING" })
 
 	var seen strings.Builder
 	for _, q := range []string{

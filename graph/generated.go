@@ -241,6 +241,7 @@ type ComplexityRoot struct {
 		SetQuota              func(childComplexity int, input model.SetQuotaInput) int
 		StartInstance         func(childComplexity int, input model.InstanceIDInput) int
 		StopInstance          func(childComplexity int, input model.InstanceIDInput) int
+		UpdateProviderAccount func(childComplexity int, input model.UpdateProviderAccountInput) int
 	}
 
 	PageInfo struct {
@@ -414,6 +415,7 @@ type MutationResolver interface {
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
+	UpdateProviderAccount(ctx context.Context, input model.UpdateProviderAccountInput) (model.ProviderAccountPayload, error)
 	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
 }
 type PoolResolver interface {
@@ -1335,6 +1337,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StopInstance(childComplexity, args["input"].(model.InstanceIDInput)), true
+	case "Mutation.updateProviderAccount":
+		if e.ComplexityRoot.Mutation.UpdateProviderAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateProviderAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateProviderAccount(childComplexity, args["input"].(model.UpdateProviderAccountInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1734,6 +1747,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RevokeApiTokenInput", ec.unmarshalInputRevokeApiTokenInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
 			graphql.NewInputUnmarshaler("SetQuotaInput", ec.unmarshalInputSetQuotaInput),
+			graphql.NewInputUnmarshaler("UpdateProviderAccountInput", ec.unmarshalInputUpdateProviderAccountInput),
 		)
 	}
 	first := true
@@ -2705,6 +2719,20 @@ func (ec *executionContext) field_Mutation_stopInstance_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.InstanceIDInput, error) {
 			return ec.unmarshalNInstanceIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateProviderAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateProviderAccountInput, error) {
+			return ec.unmarshalNUpdateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateProviderAccountInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6345,6 +6373,50 @@ func (ec *executionContext) fieldContext_Mutation_createProviderAccount(ctx cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createProviderAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateProviderAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateProviderAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateProviderAccount(ctx, fc.Args["input"].(model.UpdateProviderAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderAccountPayload) graphql.Marshaler {
+			return ec.marshalNProviderAccountPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateProviderAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccountPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateProviderAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10289,6 +10361,62 @@ func UnmarshalSetQuotaInput(ctx context.Context, raw any) (model.SetQuotaInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateProviderAccountInput(ctx context.Context, obj any) (model.UpdateProviderAccountInput, error) {
+	var it model.UpdateProviderAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "credentials", "settings"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "credentials":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("credentials"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Credentials = data
+		case "settings":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("settings"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Settings = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateProviderAccountInput unmarshals raw into the UpdateProviderAccountInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateProviderAccountInput(ctx context.Context, raw any) (model.UpdateProviderAccountInput, error) {
+	var out model.UpdateProviderAccountInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateProviderAccountInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -11699,6 +11827,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "createProviderAccount":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createProviderAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateProviderAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateProviderAccount(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13425,6 +13560,11 @@ func (ec *executionContext) marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋ
 
 func (ec *executionContext) marshalNTenantPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantPayload(ctx context.Context, sel ast.SelectionSet, v model.TenantPayload) graphql.Marshaler {
 	return ec._TenantPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNUpdateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateProviderAccountInput(ctx context.Context, v any) (model.UpdateProviderAccountInput, error) {
+	res, err := ec.unmarshalInputUpdateProviderAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNUsage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsage(ctx context.Context, sel ast.SelectionSet, v model.Usage) graphql.Marshaler {

@@ -31,6 +31,16 @@ func (r *mutationResolver) CreateProviderAccount(ctx context.Context, input mode
 	return model.ProviderAccountPayload{ProviderAccount: acct}, err
 }
 
+// UpdateProviderAccount is the resolver for the updateProviderAccount field.
+func (r *mutationResolver) UpdateProviderAccount(ctx context.Context, input model.UpdateProviderAccountInput) (model.ProviderAccountPayload, error) {
+	id, err := decodeID(ids.ProviderAccount, "id", input.ID)
+	if err != nil {
+		return model.ProviderAccountPayload{}, r.svc.Reject(ctx, control.ActUpdateProviderAccount, err)
+	}
+	acct, err := r.svc.UpdateProviderAccount(ctx, control.UpdateProviderAccountInput{ID: id, Credentials: input.Credentials, Settings: input.Settings})
+	return model.ProviderAccountPayload{ProviderAccount: acct}, err
+}
+
 // DeleteProviderAccount is the resolver for the deleteProviderAccount field.
 func (r *mutationResolver) DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error) {
 	id, err := decodeID(ids.ProviderAccount, "id", input.ID)

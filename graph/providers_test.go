@@ -88,6 +88,43 @@ func TestProviderAccounts(t *testing.T) {
 			t.Fatalf("member B sees %v", out.ProviderAccounts)
 		}
 	})
+	t.Run("update rotates the credentials and keeps what is left out", func(t *testing.T) {
+		const rotated = "hcloud-token-R0TATED-DO-NOT-LEAK"
+		update := `mutation($in: UpdateProviderAccountInput!) { updateProviderAccount(input: $in) { providerAccount { id settings } } }`
+		var out struct {
+			UpdateProviderAccount struct{ ProviderAccount struct{ Settings map[string]any } }
+		}
+		e.must(a.member, update, map[string]any{"in": map[string]any{"id": acct.ID, "credentials": rotated}}, &out)
+		if out.UpdateProviderAccount.ProviderAccount.Settings["location"] != "fsn1" {
+			t.Fatalf("settings after a credentials update: %v", out.UpdateProviderAccount.ProviderAccount.Settings)
+		}
+		var id [16]byte
+		var sealed []byte
+		e.db.QueryRow(context.Background(), "SELECT id, credentials_sealed FROM provider_accounts WHERE name = 'burst'").Scan(&id, &sealed)
+		if open, err := e.sealer.Open(sealed, id[:]); err != nil || string(open) != rotated {
+			t.Fatalf("stored credentials open to %q, %v", open, err)
+		}
+		e.must(a.member, update, map[string]any{"in": map[string]any{"id": acct.ID, "settings": map[string]any{"location": "nbg1"}}}, &out)
+		if out.UpdateProviderAccount.ProviderAccount.Settings["location"] != "nbg1" {
+			t.Fatalf("settings = %v", out.UpdateProviderAccount.ProviderAccount.Settings)
+		}
+		e.db.QueryRow(context.Background(), "SELECT credentials_sealed FROM provider_accounts WHERE name = 'burst'").Scan(&sealed)
+		if open, _ := e.sealer.Open(sealed, id[:]); string(open) != rotated {
+			t.Fatalf("a settings update lost the credentials: %q", open)
+		}
+		if r := e.do(a.member, update, map[string]any{"in": map[string]any{"id": acct.ID, "credentials": " "}}); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "credentials" {
+			t.Fatalf("blank credentials: %+v", r.Errors)
+		}
+		if r := e.do(b.member, update, map[string]any{"in": map[string]any{"id": acct.ID, "credentials": "x"}}); r.code() != "NOT_FOUND" {
+			t.Fatalf("another tenant's update: %+v", r.Errors)
+		}
+		if n := e.count("audit_events", "action = 'providerAccount.update' AND outcome = 'success'"); n != 2 {
+			t.Fatalf("%d update events", n)
+		}
+		if n := e.count("audit_events", "details::text LIKE '%' || $1 || '%'", rotated); n != 0 {
+			t.Fatal("credentials in the audit trail")
+		}
+	})
 	t.Run("delete is refused while instances use it", func(t *testing.T) {
 		var id string
 		e.db.QueryRow(context.Background(), "SELECT id FROM provider_accounts WHERE name = 'burst'").Scan(&id)

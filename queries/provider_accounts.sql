@@ -23,5 +23,9 @@ SELECT EXISTS (
     WHERE p.provider_account_id = $1 AND i.state <> 'DELETED'
 );
 
+-- name: UpdateProviderAccount :one
+UPDATE provider_accounts SET credentials_sealed = @credentials_sealed, settings = @settings
+WHERE id = @id RETURNING *;
+
 -- name: SoftDeleteProviderAccount :exec
 UPDATE provider_accounts SET deleted_at = now() WHERE id = $1;

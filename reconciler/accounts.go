@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -22,6 +23,9 @@ type account struct {
 	tenantID *uuid.UUID
 	provider string
 	driver   provider.Driver
+	// version is what the driver was made from; an account updated since
+	// (its token rotated) gets a new driver.
+	version [sha256.Size]byte
 
 	mu          sync.Mutex
 	pausedUntil time.Time
@@ -37,11 +41,13 @@ type accounts struct {
 	byID map[uuid.UUID]*account
 }
 
-// account returns the account of row, making its driver the first time.
+// account returns the account of row, making its driver the first time and
+// whenever the account's credentials or settings changed.
 func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
+	version := sha256.Sum256(append(append([]byte{}, row.CredentialsSealed...), row.Settings...))
 	r.accounts.mu.Lock()
 	defer r.accounts.mu.Unlock()
-	if a, ok := r.accounts.byID[row.ID]; ok {
+	if a, ok := r.accounts.byID[row.ID]; ok && a.version == version {
 		return a, nil
 	}
 	if r.cfg.Drivers == nil || r.cfg.Sealer == nil {
@@ -59,7 +65,7 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
 	}
-	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d}
+	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d, version: version}
 	if r.accounts.byID == nil {
 		r.accounts.byID = map[uuid.UUID]*account{}
 	}

@@ -149,3 +149,30 @@ func (q *Queries) SoftDeleteProviderAccount(ctx context.Context, id uuid.UUID) e
 	_, err := q.db.Exec(ctx, softDeleteProviderAccount, id)
 	return err
 }
+
+const updateProviderAccount = `-- name: UpdateProviderAccount :one
+UPDATE provider_accounts SET credentials_sealed = $1, settings = $2
+WHERE id = $3 RETURNING id, tenant_id, provider, name, credentials_sealed, settings, created_at, deleted_at
+`
+
+type UpdateProviderAccountParams struct {
+	CredentialsSealed []byte
+	Settings          []byte
+	ID                uuid.UUID
+}
+
+func (q *Queries) UpdateProviderAccount(ctx context.Context, arg UpdateProviderAccountParams) (ProviderAccount, error) {
+	row := q.db.QueryRow(ctx, updateProviderAccount, arg.CredentialsSealed, arg.Settings, arg.ID)
+	var i ProviderAccount
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Provider,
+		&i.Name,
+		&i.CredentialsSealed,
+		&i.Settings,
+		&i.CreatedAt,
+		&i.DeletedAt,
+	)
+	return i, err
+}

@@ -309,6 +309,13 @@ type TenantPayload struct {
 	Tenant sqlc.Tenant `json:"tenant"`
 }
 
+// Replaces an account's credentials (the provider's token was rotated) or settings; what is left out is kept.
+type UpdateProviderAccountInput struct {
+	ID          string         `json:"id"`
+	Credentials *string        `json:"credentials,omitempty"`
+	Settings    map[string]any `json:"settings,omitempty"`
+}
+
 type Usage struct {
 	Instances int `json:"instances"`
 	Vcpus     int `json:"vcpus"`
