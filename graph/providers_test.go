@@ -92,7 +92,9 @@ func TestProviderAccounts(t *testing.T) {
 		const rotated = "hcloud-token-R0TATED-DO-NOT-LEAK"
 		update := `mutation($in: UpdateProviderAccountInput!) { updateProviderAccount(input: $in) { providerAccount { id settings } } }`
 		var out struct {
-			UpdateProviderAccount struct{ ProviderAccount struct{ Settings map[string]any } }
+			UpdateProviderAccount struct {
+				ProviderAccount struct{ Settings map[string]any }
+			}
 		}
 		e.must(a.member, update, map[string]any{"in": map[string]any{"id": acct.ID, "credentials": rotated}}, &out)
 		if out.UpdateProviderAccount.ProviderAccount.Settings["location"] != "fsn1" {
