@@ -24,6 +24,7 @@ var (
 	ActCreateIPPool          = Action{"ipPool.create", "ipPool"}
 	ActCreateHost            = Action{"host.create", "host"}
 	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
+	ActSetHostDraining       = Action{"host.setDraining", "host"}
 	ActResetHostCredential   = Action{"host.resetCredential", "host"}
 	ActCreateFlavor          = Action{"flavor.create", "flavor"}
 	ActRegisterImage         = Action{"image.register", "image"}

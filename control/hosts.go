@@ -118,6 +118,25 @@ func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (sq
 	return host, err
 }
 
+// SetHostDraining drains a host (nothing new is placed on it; what runs
+// there keeps running) or returns it to service. Operators only.
+func (s *Service) SetHostDraining(ctx context.Context, id uuid.UUID, draining bool) (sqlc.Host, error) {
+	var host sqlc.Host
+	err := s.mutate(ctx, ActSetHostDraining, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		var err error
+		if host, err = q.SetHostDraining(ctx, sqlc.SetHostDrainingParams{ID: id, Draining: draining}); err != nil {
+			return notFound(err, "hostId", "host")
+		}
+		ev.Details = map[string]any{"draining": draining}
+		return nil
+	})
+	return host, err
+}
+
 // Hosts lists every host. Operators only.
 func (s *Service) Hosts(ctx context.Context) ([]sqlc.Host, error) {
 	if _, err := operator(ctx); err != nil {

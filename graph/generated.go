@@ -238,6 +238,7 @@ type ComplexityRoot struct {
 		RegisterImage         func(childComplexity int, input model.RegisterImageInput) int
 		RevokeAPIToken        func(childComplexity int, input model.RevokeAPITokenInput) int
 		SetHostCapacity       func(childComplexity int, input model.SetHostCapacityInput) int
+		SetHostDraining       func(childComplexity int, input model.SetHostDrainingInput) int
 		SetQuota              func(childComplexity int, input model.SetQuotaInput) int
 		StartInstance         func(childComplexity int, input model.InstanceIDInput) int
 		StopInstance          func(childComplexity int, input model.InstanceIDInput) int
@@ -412,6 +413,7 @@ type MutationResolver interface {
 	CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error)
 	CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error)
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
+	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
@@ -1304,6 +1306,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetHostCapacity(childComplexity, args["input"].(model.SetHostCapacityInput)), true
+	case "Mutation.setHostDraining":
+		if e.ComplexityRoot.Mutation.SetHostDraining == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setHostDraining_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetHostDraining(childComplexity, args["input"].(model.SetHostDrainingInput)), true
 	case "Mutation.setQuota":
 		if e.ComplexityRoot.Mutation.SetQuota == nil {
 			break
@@ -1746,6 +1759,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RegisterImageInput", ec.unmarshalInputRegisterImageInput),
 			graphql.NewInputUnmarshaler("RevokeApiTokenInput", ec.unmarshalInputRevokeApiTokenInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
+			graphql.NewInputUnmarshaler("SetHostDrainingInput", ec.unmarshalInputSetHostDrainingInput),
 			graphql.NewInputUnmarshaler("SetQuotaInput", ec.unmarshalInputSetQuotaInput),
 			graphql.NewInputUnmarshaler("UpdateProviderAccountInput", ec.unmarshalInputUpdateProviderAccountInput),
 		)
@@ -2677,6 +2691,20 @@ func (ec *executionContext) field_Mutation_setHostCapacity_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetHostCapacityInput, error) {
 			return ec.unmarshalNSetHostCapacityInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostCapacityInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setHostDraining_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
+			return ec.unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6241,6 +6269,50 @@ func (ec *executionContext) fieldContext_Mutation_setHostCapacity(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setHostCapacity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setHostDraining(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setHostDraining(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetHostDraining(ctx, fc.Args["input"].(model.SetHostDrainingInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
+			return ec.marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setHostDraining(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setHostDraining_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10291,6 +10363,55 @@ func UnmarshalSetHostCapacityInput(ctx context.Context, raw any) (model.SetHostC
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetHostDrainingInput(ctx context.Context, obj any) (model.SetHostDrainingInput, error) {
+	var it model.SetHostDrainingInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"hostId", "draining"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "hostId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HostID = data
+		case "draining":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("draining"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Draining = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetHostDrainingInput unmarshals raw into the SetHostDrainingInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetHostDrainingInput(ctx context.Context, raw any) (model.SetHostDrainingInput, error) {
+	var out model.SetHostDrainingInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetHostDrainingInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSetQuotaInput(ctx context.Context, obj any) (model.SetQuotaInput, error) {
 	var it model.SetQuotaInput
 	if obj == nil {
@@ -11806,6 +11927,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setHostCapacity":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setHostCapacity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setHostDraining":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setHostDraining(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13467,6 +13595,11 @@ func (ec *executionContext) marshalNRole2githubᚗcomᚋbetterᚑcomputeᚋvps�
 
 func (ec *executionContext) unmarshalNSetHostCapacityInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostCapacityInput(ctx context.Context, v any) (model.SetHostCapacityInput, error) {
 	res, err := ec.unmarshalInputSetHostCapacityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
+	res, err := ec.unmarshalInputSetHostDrainingInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

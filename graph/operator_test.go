@@ -85,6 +85,25 @@ func TestOperatorSetup(t *testing.T) {
 		if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "gpus[0].address" {
 			t.Fatalf("bad PCI address: %+v", r.Errors)
 		}
+
+		drain := `mutation($h: ID!, $d: Boolean!) { setHostDraining(input: {hostId: $h, draining: $d}) { host { name draining } } }`
+		var drained struct {
+			SetHostDraining struct{ Host struct{ Draining bool } }
+		}
+		e.must(e.operator, drain, map[string]any{"h": created.CreateHost.Host.ID, "d": true}, &drained)
+		if !drained.SetHostDraining.Host.Draining || e.count("hosts", "name = 'hv-1' AND draining") != 1 {
+			t.Fatalf("not draining: %+v", drained)
+		}
+		e.must(e.operator, drain, map[string]any{"h": created.CreateHost.Host.ID, "d": false}, &drained)
+		if drained.SetHostDraining.Host.Draining || e.count("audit_events", "action = 'host.setDraining' AND outcome = 'success'") != 2 {
+			t.Fatalf("still draining, or not audited: %+v", drained)
+		}
+		if r := e.do(e.operator, drain, map[string]any{"h": "hst_" + strings.Repeat("0", 26), "d": true}); r.code() != "NOT_FOUND" {
+			t.Fatalf("an unknown host: %+v", r.Errors)
+		}
+		if r := e.do(e.world("gamma").member, drain, map[string]any{"h": created.CreateHost.Host.ID, "d": true}); r.code() != "FORBIDDEN" {
+			t.Fatalf("a member drains: %+v", r.Errors)
+		}
 	})
 	t.Run("GPU flavor and quota view", func(t *testing.T) {
 		r := e.do(e.operator, `mutation { createFlavor(input: {name: "gpu-broken", vcpus: 8, memoryMb: 65536, diskGb: 100, gpuCount: 1}) { flavor { id } } }`, nil)

@@ -178,6 +178,16 @@ func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetH
 	return model.HostPayload{Host: host}, err
 }
 
+// SetHostDraining is the resolver for the setHostDraining field.
+func (r *mutationResolver) SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostDraining, err)
+	}
+	host, err := r.svc.SetHostDraining(ctx, hostID, input.Draining)
+	return model.HostPayload{Host: host}, err
+}
+
 // CreateFlavor is the resolver for the createFlavor field.
 func (r *mutationResolver) CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error) {
 	types, err := stringMap("providerServerTypes", input.ProviderServerTypes)

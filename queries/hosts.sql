@@ -39,3 +39,6 @@ SELECT h.id AS host_id,
 FROM hosts h LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
 WHERE h.id = ANY(@ids::uuid[])
 GROUP BY h.id;
+
+-- name: SetHostDraining :one
+UPDATE hosts SET draining = @draining WHERE id = @id RETURNING *;

@@ -306,3 +306,30 @@ func (q *Queries) SetHostCapacity(ctx context.Context, arg SetHostCapacityParams
 	)
 	return i, err
 }
+
+const setHostDraining = `-- name: SetHostDraining :one
+UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory
+`
+
+type SetHostDrainingParams struct {
+	Draining bool
+	ID       uuid.UUID
+}
+
+func (q *Queries) SetHostDraining(ctx context.Context, arg SetHostDrainingParams) (Host, error) {
+	row := q.db.QueryRow(ctx, setHostDraining, arg.Draining, arg.ID)
+	var i Host
+	err := row.Scan(
+		&i.ID,
+		&i.PoolID,
+		&i.Name,
+		&i.CredentialHash,
+		&i.Draining,
+		&i.LastSeenAt,
+		&i.CreatedAt,
+		&i.SpecGeneration,
+		&i.ReportedGeneration,
+		&i.Inventory,
+	)
+	return i, err
+}

@@ -287,6 +287,11 @@ type SetHostCapacityInput struct {
 	Gpus     []GpuInput `json:"gpus,omitempty"`
 }
 
+type SetHostDrainingInput struct {
+	HostID   string `json:"hostId"`
+	Draining bool   `json:"draining"`
+}
+
 // Limits left null are unlimited.
 type SetQuotaInput struct {
 	TenantID  string `json:"tenantId"`
