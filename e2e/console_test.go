@@ -323,6 +323,22 @@ func TestConsole(t *testing.T) {
 			[...document.querySelectorAll('#hosts-body .host')].every((h) => h.querySelectorAll('[role=meter]').length >= 3 && h.dataset.alive === 'true') &&
 			[...document.querySelectorAll('#hosts-body [role=meter][aria-label=vCPU]')].reduce((n, m) => n + Number(m.getAttribute('aria-valuenow')), 0) === 5`)
 		b.shot("hosts")
+		// Drain the first host (confirmed), then return it to service.
+		host := evaluate[string](b, `document.querySelector('#hosts-body .host').dataset.id`)
+		b.do("drain", chromedp.Click(chromedp.ID("drain-"+host)))
+		b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+		b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+		b.wait("the host draining", fmt.Sprintf(`document.querySelector('.host[data-id=%q]')?.textContent.includes('draining') &&
+			document.getElementById('drain-%s')?.textContent === 'Return to service'`, host, host))
+		hosts := dev.gql(t, dev.operator, `{ hosts { id draining } }`, nil)["hosts"].([]any)
+		for _, x := range hosts {
+			if x := x.(map[string]any); x["id"] == host && x["draining"] != true {
+				t.Errorf("the API says host %s is not draining", host)
+			}
+		}
+		b.do("return to service", chromedp.Click(chromedp.ID("drain-"+host)))
+		b.wait("the host in service", fmt.Sprintf(`document.getElementById('drain-%s')?.textContent === 'Drain' &&
+			!document.querySelector('.host[data-id=%q]').textContent.includes('draining')`, host, host))
 		for _, page := range []string{"pools", "flavors", "images", "tenants"} {
 			b.do("open "+page, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="#/ops/%s"]`, page))))
 			b.wait(page, fmt.Sprintf(`document.getElementById('main').dataset.page === %q && !!document.querySelector('#%s-body > :not(.state-loading):not(.state-error)')`, page, page))

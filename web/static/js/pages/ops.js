@@ -1,11 +1,12 @@
 // Operator pages: pools, hosts, flavors, images and tenants.
 import { h, replace, time, ago, mib, plural } from '../dom.js';
-import { gql } from '../api.js';
-import { loading, failure, empty, pageHead, table, bar, tag } from '../ui.js';
+import { gql, describe } from '../api.js';
+import { loading, failure, empty, pageHead, table, bar, tag, confirm } from '../ui.js';
 
 // listPage loads query and renders it into the page, with loading, error
 // and empty states; with every, it reloads on that interval (ms) while the
-// page is shown and the tab is visible.
+// page is shown and the tab is visible. render gets a reload function for
+// its actions.
 function listPage(ctx, { title, what, query, render, every, id }) {
   ctx.setTitle(title);
   const note = h('p', { class: 'summary', 'aria-live': 'polite' });
@@ -17,7 +18,7 @@ function listPage(ctx, { title, what, query, render, every, id }) {
     clearTimeout(timer);
     try {
       const data = await gql(query, {}, { signal: ctx.signal });
-      const out = render(data, note);
+      const out = render(data, note, load);
       replace(body, out);
       loaded = true;
       ctx.markUsable(id);
@@ -71,7 +72,7 @@ export function hostsPage(ctx) {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
     query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { model }
       allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration } }`,
-    render: ({ hosts }, note) => {
+    render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
       replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
       if (!hosts.length) return empty('No hosts yet.', h('p', null, 'Adopt one with createHost and run better-compute host on it.'));
@@ -90,10 +91,30 @@ export function hostsPage(ctx) {
               bar('Memory', x.allocated.memoryMb, c.memoryMb, mib),
               bar('Disk', x.allocated.diskGb, c.diskGb, (n) => `${n} GB`),
               x.gpus.length ? bar('GPU', x.allocated.gpus, x.gpus.length) : null)
-            : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'));
+            : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'),
+          drainButton(x, note, reload));
       }));
     },
   });
+}
+
+// drainButton drains a host (after a confirmation) or returns it to service.
+function drainButton(host, note, reload) {
+  const drain = !host.draining;
+  return h('div', { class: 'actions' }, h('button', {
+    type: 'button', class: 'btn', id: `drain-${host.id}`,
+    onclick: async () => {
+      if (drain && !await confirm({ title: `Drain ${host.name}?`, ok: 'Drain host',
+        body: 'Nothing new will be placed on it; what runs there keeps running.' })) return;
+      try {
+        await gql(`mutation Drain($h: ID!, $d: Boolean!) { setHostDraining(input: {hostId: $h, draining: $d}) { host { id draining } } }`,
+          { h: host.id, d: drain });
+        reload();
+      } catch (err) {
+        replace(note, `Could not ${drain ? 'drain' : 'return'} ${host.name}: ${describe(err)}`);
+      }
+    },
+  }, drain ? 'Drain' : 'Return to service'));
 }
 
 export function flavorsPage(ctx) {
