@@ -18,6 +18,28 @@ func (s *Service) TenantsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.U
 	return byID(ctx, "tenants", keys, s.q.GetTenantsByIDs, func(t sqlc.Tenant) uuid.UUID { return t.ID })
 }
 
+// PrincipalNames loads the names of principals as the caller may see
+// them: operators see every name; members see their tenant's principals by
+// name and any other (an operator acting on their tenant) as "an operator".
+func (s *Service) PrincipalNames(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]string, error) {
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := byID(ctx, "principals", keys, s.q.GetPrincipalsByIDs, func(p sqlc.Principal) uuid.UUID { return p.ID })
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uuid.UUID]string, len(rows))
+	for id, row := range rows {
+		names[id] = row.Name
+		if !p.IsOperator() && (row.TenantID == nil || *row.TenantID != p.TenantID) {
+			names[id] = "an operator"
+		}
+	}
+	return names, nil
+}
+
 // PoolsByID loads pools.
 func (s *Service) PoolsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Pool, error) {
 	return byID(ctx, "pools", keys, s.q.GetPoolsByIDs, func(p sqlc.Pool) uuid.UUID { return p.ID })

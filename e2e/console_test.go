@@ -349,7 +349,8 @@ func TestConsole(t *testing.T) {
 		b.do("open pools", chromedp.Click(chromedp.CSS(`a[href="#/ops/pools"]`)))
 		b.wait("the sim pool's IP usage", `[...document.querySelectorAll('#pools-body [role=meter]')].some((m) => m.getAttribute('aria-valuenow') === '3')`)
 		b.do("open the audit log", chromedp.Click(chromedp.CSS(`nav a[href="#/audit"]`)))
-		b.wait("the audit log", `[...document.querySelectorAll('#audit-table td')].some((td) => td.textContent === 'instance.delete')`)
+		b.wait("the audit log, saying who acted", `[...document.querySelectorAll('#audit-table tr')].some((tr) =>
+			tr.textContent.includes('instance.delete') && tr.textContent.includes('demo-member'))`)
 	})
 
 	step("the first load of a session is fast", func(t *testing.T) {

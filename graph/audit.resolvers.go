@@ -25,6 +25,11 @@ func (r *auditEventResolver) PrincipalID(ctx context.Context, obj *sqlc.AuditEve
 	return encodeOptID(ids.Principal, obj.PrincipalID), nil
 }
 
+// PrincipalName is the resolver for the principalName field.
+func (r *auditEventResolver) PrincipalName(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+	return loadPtr(ctx, loadersFrom(ctx).principals, obj.PrincipalID)
+}
+
 // TenantID is the resolver for the tenantId field.
 func (r *auditEventResolver) TenantID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
 	return encodeOptID(ids.Tenant, obj.TenantID), nil

@@ -64,17 +64,18 @@ type ComplexityRoot struct {
 	}
 
 	AuditEvent struct {
-		Action      func(childComplexity int) int
-		At          func(childComplexity int) int
-		Details     func(childComplexity int) int
-		ErrorCode   func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Outcome     func(childComplexity int) int
-		PrincipalID func(childComplexity int) int
-		RequestID   func(childComplexity int) int
-		TargetID    func(childComplexity int) int
-		TargetType  func(childComplexity int) int
-		TenantID    func(childComplexity int) int
+		Action        func(childComplexity int) int
+		At            func(childComplexity int) int
+		Details       func(childComplexity int) int
+		ErrorCode     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Outcome       func(childComplexity int) int
+		PrincipalID   func(childComplexity int) int
+		PrincipalName func(childComplexity int) int
+		RequestID     func(childComplexity int) int
+		TargetID      func(childComplexity int) int
+		TargetType    func(childComplexity int) int
+		TenantID      func(childComplexity int) int
 	}
 
 	AuditEventConnection struct {
@@ -351,6 +352,7 @@ type AuditEventResolver interface {
 	ID(ctx context.Context, obj *sqlc.AuditEvent) (string, error)
 
 	PrincipalID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
+	PrincipalName(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
 	TenantID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
 
 	TargetID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
@@ -574,6 +576,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEvent.PrincipalID(childComplexity), true
+	case "AuditEvent.principalName":
+		if e.ComplexityRoot.AuditEvent.PrincipalName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.PrincipalName(childComplexity), true
 	case "AuditEvent.requestId":
 		if e.ComplexityRoot.AuditEvent.RequestID == nil {
 			break
@@ -1917,6 +1925,8 @@ func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field gr
 		return ec.fieldContext_AuditEvent_at(ctx, field)
 	case "principalId":
 		return ec.fieldContext_AuditEvent_principalId(ctx, field)
+	case "principalName":
+		return ec.fieldContext_AuditEvent_principalName(ctx, field)
 	case "tenantId":
 		return ec.fieldContext_AuditEvent_tenantId(ctx, field)
 	case "action":
@@ -3236,6 +3246,29 @@ func (ec *executionContext) _AuditEvent_principalId(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_AuditEvent_principalId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "ID")
+}
+
+func (ec *executionContext) _AuditEvent_principalName(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_principalName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AuditEvent().PrincipalName(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_principalName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "String")
 }
 
 func (ec *executionContext) _AuditEvent_tenantId(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
@@ -10759,6 +10792,12 @@ func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._AuditEvent_principalId(ctx, field, obj)
+				})
+		case "principalName":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AuditEvent_principalName(ctx, field, obj)
 				})
 		case "tenantId":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,

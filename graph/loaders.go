@@ -25,6 +25,7 @@ type loaders struct {
 	gpus       *dataloadgen.Loader[uuid.UUID, []sqlc.HostGpu]
 	ipPools    *dataloadgen.Loader[uuid.UUID, []sqlc.IpPool]
 	leased     *dataloadgen.Loader[uuid.UUID, int]
+	principals *dataloadgen.Loader[uuid.UUID, string]
 }
 
 const loaderWait = 200 * time.Microsecond
@@ -41,6 +42,7 @@ func newLoaders(svc *control.Service) *loaders {
 		gpus:       dataloadgen.NewMappedLoader(svc.HostGPUs, dataloadgen.WithWait(loaderWait)),
 		ipPools:    dataloadgen.NewMappedLoader(svc.IPPools, dataloadgen.WithWait(loaderWait)),
 		leased:     dataloadgen.NewMappedLoader(svc.LeaseCounts, dataloadgen.WithWait(loaderWait)),
+		principals: dataloadgen.NewMappedLoader(svc.PrincipalNames, dataloadgen.WithWait(loaderWait)),
 	}
 }
 

@@ -4,6 +4,9 @@ INSERT INTO principals (id, name, role, tenant_id) VALUES ($1, $2, $3, $4) RETUR
 -- name: GetPrincipal :one
 SELECT * FROM principals WHERE id = $1;
 
+-- name: GetPrincipalsByIDs :many
+SELECT * FROM principals WHERE id = ANY(@ids::uuid[]);
+
 -- name: CreateAPIToken :one
 INSERT INTO api_tokens (id, principal_id, name, hash, expires_at)
 VALUES ($1, $2, $3, $4, $5) RETURNING *;

@@ -199,6 +199,36 @@ func (q *Queries) GetPrincipal(ctx context.Context, id uuid.UUID) (Principal, er
 	return i, err
 }
 
+const getPrincipalsByIDs = `-- name: GetPrincipalsByIDs :many
+SELECT id, name, role, tenant_id, created_at FROM principals WHERE id = ANY($1::uuid[])
+`
+
+func (q *Queries) GetPrincipalsByIDs(ctx context.Context, ids []uuid.UUID) ([]Principal, error) {
+	rows, err := q.db.Query(ctx, getPrincipalsByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Principal{}
+	for rows.Next() {
+		var i Principal
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Role,
+			&i.TenantID,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const revokeAPIToken = `-- name: RevokeAPIToken :one
 UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, principal_id, name, hash, created_at, expires_at, revoked_at
 `

@@ -9,7 +9,7 @@ const QUERY = `query Audit($first: Int, $after: String, $filter: AuditEventFilte
   auditEvents(first: $first, after: $after, filter: $filter) {
     totalCount
     pageInfo { hasNextPage endCursor }
-    nodes { id at principalId tenantId action targetType targetId requestId outcome errorCode details }
+    nodes { id at principalId principalName tenantId action targetType targetId requestId outcome errorCode details }
   }
   tenants @include(if: $operator) { id name }
 }`;
@@ -76,7 +76,7 @@ export function auditPage(ctx) {
       { label: 'Outcome', cell: (e) => e.outcome === 'SUCCESS' ? tag('success', 'ok') : [tag('failure', 'bad'), e.errorCode && h('span', { class: 'mono small' }, ` ${e.errorCode}`)] },
       { label: 'Target', cell: (e) => target(e) },
       session.operator && { label: 'Tenant', cell: (e) => e.tenantId ? (tenants.get(e.tenantId) || h('span', { class: 'mono small' }, e.tenantId)) : h('span', { class: 'muted' }, '—') },
-      { label: 'By', cell: (e) => e.principalId ? short(e.principalId) : h('span', { class: 'muted' }, 'the system') },
+      { label: 'By', cell: (e) => e.principalName ? h('span', { title: e.principalId }, e.principalName) : h('span', { class: 'muted' }, 'the system') },
       { label: 'Request', cell: (e) => short(e.requestId) },
       { label: 'Details', cell: (e) => details(e.details) },
     ].filter(Boolean);
