@@ -14,7 +14,9 @@ func TestAuditPrincipalNames(t *testing.T) {
 	by := func(token, action string) string {
 		t.Helper()
 		var out struct {
-			AuditEvents struct{ Nodes []struct{ PrincipalName *string } }
+			AuditEvents struct {
+				Nodes []struct{ PrincipalName *string }
+			}
 		}
 		e.must(token, `query($a: String) { auditEvents(first: 5, filter: {action: $a}) { nodes { principalName } } }`, map[string]any{"a": action}, &out)
 		if len(out.AuditEvents.Nodes) == 0 || out.AuditEvents.Nodes[0].PrincipalName == nil {
