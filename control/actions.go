@@ -31,6 +31,7 @@ var (
 	ActCreateProviderAccount = Action{"providerAccount.create", "providerAccount"}
 	ActUpdateProviderAccount = Action{"providerAccount.update", "providerAccount"}
 	ActDeleteProviderAccount = Action{"providerAccount.delete", "providerAccount"}
+	ActReseal                = Action{"secrets.reseal", "secrets"}
 )
 
 // DesiredStateActions are the actions that set an instance's desired state.

@@ -101,3 +101,20 @@ func (s *Sealer) Open(sealed, aad []byte) ([]byte, error) {
 	}
 	return pt, nil
 }
+
+// KeyID names the current key, as sealed values carry it in bytes 1 to 4.
+func (s *Sealer) KeyID() []byte { return s.current.id[:] }
+
+// Reseal seals a value again under the current key, so the secret it was
+// sealed with can be retired. A value the current key sealed comes back as
+// it is, with changed false.
+func (s *Sealer) Reseal(sealed, aad []byte) (out []byte, changed bool, err error) {
+	if len(sealed) >= 5 && [4]byte(sealed[1:5]) == s.current.id {
+		return sealed, false, nil
+	}
+	pt, err := s.Open(sealed, aad)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.Seal(pt, aad), true, nil
+}

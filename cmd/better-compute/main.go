@@ -20,6 +20,7 @@ var commands = map[string]struct {
 	"token":     {runToken, "create an API token (token create)"},
 	"reconcile": {runReconcile, "consume the work stream and converge instances"},
 	"host":      {runHost, "run the host daemon: converge this host's NodeSpec"},
+	"reseal":    {runReseal, "seal stored secrets again under BC_SECRET, after a rotation"},
 }
 
 func main() {
@@ -42,7 +43,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: better-compute <command> [flags]\n\ncommands:")
-	for _, name := range []string{"serve", "reconcile", "host", "migrate", "dev", "token"} {
+	for _, name := range []string{"serve", "reconcile", "host", "migrate", "dev", "token", "reseal"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nenvironment: DATABASE_URL, REDIS_URL, BC_SECRET, BC_SECRET_PREVIOUS, BC_BOOTSTRAP_TOKEN, BC_ALLOWED_ORIGINS")

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -72,5 +74,43 @@ func TestMigrateAndTokenCreate(t *testing.T) {
 	db.QueryRow(t.Context(), "SELECT count(*) FROM audit_events WHERE action = 'apiToken.create' AND request_id = 'cli'").Scan(&actions)
 	if actions != 1 {
 		t.Fatalf("token create audited %d times, want 1", actions)
+	}
+}
+
+// TestReseal runs `better-compute reseal` as an operator would after a
+// rotation: it reports what it sealed again and audits the run.
+func TestReseal(t *testing.T) {
+	url := testenv.EmptyDatabaseURL(t)
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary(t), args...)
+		cmd.Env = append(os.Environ(), append([]string{"DATABASE_URL=" + url}, env...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run(nil, "migrate")
+	db := testenv.Open(t, url)
+	old, _ := seal.New("old")
+	id := ids.New()
+	if _, err := db.Exec(t.Context(), "INSERT INTO provider_accounts (id, provider, name, credentials_sealed) VALUES ($1, 'hetzner', 'burst', $2)",
+		id, old.Seal([]byte("token"), id[:])); err != nil {
+		t.Fatal(err)
+	}
+	if out := run([]string{"BC_SECRET=new", "BC_SECRET_PREVIOUS=old"}, "reseal"); out != "sealed again: 0 user data, 1 provider credentials" {
+		t.Fatalf("reseal printed %q", out)
+	}
+	var sealed []byte
+	db.QueryRow(t.Context(), "SELECT credentials_sealed FROM provider_accounts WHERE id = $1", id).Scan(&sealed)
+	newOnly, _ := seal.New("new")
+	if _, err := newOnly.Open(sealed, id[:]); err != nil {
+		t.Fatalf("the credentials do not open with the new secret alone: %v", err)
+	}
+	var audited int
+	db.QueryRow(t.Context(), "SELECT count(*) FROM audit_events WHERE action = 'secrets.reseal' AND request_id = 'reseal'").Scan(&audited)
+	if audited != 1 {
+		t.Fatalf("reseal audited %d times, want 1", audited)
 	}
 }

@@ -1,0 +1,18 @@
+-- The sealed values another key than the current one sealed, by ID from
+-- a cursor, for reseal. A sealed value's bytes 2 to 5 name its key.
+
+-- name: StaleUserData :many
+SELECT id, user_data_sealed FROM instances
+WHERE user_data_sealed IS NOT NULL AND substring(user_data_sealed from 2 for 4) <> @key_id::bytea AND id > @after
+ORDER BY id LIMIT 500;
+
+-- name: ResealUserData :execrows
+UPDATE instances SET user_data_sealed = @sealed WHERE id = @id AND user_data_sealed = @was;
+
+-- name: StaleProviderCredentials :many
+SELECT id, credentials_sealed FROM provider_accounts
+WHERE substring(credentials_sealed from 2 for 4) <> @key_id::bytea AND id > @after
+ORDER BY id LIMIT 500;
+
+-- name: ResealProviderCredentials :execrows
+UPDATE provider_accounts SET credentials_sealed = @sealed WHERE id = @id AND credentials_sealed = @was;
