@@ -206,11 +206,7 @@ func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
 	c := start(t, options{reconcilers: reconcilers, reconcileArgs: []string{
 		"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
 	}})
-	acct := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
-		map[string]any{"in": map[string]any{"name": "burst", "provider": cl.kind, "credentials": cl.credentials, "settings": cl.settings}},
-		"createProviderAccount", "providerAccount", "id")
-	c.pool = c.must(c.operator, `mutation($a: ID!, $t: ID!) { createPool(input: {name: "cloud", class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
-		map[string]any{"a": acct, "t": c.tenant}, "createPool", "pool", "id")
+	c.providerPool(cl, "cloud", cl.credentials)
 	kind := strings.ToLower(cl.kind)
 	types := map[string]any{}
 	if cl.serverType != "" {
@@ -221,6 +217,19 @@ func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
 	c.image = c.must(c.operator, `mutation($m: Map) { registerImage(input: {name: "cloud-debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("d", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true, providerImages: $m}) { image { id } } }`,
 		map[string]any{"m": map[string]any{kind: cl.image}}, "registerImage", "image", "id")
 	return c
+}
+
+// providerPool registers the tenant's account on cl with credentials, makes
+// a pool named name on it, points c.create at the pool and returns the
+// account's ID.
+func (c *cluster) providerPool(cl *cloud, name, credentials string) string {
+	c.t.Helper()
+	acct := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+		map[string]any{"in": map[string]any{"name": name, "provider": cl.kind, "credentials": credentials, "settings": cl.settings}},
+		"createProviderAccount", "providerAccount", "id")
+	c.pool = c.must(c.operator, `mutation($a: ID!, $t: ID!, $n: String!) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
+		map[string]any{"a": acct, "t": c.tenant, "n": name}, "createPool", "pool", "id")
+	return acct
 }
 
 // ours returns the provider's servers that carry a label.
@@ -450,11 +459,7 @@ func credentialsStaySecret(t *testing.T, cl *cloud) {
 	c.createAll("secret", 2, "RUNNING")
 	c.settle(30 * time.Second)
 	wrong := cl.wrongCredentials
-	bad := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
-		map[string]any{"in": map[string]any{"name": "wrong", "provider": cl.kind, "credentials": wrong, "settings": cl.settings}},
-		"createProviderAccount", "providerAccount", "id")
-	c.pool = c.must(c.operator, `mutation($a: ID!, $t: ID!) { createPool(input: {name: "wrong", class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
-		map[string]any{"a": bad, "t": c.tenant}, "createPool", "pool", "id")
+	bad := c.providerPool(cl, "wrong", wrong)
 	refused := c.create("refused", "RUNNING")
 	waitFor(t, 30*time.Second, "ERROR", func() bool { s, _ := c.instanceState(refused); return s == "ERROR" })
 	// The token is rotated: the reconciler makes the account's driver anew.
