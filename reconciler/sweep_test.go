@@ -1,0 +1,39 @@
+package reconciler_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// TestOneSweepPerInterval: reconcilers racing for an account's sweep take
+// it once an interval between them, so the account is listed once however
+// many reconcilers run.
+func TestOneSweepPerInterval(t *testing.T) {
+	e := setup(t)
+	acct, err := e.svc.CreateProviderAccount(e.ctx, control.ProviderAccountInput{Name: "burst", Provider: control.ProviderHetzner, Credentials: "token"})
+	e.check(err)
+	claim := func(interval float64) int64 {
+		n, err := sqlc.New(e.db).ClaimSweep(e.ctx, sqlc.ClaimSweepParams{AccountID: acct.ID, IntervalSeconds: interval})
+		e.check(err)
+		return n
+	}
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { won.Add(claim(60)) })
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d of 8 reconcilers took the sweep, want 1", won.Load())
+	}
+	if claim(60) != 0 {
+		t.Fatal("the sweep was taken again within its interval")
+	}
+	if claim(0) != 1 {
+		t.Fatal("the sweep was not taken once its interval had passed")
+	}
+}
