@@ -49,6 +49,9 @@ type Config struct {
 	// LiveBuffer is how many events a subscriber may fall behind before it
 	// is dropped (BC_LIVE_BUFFER). Default 256.
 	LiveBuffer int
+	// LiveMaxUnread is how many bytes a websocket client may leave unread
+	// before it is closed as a slow consumer (BC_LIVE_MAX_UNREAD). Default 1 MiB.
+	LiveMaxUnread int
 	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
 	// comma-separated). Default: hetzner, proxmox.
 	Providers []string
@@ -71,6 +74,7 @@ func FromEnv() Config {
 		RedisPrefix:    os.Getenv("BC_REDIS_PREFIX"),
 	}
 	cfg.LiveBuffer, _ = strconv.Atoi(os.Getenv("BC_LIVE_BUFFER"))
+	cfg.LiveMaxUnread, _ = strconv.Atoi(os.Getenv("BC_LIVE_MAX_UNREAD"))
 	cfg.MaxConnections, _ = strconv.Atoi(os.Getenv("BC_WS_MAX_CONNECTIONS"))
 	cfg.Providers = split(os.Getenv("BC_PROVIDERS"))
 	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
@@ -216,7 +220,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	})
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	handler := server.New(server.Config{
-		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
+		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, MaxUnread: cfg.LiveMaxUnread, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

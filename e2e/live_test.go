@@ -47,13 +47,19 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 }
 
-// churnFor changes the tenant's instances at random until stop is closed.
-func churnFor(c *cluster, token string, ids []string, stop <-chan struct{}, wg *sync.WaitGroup) {
+// toggle changes the tenant's instances at random until the stop it returns
+// is called, or the test ends: its goroutine never outlives the test.
+func toggle(t testing.TB, c *cluster, token string, ids []string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(stop)
 	wg.Go(func() {
 		rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			default:
 			}
@@ -61,6 +67,7 @@ func churnFor(c *cluster, token string, ids []string, stop <-chan struct{}, wg *
 			c.gql(token, `mutation($id: ID!) { `+op+`(input: {id: $id}) { instance { id } } }`, map[string]any{"id": ids[rng.IntN(len(ids))]})
 		}
 	})
+	return stop
 }
 
 // TestIncludeCurrent subscribes with includeCurrent while instances change
@@ -71,14 +78,11 @@ func TestIncludeCurrent(t *testing.T) {
 	for i := range 30 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	churnFor(c, c.member, ids, stop, &wg)
+	stop := toggle(t, c, c.member, ids)
 	time.Sleep(300 * time.Millisecond) // subscribe mid-churn
 	ws := subscribe(t, c.url, c.member, map[string]any{"c": true})
 	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 	c.settle(30 * time.Second)
 	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	ws.mu.Lock()
@@ -103,13 +107,11 @@ func TestTenantIsolation(t *testing.T) {
 			map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": fmt.Sprintf("g-%d", i), "sshKeys": []string{sshKey}}},
 			"createInstance", "instance", "id"))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	churnFor(c, c.member, acme, stop, &wg)
-	churnFor(c, otherToken, globex, stop, &wg)
+	stopAcme := toggle(t, c, c.member, acme)
+	stopGlobex := toggle(t, c, otherToken, globex)
 	time.Sleep(2 * time.Second)
-	close(stop)
-	wg.Wait()
+	stopAcme()
+	stopGlobex()
 	c.settle(30 * time.Second)
 	mine.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	ops.converges(t, 20*time.Second, func() map[string]string {
@@ -170,28 +172,26 @@ func TestRedisRestarted(t *testing.T) {
 // TestSlowClient: a subscriber that never reads is closed; the others still
 // receive every event.
 func TestSlowClient(t *testing.T) {
-	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 100, serverEnv: []string{"BC_LIVE_BUFFER=64"}})
+	// The server gives up on a client with more than 32 KiB unread, however
+	// much the kernels on the way would buffer.
+	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 100, serverEnv: []string{"BC_LIVE_BUFFER=64", "BC_LIVE_MAX_UNREAD=32768"}})
 	slow := dialSlow(t, c.url, c.member)
 	ws := subscribe(t, c.url, c.member, nil)
 	var ids []string
 	for i := range 50 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
-	// Change instances until the server gives up on the slow client: the
-	// kernel's socket buffers take a while to fill.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	churnFor(c, c.member, ids, stop, &wg)
+	stop := toggle(t, c, c.member, ids)
 	waitFor(t, 60*time.Second, "the slow client to be dropped", func() bool {
 		return metric(t, c.url, "bc_live_slow_subscribers_total") >= 1
 	})
-	close(stop)
-	wg.Wait()
-	c.settle(30 * time.Second)
-	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
+	// It reads at last: what it was sent, then the slow-consumer close.
 	if !slow.closedWithin(20 * time.Second) {
 		t.Fatal("the slow client was not closed with the slow-consumer reason")
 	}
+	stop()
+	c.settle(30 * time.Second)
+	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	if n := metric(t, c.url, "bc_live_slow_subscribers_total"); n != 1 {
 		t.Fatalf("slow subscribers = %v, want only the slow one", n)
 	}

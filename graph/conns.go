@@ -29,11 +29,17 @@ type wsConn struct {
 	principal *iam.Principal
 	subs      atomic.Int32
 	closeOnce sync.Once
+	// onSlow, if set, is told when the connection is closed as a slow
+	// consumer: once per connection, however many ways it fell behind.
+	onSlow func()
 }
 
 // close ends the connection with a code and a reason the client can read.
 func (c *wsConn) close(code int, reason string) {
 	c.closeOnce.Do(func() {
+		if code == closeSlowConsumer && c.onSlow != nil {
+			c.onSlow()
+		}
 		if c.ws != nil {
 			c.ws.WriteClose(code, reason)
 			c.ws.Close()
@@ -55,17 +61,28 @@ func withConn(r *http.Request) *http.Request {
 }
 
 // acceptor keeps each accepted connection in its state, so the server can
-// close it with a reason of its own.
+// close it with a reason of its own, and bounds its writes.
 type acceptor struct {
 	transport.CoderWebsocketImplementation
+	maxUnread    int
+	writeTimeout time.Duration
+	onSlow       func()
 }
 
 func (a acceptor) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	conn, err := a.CoderWebsocketImplementation.Accept(w, r, opts)
-	if c := connFrom(r.Context()); err == nil && c != nil {
-		c.ws = conn
+	hr := &hijackRecorder{ResponseWriter: w}
+	conn, err := a.CoderWebsocketImplementation.Accept(hr, r, opts)
+	if err != nil {
+		return nil, err
 	}
-	return conn, err
+	c := connFrom(r.Context())
+	if c == nil {
+		c = &wsConn{}
+	}
+	g := &guardedConn{WebsocketConn: conn, raw: hr.conn, maxUnread: a.maxUnread, writeTimeout: a.writeTimeout}
+	g.slow = func(reason string) { c.close(closeSlowConsumer, reason) }
+	c.ws, c.onSlow = g, a.onSlow
+	return g, nil
 }
 
 // conns tracks live connections by principal: for the per-principal limit,

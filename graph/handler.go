@@ -44,6 +44,35 @@ type HandlerConfig struct {
 	MaxConnections int
 	// MaxSubscriptions is how many subscriptions one websocket may carry. Default 50.
 	MaxSubscriptions int
+	// MaxUnread is how many bytes a websocket client may leave unread on
+	// its connection before it is closed as a slow consumer. Default 1 MiB.
+	MaxUnread int
+	// WriteTimeout is how long one write to a websocket client may take
+	// before it is closed as a slow consumer. Default 10s.
+	WriteTimeout time.Duration
+}
+
+// Defaults of HandlerConfig.
+const (
+	DefaultMaxConnections   = 100
+	DefaultMaxSubscriptions = 50
+	DefaultMaxUnread        = 1 << 20
+	DefaultWriteTimeout     = 10 * time.Second
+)
+
+func (cfg *HandlerConfig) applyDefaults() {
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxSubscriptions <= 0 {
+		cfg.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if cfg.MaxUnread <= 0 {
+		cfg.MaxUnread = DefaultMaxUnread
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 }
 
 // Handler is the /graphql endpoint.
@@ -65,17 +94,20 @@ const revocationCheck = 3 * time.Second
 // NewHandler returns the /graphql endpoint: POST and websocket, with
 // bearer-token authentication on both.
 func NewHandler(cfg HandlerConfig) *Handler {
-	if cfg.MaxConnections <= 0 {
-		cfg.MaxConnections = 100
-	}
-	if cfg.MaxSubscriptions <= 0 {
-		cfg.MaxSubscriptions = 50
-	}
+	cfg.applyDefaults()
 	q := sqlc.New(cfg.DB)
 	cs := &conns{max: cfg.MaxConnections}
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}}))
+	accept := acceptor{
+		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
+		maxUnread:                    cfg.MaxUnread,
+		writeTimeout:                 cfg.WriteTimeout,
+	}
+	if cfg.Live != nil {
+		accept.onSlow = cfg.Live.ClientSlow
+	}
 	srv.AddTransport(transport.Websocket{
-		Implementation: acceptor{transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}}},
+		Implementation: accept,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			refuse := func(code int, reason string) (context.Context, *transport.InitPayload, error) {
 				return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, code), reason), nil, errors.New(reason)

@@ -142,7 +142,6 @@ func (h *Hub) send(s *Sub, d Delivery) bool {
 	default:
 		s.once.Do(func() {
 			close(s.dropped)
-			h.metrics.slow.Inc()
 			if s.onDrop != nil {
 				go s.onDrop("slow consumer: fell more than " + strconv.Itoa(h.cfg.Buffer) + " events behind")
 			}

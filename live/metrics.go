@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 			Name: "bc_live_events_dropped_total", Help: "Events not queued because their subscriber fell behind.",
 		}),
 		slow: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "bc_live_slow_subscribers_total", Help: "Subscribers dropped for falling behind.",
+			Name: "bc_live_slow_subscribers_total", Help: "Websocket clients closed for falling behind.",
 		}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bc_live_resyncs_total", Help: "Times subscribers were told to resync after the Redis subscription came back.",
@@ -57,3 +57,6 @@ func (h *Hub) ClientConnected() { h.metrics.clients.Inc() }
 
 // ClientGone counts a websocket client leaving.
 func (h *Hub) ClientGone() { h.metrics.clients.Dec() }
+
+// ClientSlow counts a websocket client closed for falling behind.
+func (h *Hub) ClientSlow() { h.metrics.slow.Inc() }

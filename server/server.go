@@ -42,6 +42,9 @@ type Config struct {
 	Live *live.Hub
 	// MaxConnections is how many websockets one principal may hold. Default 100.
 	MaxConnections int
+	// MaxUnread is how many bytes a websocket client may leave unread
+	// before it is closed as a slow consumer. Default 1 MiB.
+	MaxUnread int
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
@@ -78,6 +81,7 @@ func New(cfg Config) *Server {
 		Observe:        m.observe,
 		Live:           cfg.Live,
 		MaxConnections: cfg.MaxConnections,
+		MaxUnread:      cfg.MaxUnread,
 	})
 	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {
