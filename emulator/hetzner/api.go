@@ -185,11 +185,6 @@ func paginate(q url.Values, total int) (lo, hi int, p pagination, bad []fieldErr
 	return lo, hi, p, nil
 }
 
-type idName struct {
-	ID   int64  `json:"id"`
-	Name string `json:"name"`
-}
-
 type serverTypeJSON struct {
 	ID           int64   `json:"id"`
 	Name         string  `json:"name"`
