@@ -19,6 +19,7 @@ import (
 
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/gateway"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
 	"github.com/better-compute/vps/seal"
@@ -107,10 +108,10 @@ func (c *Config) applyDefaults() {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
 	if c.RedisPrefix == "" {
-		c.RedisPrefix = "bc:"
+		c.RedisPrefix = vps.DefaultRedisPrefix
 	}
 	if c.HostSilentAfter <= 0 {
-		c.HostSilentAfter = 30 * time.Second
+		c.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 }
 

@@ -17,12 +17,6 @@ const (
 	MaxSSHKeys  = 32
 )
 
-// Pool classes that take instances.
-const (
-	ClassHosted   = "vps-host"
-	ClassProvider = "provider"
-)
-
 var hostname = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // checkName validates an instance name: it becomes the guest's hostname.

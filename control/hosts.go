@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -39,8 +40,8 @@ func (s *Service) CreateHost(ctx context.Context, poolID uuid.UUID, name string)
 		if err != nil {
 			return notFound(err, "poolId", "pool")
 		}
-		if pool.Class != ClassHosted {
-			return apierr.Invalid("poolId", "hosts join pools of class %s, not %s", ClassHosted, pool.Class)
+		if pool.Class != vps.ClassHosted {
+			return apierr.Invalid("poolId", "hosts join pools of class %s, not %s", vps.ClassHosted, pool.Class)
 		}
 		secret, hash := iam.NewSecret(HostCredentialPrefix)
 		out.Credential = secret

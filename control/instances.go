@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -93,8 +94,8 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if pool.TenantID != nil && *pool.TenantID != tenant {
 		return none, apierr.NotFoundf("poolId", "pool not found")
 	}
-	if pool.Class != ClassHosted && pool.Class != ClassProvider {
-		return none, apierr.Invalid("poolId", "pool %s is of class %q; instances need class %s or %s", pool.Name, pool.Class, ClassHosted, ClassProvider)
+	if pool.Class != vps.ClassHosted && pool.Class != vps.ClassProvider {
+		return none, apierr.Invalid("poolId", "pool %s is of class %q; instances need class %s or %s", pool.Name, pool.Class, vps.ClassHosted, vps.ClassProvider)
 	}
 	flavor, err := q.GetFlavor(ctx, in.FlavorID)
 	if err != nil {
@@ -172,7 +173,7 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	}
 	ev.TargetID = inst.ID
 	ev.Details = map[string]any{"name": inst.Name, "desiredState": inst.DesiredState}
-	if err := events.Enqueue(ctx, q, TopicInstances, events.Created, inst); err != nil {
+	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
 		return none, err
 	}
 	return inst, nil
@@ -182,7 +183,7 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 // has no counterpart of: a Hetzner server type, a Hetzner image or a
 // Proxmox template.
 func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool, f sqlc.Flavor, img *ResolvedImage) error {
-	if pool.Class != ClassProvider || pool.ProviderAccountID == nil {
+	if pool.Class != vps.ClassProvider || pool.ProviderAccountID == nil {
 		return nil
 	}
 	acct, err := q.GetProviderAccount(ctx, *pool.ProviderAccountID)
@@ -260,7 +261,7 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return fmt.Errorf("set desired state: %w", err)
 		}
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
-		return events.Enqueue(ctx, q, TopicInstances, events.Updated, inst)
+		return events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst)
 	})
 	return inst, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -47,7 +48,7 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, erro
 			return apierr.Invalid("name", "must be a lowercase slug of at most 63 characters")
 		}
 		if !poolClass.MatchString(in.Class) {
-			return apierr.Invalid("class", "must be a lowercase slug such as %s or %s", ClassHosted, ClassProvider)
+			return apierr.Invalid("class", "must be a lowercase slug such as %s or %s", vps.ClassHosted, vps.ClassProvider)
 		}
 		if in.Placement == "" {
 			in.Placement = "spread"
@@ -64,10 +65,10 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, erro
 		}
 		var account *uuid.UUID
 		switch {
-		case in.Class == ClassProvider && in.ProviderAccountID == uuid.Nil:
-			return apierr.Invalid("providerAccountId", "a pool of class %s needs a provider account", ClassProvider)
-		case in.Class != ClassProvider && in.ProviderAccountID != uuid.Nil:
-			return apierr.Invalid("providerAccountId", "only pools of class %s have a provider account", ClassProvider)
+		case in.Class == vps.ClassProvider && in.ProviderAccountID == uuid.Nil:
+			return apierr.Invalid("providerAccountId", "a pool of class %s needs a provider account", vps.ClassProvider)
+		case in.Class != vps.ClassProvider && in.ProviderAccountID != uuid.Nil:
+			return apierr.Invalid("providerAccountId", "only pools of class %s have a provider account", vps.ClassProvider)
 		case in.ProviderAccountID != uuid.Nil:
 			acct, err := q.GetProviderAccount(ctx, in.ProviderAccountID)
 			if err != nil {

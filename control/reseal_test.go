@@ -8,6 +8,7 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
 
@@ -22,7 +23,7 @@ func TestReseal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, _ := before.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: control.ClassHosted})
+	pool, _ := before.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
 	flavor, _ := before.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 512, DiskGB: 5})
 	img, _ := before.RegisterImage(ctx, control.ImageInput{Name: "img", SourceURL: "file:///i.raw", SHA256: strings.Repeat("b", 64), Format: "raw", Visibility: "public"})
 	const userData = "#cloud-config\nhostname: web\n"

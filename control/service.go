@@ -17,6 +17,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -59,7 +60,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.HostSilentAfter <= 0 {
-		cfg.HostSilentAfter = 30 * time.Second
+		cfg.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 	if cfg.Providers == nil {
 		cfg.Providers = []string{ProviderHetzner, ProviderProxmox}
@@ -72,9 +73,6 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 func (s *Service) HostAlive(h sqlc.Host) bool {
 	return h.LastSeenAt != nil && time.Since(*h.LastSeenAt) < s.silentAfter
 }
-
-// TopicInstances is the outbox topic of the vps.instances reconciler.
-const TopicInstances = "vps.instances"
 
 // mutation is the body of an audited mutation. It runs inside the
 // transaction and fills in the audit event's target and tenant once the

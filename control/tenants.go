@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -66,7 +67,7 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, 
 			return fmt.Errorf("delete tenant instances: %w", err)
 		}
 		for _, inst := range deleted {
-			if err := events.Enqueue(ctx, q, TopicInstances, events.Updated, inst); err != nil {
+			if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
 				return err
 			}
 		}

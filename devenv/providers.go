@@ -9,6 +9,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -56,7 +57,7 @@ func SeedProviders(ctx context.Context, svc *control.Service, e Emulated) error 
 		}
 		name := ProviderPools[in.Provider]
 		_, err = findOr(ctx, svc.Pools, func(p sqlc.Pool) bool { return p.Name == name }, func() (sqlc.Pool, error) {
-			return svc.CreatePool(ctx, control.PoolInput{Name: name, Class: control.ClassProvider, ProviderAccountID: acct.ID})
+			return svc.CreatePool(ctx, control.PoolInput{Name: name, Class: vps.ClassProvider, ProviderAccountID: acct.ID})
 		})
 		if err != nil {
 			return fmt.Errorf("seed pool %s: %w", name, err)

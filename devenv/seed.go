@@ -10,6 +10,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -34,7 +35,7 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "dev-seed"), control.System)
 	sim := Sim{Credentials: map[string]string{}}
 	pool, err := findOr(ctx, svc.Pools, func(p sqlc.Pool) bool { return p.Name == SimPool }, func() (sqlc.Pool, error) {
-		return svc.CreatePool(ctx, control.PoolInput{Name: SimPool, Class: control.ClassHosted})
+		return svc.CreatePool(ctx, control.PoolInput{Name: SimPool, Class: vps.ClassHosted})
 	})
 	if err != nil {
 		return sim, fmt.Errorf("seed pool: %w", err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -43,10 +44,10 @@ type Config struct {
 
 func (c *Config) applyDefaults() {
 	if c.Prefix == "" {
-		c.Prefix = "bc:"
+		c.Prefix = vps.DefaultRedisPrefix
 	}
 	if c.HostSilentAfter <= 0 {
-		c.HostSilentAfter = 30 * time.Second
+		c.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

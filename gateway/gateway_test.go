@@ -23,6 +23,7 @@ import (
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
 
@@ -52,7 +53,7 @@ func setup(t *testing.T) *env {
 	}
 	tenant, err := svc.CreateTenant(ctx, "acme")
 	must(err)
-	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: control.ClassHosted})
+	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
 	must(err)
 	_, err = svc.CreateIPPool(ctx, control.IPPoolInput{PoolID: pool.ID, CIDR: "10.1.0.0/24", Gateway: "10.1.0.1", RangeStart: "10.1.0.10", RangeEnd: "10.1.0.20", DNS: []string{"9.9.9.9"}})
 	must(err)

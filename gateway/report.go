@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -89,7 +89,7 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		wake = append(append(wake, back...), pending...)
 	}
 	for _, id := range wake {
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: control.TopicInstances, Key: id}); err != nil {
+		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
 			return fmt.Errorf("wake instance: %w", err)
 		}
 	}

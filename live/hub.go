@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // Config configures a Hub.
@@ -35,7 +36,7 @@ type Config struct {
 
 func (c *Config) applyDefaults() {
 	if c.Prefix == "" {
-		c.Prefix = "bc:"
+		c.Prefix = vps.DefaultRedisPrefix
 	}
 	if c.Buffer <= 0 {
 		c.Buffer = 256

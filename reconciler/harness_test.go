@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
 	"github.com/better-compute/vps/seal"
 )
@@ -50,7 +51,7 @@ func setup(t *testing.T) *env {
 	}
 	tenant, err := e.svc.CreateTenant(e.ctx, "acme")
 	e.check(err)
-	pool, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "fra1", Class: control.ClassHosted})
+	pool, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
 	e.check(err)
 	flavor, err := e.svc.CreateFlavor(e.ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
 	e.check(err)
@@ -147,7 +148,7 @@ func (e *env) count(query string, args ...any) int {
 // the one e.host and e.create use.
 func (e *env) poolWith(name, placement string, singleTenant bool) {
 	e.t.Helper()
-	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: name, Class: control.ClassHosted, Placement: placement, SingleTenant: singleTenant})
+	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: name, Class: vps.ClassHosted, Placement: placement, SingleTenant: singleTenant})
 	e.check(err)
 	e.pool = p.ID
 }

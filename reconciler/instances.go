@@ -8,8 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -164,7 +165,7 @@ func (r *Reconciler) release(ctx context.Context, q *sqlc.Queries, inst sqlc.Ins
 		if id == inst.ID {
 			continue
 		}
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: control.TopicInstances, Key: id}); err != nil {
+		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
 			return fmt.Errorf("wake pending instance: %w", err)
 		}
 	}
@@ -181,29 +182,30 @@ func (r *Reconciler) wakeHosts(ctx context.Context, hosts []uuid.UUID) {
 	}
 }
 
+// spec is the power a NodeSpec entry holds, or nil for no entry.
 func (p power) spec() *string {
-	var s string
+	var s hostproto.Power
 	switch p {
 	case runPower:
-		s = "running"
+		s = hostproto.PowerRunning
 	case stopPower:
-		s = "stopped"
+		s = hostproto.PowerStopped
 	case pausePower:
-		s = "paused"
+		s = hostproto.PowerPaused
 	default:
 		return nil
 	}
-	return &s
+	return (*string)(&s)
 }
 
 func powerOf(s *string) power {
 	if s == nil {
 		return removePower
 	}
-	switch *s {
-	case "running":
+	switch hostproto.Power(*s) {
+	case hostproto.PowerRunning:
 		return runPower
-	case "paused":
+	case hostproto.PowerPaused:
 		return pausePower
 	}
 	return stopPower

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -25,7 +25,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return false, fmt.Errorf("lock pool: %w", err)
 	}
-	if pool.Class != control.ClassHosted {
+	if pool.Class != vps.ClassHosted {
 		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
 	}
 	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
 
@@ -68,7 +69,7 @@ type Config struct {
 
 func (c *Config) applyDefaults() {
 	if c.Prefix == "" {
-		c.Prefix = "bc:"
+		c.Prefix = vps.DefaultRedisPrefix
 	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()
@@ -78,7 +79,7 @@ func (c *Config) applyDefaults() {
 		c.Workers = 8
 	}
 	if c.HostSilentAfter <= 0 {
-		c.HostSilentAfter = 30 * time.Second
+		c.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 	if c.RescanInterval <= 0 {
 		c.RescanInterval = 10 * time.Second

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -64,7 +64,7 @@ func (r *Reconciler) relayBatch(ctx context.Context) (int, error) {
 		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, row := range rows {
 				ids[i] = row.ID
-				if row.Topic == control.TopicInstances {
+				if row.Topic == vps.TopicInstances {
 					p.XAdd(ctx, &redis.XAddArgs{Stream: r.stream.key, MaxLen: r.cfg.StreamMaxLen, Approx: true,
 						Values: []string{"topic", row.Topic, "key", row.Key.String()}})
 				}

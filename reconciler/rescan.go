@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -53,6 +53,6 @@ func (r *Reconciler) rescanOnce(ctx context.Context) error {
 		for i, id := range ids {
 			keys[i] = id.String()
 		}
-		return r.stream.add(ctx, control.TopicInstances, keys...)
+		return r.stream.add(ctx, vps.TopicInstances, keys...)
 	})
 }
