@@ -36,6 +36,8 @@ type env struct {
 	log    *slog.Logger
 
 	tenant, pool, flavor, image uuid.UUID
+	// started counts the reconcilers started, to name each.
+	started int
 }
 
 func setup(t *testing.T) *env {
@@ -71,24 +73,39 @@ func (e *env) check(err error) {
 
 // reconcilers starts n reconcilers, stopped when the test ends.
 func (e *env) reconcilers(n int, tune func(*reconciler.Config)) {
-	for i := range n {
-		cfg := reconciler.Config{
-			DB: e.db, Redis: e.rdb, Prefix: e.prefix, Consumer: fmt.Sprintf("r%d", i),
-			RescanInterval: 500 * time.Millisecond, ClaimIdle: time.Second, Logger: e.log,
-		}
-		if tune != nil {
-			tune(&cfg)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- reconciler.New(cfg).Run(ctx) }()
-		e.t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("reconciler %d: %v", i, err)
-			}
-		})
+	for range n {
+		e.start(tune, nil)
 	}
+}
+
+// run starts one reconciler, with what register adds to it.
+func (e *env) run(register func(*reconciler.Reconciler)) {
+	e.start(nil, register)
+}
+
+func (e *env) start(tune func(*reconciler.Config), register func(*reconciler.Reconciler)) {
+	e.started++
+	i := e.started
+	cfg := reconciler.Config{
+		DB: e.db, Redis: e.rdb, Prefix: e.prefix, Consumer: fmt.Sprintf("r%d", i),
+		RescanInterval: 500 * time.Millisecond, ClaimIdle: time.Second, Logger: e.log,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	r := reconciler.New(cfg)
+	if register != nil {
+		register(r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("reconciler %d: %v", i, err)
+		}
+	})
 }
 
 // host adopts a host with capacity that counts as alive.

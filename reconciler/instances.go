@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,11 +22,45 @@ const TopicEvents = "vps.events"
 // errRace is a compare-and-set that lost; the instance is simply read again.
 var errRace = errors.New("instance changed underneath")
 
+// instances is the vps.instances kind: it moves each instance toward its
+// desired state one guarded transition at a time. Hosted and provider
+// pools take their steps differently; which way is chosen once per pool.
+type instances struct {
+	r *Reconciler
+	// steps maps a pool's ID to its stepFunc: a pool never changes its
+	// class or its provider account.
+	steps sync.Map
+}
+
+// stepFunc takes one step for an instance whose row q's transaction
+// locked, and reports whether another step may follow at once.
+type stepFunc func(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (again bool, err error)
+
+// Reconcile takes one step for the instance req names.
+func (k *instances) Reconcile(ctx context.Context, req Request) (Result, error) {
+	id, err := uuid.Parse(req.Key)
+	if err != nil {
+		return Result{}, Terminal(fmt.Errorf("instance id %q: %w", req.Key, err))
+	}
+	again, err := k.converge(ctx, id)
+	switch {
+	case errors.Is(err, errRace):
+		return Result{Requeue: true}, nil
+	case err != nil && ctx.Err() == nil:
+		reason, wait := retryReason(err)
+		k.r.recordFailure(ctx, id, reason)
+		return Result{RequeueAfter: wait}, err
+	case err != nil:
+		return Result{}, err
+	}
+	return Result{Requeue: again}, nil
+}
+
 // converge takes one step for an instance, in one transaction under its row
 // lock, and reports whether another step may follow at once.
-func (r *Reconciler) converge(ctx context.Context, id uuid.UUID) (again bool, err error) {
+func (k *instances) converge(ctx context.Context, id uuid.UUID) (again bool, err error) {
 	var wake []uuid.UUID
-	err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, k.r.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		inst, err := q.LockInstance(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -34,34 +69,55 @@ func (r *Reconciler) converge(ctx context.Context, id uuid.UUID) (again bool, er
 		if err != nil {
 			return fmt.Errorf("lock instance: %w", err)
 		}
-		acct, err := q.PoolProviderAccount(ctx, inst.PoolID)
-		if err != nil {
-			return fmt.Errorf("read pool: %w", err)
-		}
-		if acct != nil {
-			again, err = r.convergeProvider(ctx, q, inst, *acct)
-			return err
-		}
-		f, err := r.facts(ctx, q, inst)
+		step, err := k.stepOf(ctx, q, inst.PoolID)
 		if err != nil {
 			return err
 		}
-		st, ok := decide(f)
-		if !ok {
-			return nil
-		}
-		if st.place {
-			again, err = r.place(ctx, q, inst, &wake)
-			return err
-		}
-		again = true
-		return r.apply(ctx, q, inst, st, &wake)
+		again, err = step(ctx, q, inst, &wake)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("converge instance %s: %w", id, err)
 	}
-	r.wakeHosts(ctx, wake)
+	k.r.wakeHosts(ctx, wake)
 	return again, nil
+}
+
+// stepOf returns how the instances of a pool take their steps.
+func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID) (stepFunc, error) {
+	if step, ok := k.steps.Load(pool); ok {
+		return step.(stepFunc), nil
+	}
+	acct, err := q.PoolProviderAccount(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("read pool %s: %w", pool, err)
+	}
+	step := stepFunc(k.r.hostedStep)
+	if acct != nil {
+		id := *acct
+		step = func(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, _ *[]uuid.UUID) (bool, error) {
+			return k.r.convergeProvider(ctx, q, inst, id)
+		}
+	}
+	k.steps.Store(pool, step)
+	return step, nil
+}
+
+// hostedStep takes one step for an instance of a hosted pool: placement,
+// or a change of what its host is told to hold.
+func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
+	f, err := r.facts(ctx, q, inst)
+	if err != nil {
+		return false, err
+	}
+	st, ok := decide(f)
+	if !ok {
+		return false, nil
+	}
+	if st.place {
+		return r.place(ctx, q, inst, wake)
+	}
+	return true, r.apply(ctx, q, inst, st, wake)
 }
 
 func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (facts, error) {
@@ -209,4 +265,9 @@ func powerOf(s *string) power {
 		return pausePower
 	}
 	return stopPower
+}
+
+// instanceRequest asks the vps.instances kind to look at an instance.
+func instanceRequest(id uuid.UUID) Request {
+	return Request{Topic: vps.TopicInstances, Key: id.String()}
 }

@@ -5,46 +5,46 @@ import (
 	"time"
 )
 
-// queue hands keys (instance IDs) to workers with the guarantees of
+// queue hands keys (a topic's keys, such as instance IDs) to workers with the guarantees of
 // client-go's workqueue: a key is never worked on by two workers at once; a
 // key added several times before it is taken is taken once; a key added
 // while being worked on is taken again afterwards; failures back off per
 // key. Each key carries the stream entries it stands for, acknowledged only
 // once work on the key succeeded.
-type queue struct {
+type queue[K comparable] struct {
 	mu         sync.Mutex
-	ready      []string
-	queued     map[string]bool
-	working    map[string]bool
-	dirty      map[string]bool
-	entries    map[string][]string // stream entry IDs not yet acknowledged
-	failures   map[string]int
+	ready      []K
+	queued     map[K]bool
+	working    map[K]bool
+	dirty      map[K]bool
+	entries    map[K][]string // stream entry IDs not yet acknowledged
+	failures   map[K]int
 	signal     chan struct{}
 	closed     bool
 	closedChan chan struct{}
 }
 
-func newQueue() *queue {
-	return &queue{
-		queued:     map[string]bool{},
-		working:    map[string]bool{},
-		dirty:      map[string]bool{},
-		entries:    map[string][]string{},
-		failures:   map[string]int{},
+func newQueue[K comparable]() *queue[K] {
+	return &queue[K]{
+		queued:     map[K]bool{},
+		working:    map[K]bool{},
+		dirty:      map[K]bool{},
+		entries:    map[K][]string{},
+		failures:   map[K]int{},
 		signal:     make(chan struct{}, 1),
 		closedChan: make(chan struct{}),
 	}
 }
 
 // add queues key for the stream entries ids.
-func (q *queue) add(key string, ids ...string) {
+func (q *queue[K]) add(key K, ids ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.entries[key] = append(q.entries[key], ids...)
 	q.push(key)
 }
 
-func (q *queue) push(key string) {
+func (q *queue[K]) push(key K) {
 	if q.working[key] {
 		q.dirty[key] = true
 		return
@@ -62,12 +62,12 @@ func (q *queue) push(key string) {
 
 // get blocks until a key is ready, and returns it with the entries it
 // stands for; ok is false once the queue is closed.
-func (q *queue) get() (key string, ids []string, ok bool) {
+func (q *queue[K]) get() (key K, ids []string, ok bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
-			return "", nil, false
+			return key, nil, false
 		}
 		if len(q.ready) > 0 {
 			key = q.ready[0]
@@ -96,7 +96,7 @@ func (q *queue) get() (key string, ids []string, ok bool) {
 
 // done ends work on key. On success its failures are forgotten; on failure
 // its entries are kept and it is queued again after a backoff.
-func (q *queue) done(key string, ids []string, failed bool) {
+func (q *queue[K]) done(key K, ids []string, failed bool) {
 	if failed {
 		q.retry(key, ids, 0)
 		return
@@ -114,7 +114,7 @@ func (q *queue) done(key string, ids []string, failed bool) {
 // retry ends failed work on key: its entries are kept and it is queued
 // again after its backoff, or after wait if that is longer (a provider
 // asked us to wait).
-func (q *queue) retry(key string, ids []string, wait time.Duration) {
+func (q *queue[K]) retry(key K, ids []string, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.working, key)
@@ -130,13 +130,18 @@ func (q *queue) retry(key string, ids []string, wait time.Duration) {
 }
 
 // again queues key to be worked on once more right away.
-func (q *queue) again(key string) {
+func (q *queue[K]) again(key K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.push(key)
 }
 
-func (q *queue) close() {
+// after queues key to be worked on once more after d.
+func (q *queue[K]) after(key K, d time.Duration) {
+	time.AfterFunc(d, func() { q.again(key) })
+}
+
+func (q *queue[K]) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.closed {

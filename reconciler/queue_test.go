@@ -8,7 +8,7 @@ import (
 
 func TestQueue(t *testing.T) {
 	t.Run("adds before a take coalesce, keeping every entry", func(t *testing.T) {
-		q := newQueue()
+		q := newQueue[string]()
 		q.add("a", "1-0")
 		q.add("a", "2-0")
 		q.add("b", "3-0")
@@ -21,7 +21,7 @@ func TestQueue(t *testing.T) {
 		}
 	})
 	t.Run("a key added while worked on is handed out again after, not before", func(t *testing.T) {
-		q := newQueue()
+		q := newQueue[string]()
 		q.add("a", "1-0")
 		key, _, _ := q.get()
 		q.add("a", "2-0")
@@ -43,7 +43,7 @@ func TestQueue(t *testing.T) {
 		}
 	})
 	t.Run("a failure keeps the entries and backs off", func(t *testing.T) {
-		q := newQueue()
+		q := newQueue[string]()
 		q.add("a", "1-0")
 		key, ids, _ := q.get()
 		start := time.Now()
@@ -59,7 +59,7 @@ func TestQueue(t *testing.T) {
 		}
 	})
 	t.Run("close releases waiting workers", func(t *testing.T) {
-		q := newQueue()
+		q := newQueue[string]()
 		done := make(chan bool)
 		go func() { _, _, ok := q.get(); done <- ok }()
 		q.close()

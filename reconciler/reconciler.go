@@ -1,7 +1,10 @@
 // Package reconciler does the work the API records: it relays the outbox to
-// a Redis Stream, consumes the stream through a consumer group, and moves
-// each instance toward its desired state one guarded transition at a time
-// (vps.instances). Postgres is the truth; the stream only says where to look.
+// a Redis Stream, consumes the stream through a consumer group, and hands
+// each entry to the reconciler kind registered for its topic (vps.instances
+// moves each instance toward its desired state one guarded transition at a
+// time). Periodic work (the rescan, provider sweeps) runs once per interval
+// across all reconcile processes. Postgres is the truth; the stream only
+// says where to look.
 package reconciler
 
 import (
@@ -115,21 +118,30 @@ type Reconciler struct {
 	rdb      redis.UniversalClient
 	log      *slog.Logger
 	stream   *stream
-	queue    *queue
+	queue    *queue[Request]
 	accounts accounts
+	kinds    map[string]Kind
+	periodic []periodic
 }
 
-// New returns a Reconciler.
+// New returns a Reconciler running the vps.instances kind, the rescan
+// and the provider sweeps; Register and Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
-	return &Reconciler{
+	r := &Reconciler{
 		cfg:    cfg,
 		db:     cfg.DB,
 		rdb:    cfg.Redis,
 		log:    cfg.Logger,
 		stream: newStream(cfg),
-		queue:  newQueue(),
+		queue:  newQueue[Request](),
 	}
+	r.Register(vps.TopicInstances, &instances{r: r})
+	r.Every("vps.rescan", cfg.RescanInterval, r.rescan)
+	// Each account's sweep is claimed once a SweepInterval (stretched
+	// while its rate-limit budget runs low); this looks for due ones.
+	r.Every("vps.provider-sweeps", max(cfg.SweepInterval/4, 10*time.Millisecond), r.sweepDue)
+	return r
 }
 
 // Run relays, reads and converges until ctx ends.
@@ -139,10 +151,11 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return r.relay(ctx) })
-	g.Go(func() error { return r.rescan(ctx) })
 	g.Go(func() error { return r.read(ctx) })
 	g.Go(func() error { return r.reclaim(ctx) })
-	g.Go(func() error { return r.sweep(ctx) })
+	for _, p := range r.periodic {
+		g.Go(func() error { return r.loop(ctx, p) })
+	}
 	for range r.cfg.Workers {
 		g.Go(func() error { r.work(ctx); return nil })
 	}

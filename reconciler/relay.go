@@ -8,11 +8,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
-// relay moves outbox rows to Redis: work topics to the work stream, events
+// relay moves outbox rows to Redis: work topics to the work stream (where
+// one no kind handles is dead-lettered, not lost), events
 // to their channels. Rows are deleted in the transaction that read them,
 // after Redis took them, so a crash between the two only repeats them
 // (work coalesces; clients dedupe events by version). Several relays share
@@ -64,7 +64,7 @@ func (r *Reconciler) relayBatch(ctx context.Context) (int, error) {
 		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, row := range rows {
 				ids[i] = row.ID
-				if row.Topic == vps.TopicInstances {
+				if row.Topic != TopicEvents {
 					p.XAdd(ctx, &redis.XAddArgs{Stream: r.stream.key, MaxLen: r.cfg.StreamMaxLen, Approx: true,
 						Values: []string{"topic", row.Topic, "key", row.Key.String()}})
 				}

@@ -144,14 +144,22 @@ func (s *stream) claim(ctx context.Context) ([]entry, error) {
 			continue
 		}
 		s.log.ErrorContext(ctx, "dead-lettering a work entry delivered too often", "entry", e.id, "key", e.key, "deliveries", deliveries[e.id])
-		err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.dead, MaxLen: s.maxLen, Approx: true,
-			Values: []string{"topic", e.topic, "key", e.key, "entry", e.id}}).Err()
-		if err == nil {
-			err = s.ack(ctx, []string{e.id})
-		}
-		if err != nil {
-			return keep, fmt.Errorf("dead-letter %s: %w", e.id, err)
+		if err := s.deadLetter(ctx, e); err != nil {
+			return keep, err
 		}
 	}
 	return keep, nil
+}
+
+// deadLetter moves e to the dead-letter stream and acknowledges it.
+func (s *stream) deadLetter(ctx context.Context, e entry) error {
+	err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.dead, MaxLen: s.maxLen, Approx: true,
+		Values: []string{"topic", e.topic, "key", e.key, "entry", e.id}}).Err()
+	if err == nil {
+		err = s.ack(ctx, []string{e.id})
+	}
+	if err != nil {
+		return fmt.Errorf("dead-letter %s: %w", e.id, err)
+	}
+	return nil
 }

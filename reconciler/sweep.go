@@ -17,26 +17,10 @@ import (
 // no live instance owns.
 const ActDeleteOrphan = "providerAccount.deleteOrphan"
 
-// sweep lists the servers of each provider account once a SweepInterval,
-// across all reconcilers: it records what it sees on the instances,
-// wakes those whose server changed or vanished, and deletes orphans.
-func (r *Reconciler) sweep(ctx context.Context) error {
-	t := time.NewTicker(max(r.cfg.SweepInterval/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		if err := r.sweepDue(ctx); err != nil && ctx.Err() == nil {
-			r.log.WarnContext(ctx, "sweep provider accounts", "err", err)
-		}
-	}
-}
-
-// sweepDue sweeps the accounts whose sweep is due and that no other
-// reconciler has taken.
+// sweepDue lists the servers of each provider account whose sweep is due
+// and that no other reconciler has taken: it records what it sees on the
+// instances, wakes those whose server changed or vanished, and deletes
+// orphans.
 func (r *Reconciler) sweepDue(ctx context.Context) error {
 	q := sqlc.New(r.db)
 	rows, err := q.ProviderAccountsToSweep(ctx)
@@ -103,7 +87,7 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 		case !ok:
 			others = append(others, srv) // perhaps another account's instance
 		case in.ProviderServerID == nil:
-			r.queue.add(in.ID.String()) // its create's commit was lost: it adopts it
+			r.queue.add(instanceRequest(in.ID)) // its create's commit was lost: it adopts it
 		case *in.ProviderServerID != srv.ID:
 			orphans = append(orphans, srv) // a second server for one instance
 		default:
@@ -138,7 +122,7 @@ func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID,
 		return fmt.Errorf("record server of instance %s: %w", id, err)
 	}
 	if n > 0 {
-		r.queue.add(id.String())
+		r.queue.add(instanceRequest(id))
 	}
 	return nil
 }

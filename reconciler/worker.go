@@ -56,44 +56,50 @@ func (r *Reconciler) reclaim(ctx context.Context) error {
 
 func (r *Reconciler) enqueue(es []entry) {
 	for _, e := range es {
-		if _, err := uuid.Parse(e.key); err != nil {
-			r.log.Error("dropping a malformed work entry", "entry", e.id, "key", e.key)
-			r.stream.ack(context.Background(), []string{e.id})
+		if r.kinds[e.topic] == nil {
+			// Kept, not lost: an operator can replay it once a reconciler
+			// that knows the topic runs.
+			r.log.Error("dead-lettering a work entry of a topic no reconciler kind handles", "entry", e.id, "topic", e.topic, "key", e.key)
+			if err := r.stream.deadLetter(context.Background(), e); err != nil {
+				r.log.Error("dead-letter work entry", "entry", e.id, "err", err)
+			}
 			continue
 		}
-		r.queue.add(e.key, e.id)
+		r.queue.add(Request{Topic: e.topic, Key: e.key}, e.id)
 	}
 }
 
-// work converges the instances the queue hands out until it closes.
+// work hands the requests the queue gives out to their kinds until the
+// queue closes. A request's stream entries are acknowledged once it is
+// reconciled, or found terminal; a failure keeps them and backs off.
 func (r *Reconciler) work(ctx context.Context) {
 	for {
-		key, ids, ok := r.queue.get()
+		req, ids, ok := r.queue.get()
 		if !ok {
 			return
 		}
-		id := uuid.MustParse(key)
-		again, err := r.converge(ctx, id)
-		switch {
-		case errors.Is(err, errRace):
-			r.queue.done(key, ids, false)
-			r.queue.again(key)
-		case err != nil:
+		res, err := r.kinds[req.Topic].Reconcile(ctx, req)
+		if err != nil && !IsTerminal(err) {
 			if ctx.Err() != nil {
 				return
 			}
-			reason, wait := retryReason(err)
-			r.log.WarnContext(ctx, "reconcile failed; backing off", "instance", id, "err", err)
-			r.recordFailure(ctx, id, reason)
-			r.queue.retry(key, ids, wait)
-		default:
-			if err := r.stream.ack(ctx, ids); err != nil {
-				r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
-			}
-			r.queue.done(key, nil, false)
-			if again {
-				r.queue.again(key)
-			}
+			r.log.WarnContext(ctx, "reconcile failed; backing off", "topic", req.Topic, "key", req.Key, "err", err)
+			r.queue.retry(req, ids, res.RequeueAfter)
+			continue
+		}
+		if err != nil {
+			r.log.ErrorContext(ctx, "reconcile failed for good; dropping the work entry", "topic", req.Topic, "key", req.Key, "err", err)
+		}
+		if err := r.stream.ack(ctx, ids); err != nil {
+			r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
+		}
+		r.queue.done(req, nil, false)
+		switch {
+		case err != nil:
+		case res.Requeue:
+			r.queue.again(req)
+		case res.RequeueAfter > 0:
+			r.queue.after(req, res.RequeueAfter)
 		}
 	}
 }

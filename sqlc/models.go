@@ -179,6 +179,11 @@ type Outbox struct {
 	Payload   []byte
 }
 
+type PeriodicRun struct {
+	Name  string
+	RanAt time.Time
+}
+
 type Pool struct {
 	ID                   uuid.UUID
 	Name                 string
