@@ -34,8 +34,8 @@ type Config struct {
 	// HostSilentAfter is how long a host may go without reporting before it
 	// counts as silent. Default 30s.
 	HostSilentAfter time.Duration
-	// Providers are the provider kinds accounts may use (the original's
-	// providers option). Default: hetzner and proxmox.
+	// Providers are the provider kinds accounts may use, as a deployment
+	// lists them. Default: hetzner and proxmox.
 	Providers []string
 }
 

@@ -1,6 +1,6 @@
 // Package gateway is the host gateway in `serve`: hosts authenticate with
 // their credential, long-poll their NodeSpec and post runtime reports. The
-// report handler (the original's instanceStatusHandler) records what a host
+// report handler (the instance status handler) records what a host
 // saw and wakes the reconciler; it never changes an instance's state.
 package gateway
 

@@ -1,6 +1,6 @@
 // Package lifecycle is the instance state model: the states an instance can
 // be in, the states a tenant can ask for, and the one table of transitions
-// the reconciler may apply (the original's instanceStateTable).
+// the reconciler may apply.
 package lifecycle
 
 // State is where an instance actually is.
