@@ -21,6 +21,26 @@ import (
 //go:embed platform/*.sql vps/*.sql
 var Files embed.FS
 
+// VPSDesign names the vps module's migrations as the design document does,
+// in order. The embedded vps set is a prefix of it (TestVPSNames): each
+// number after the last embedded one is kept for the issue that adds what
+// the document says it adds, and a migration of ours beyond the list takes
+// the next number after it (0013).
+var VPSDesign = []string{
+	"vps/0001_instances",
+	"vps/0002_sealed_user_data",
+	"vps/0003_provider_bootstraps",
+	"vps/0004_sandboxes",
+	"vps/0005_sandbox_snapshots",
+	"vps/0006_warm_claims",
+	"vps/0007_template_env",
+	"vps/0008_template_network",
+	"vps/0009_snapshot_fixes",
+	"vps/0010_sandbox_metric_indexes",
+	"vps/0011_host_certificates",
+	"vps/0012_host_cert_validity",
+}
+
 // modules lists the migration sets in the order they apply.
 var modules = []string{"platform", "vps"}
 
