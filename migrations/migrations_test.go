@@ -1,11 +1,16 @@
 package migrations_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/migrations"
 )
 
@@ -54,4 +59,88 @@ func designPrefix(files []string) error {
 		}
 	}
 	return nil
+}
+
+// TestUnknownVersions checks Up and Current refuse, changing nothing, a
+// database whose version tables hold what this binary does not: one made
+// before the vps migrations were renumbered, or by a newer build.
+func TestUnknownVersions(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		url     func(t *testing.T) string
+		version int64
+		says    string
+	}{
+		{"before the fold, at its 0005_provider_instances", func(t *testing.T) string { return testenv.BeforeFoldDatabaseURL(t, 5) },
+			5, "as numbered before 0003_placement"},
+		{"before the fold, at 0002_sealed_user_data", func(t *testing.T) string { return testenv.BeforeFoldDatabaseURL(t, 2) },
+			2, "as numbered before 0003_placement"},
+		// Once the new 0003–0005 exist, a database at the old 0005 has only
+		// versions this binary knows; its instances table still tells.
+		{"before the fold, with versions this binary has", func(t *testing.T) string {
+			url := testenv.BeforeFoldDatabaseURL(t, 5)
+			exec(t, testenv.Open(t, url), "DELETE FROM goose_vps WHERE version_id > 2")
+			return url
+		}, 2, "as numbered before 0003_placement"},
+		{"by a newer build", func(t *testing.T) string {
+			url := testenv.DatabaseURL(t)
+			exec(t, testenv.Open(t, url), "INSERT INTO goose_vps (version_id, is_applied) VALUES (13, true)")
+			return url
+		}, 13, "from a migration this binary does not have"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pool := testenv.Open(t, c.url(t))
+			before := versions(t, pool)
+			for _, f := range []struct {
+				name string
+				fn   func(context.Context, *pgxpool.Pool) error
+			}{{"Up", migrations.Up}, {"Current", migrations.Current}} {
+				err := f.fn(ctx, pool)
+				var unknown *migrations.UnknownVersionError
+				if !errors.As(err, &unknown) || unknown.Module != "vps" || unknown.Version != c.version {
+					t.Fatalf("%s = %v, want an UnknownVersionError for vps version %d", f.name, err, c.version)
+				}
+				msg := err.Error()
+				for _, want := range []string{fmt.Sprintf("schema vps has version %d applied", c.version), c.says, "refusing"} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("%s says %q, want it to say %q", f.name, msg, want)
+					}
+				}
+			}
+			if after := versions(t, pool); after != before {
+				t.Errorf("versions went from %s to %s", before, after)
+			}
+		})
+	}
+
+	t.Run("a current database", func(t *testing.T) {
+		pool := testenv.DB(t)
+		if err := migrations.Up(ctx, pool); err != nil {
+			t.Fatalf("Up: %v", err)
+		}
+		if err := migrations.Current(ctx, pool); err != nil {
+			t.Fatalf("Current: %v", err)
+		}
+	})
+}
+
+func exec(t *testing.T, pool *pgxpool.Pool, sql string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// versions lists both modules' version tables.
+func versions(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT string_agg(version_id::text, ',' ORDER BY id) FROM goose_platform) || ' ' ||
+		(SELECT string_agg(version_id::text, ',' ORDER BY id) FROM goose_vps)`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
