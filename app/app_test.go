@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,6 +44,22 @@ func TestServeRefusesAnOldSchema(t *testing.T) {
 	}
 	if err := migrations.Current(t.Context(), db); err != nil {
 		t.Fatalf("after migrate: %v", err)
+	}
+}
+
+// TestServeRefusesAnotherBuildsSchema starts serve on a database migrated
+// before the vps migrations were renumbered: it refuses, naming the module
+// and version, and leaves the database as it was.
+func TestServeRefusesAnotherBuildsSchema(t *testing.T) {
+	url := testenv.BeforeFoldDatabaseURL(t, 5)
+	_, err := app.Start(t.Context(), config(t, url))
+	var unknown *migrations.UnknownVersionError
+	if !errors.As(err, &unknown) || !strings.Contains(err.Error(), "schema vps has version 5 applied") {
+		t.Fatalf("Start: %v, want an UnknownVersionError naming vps version 5", err)
+	}
+	var top int64
+	if err := testenv.Open(t, url).QueryRow(t.Context(), "SELECT max(version_id) FROM goose_vps").Scan(&top); err != nil || top != 5 {
+		t.Fatalf("goose_vps at %d, %v; want 5", top, err)
 	}
 }
 

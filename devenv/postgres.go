@@ -1,6 +1,6 @@
 // Package devenv provides the embedded defaults of `better-compute dev`: a
 // Postgres (the local one, or a private one started from the installed
-// server binaries) and an in-process Redis.
+// server binaries) with dev's database migrated, and an in-process Redis.
 package devenv
 
 import (
@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/better-compute/vps/migrations"
 )
 
 // DevDatabase is the database dev uses on its private Postgres server.
@@ -198,4 +201,55 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Migrate applies the schema to dev's own database at url. A database
+// another build migrated, as one made before the vps migrations were
+// renumbered (migrations.UnknownVersionError), holds only dev's demo data:
+// Migrate drops it, makes it again and migrates that, and logs that it did.
+func Migrate(ctx context.Context, log *slog.Logger, url string) error {
+	err := migrate(ctx, url)
+	var unknown *migrations.UnknownVersionError
+	if !errors.As(err, &unknown) {
+		return err
+	}
+	cfg, perr := pgx.ParseConfig(url)
+	if perr != nil {
+		return perr
+	}
+	log.Warn("recreating the dev database: another build of better-compute migrated it, and it holds only demo data",
+		"database", cfg.Database, "module", unknown.Module, "version", unknown.Version, "applied", unknown.From)
+	if err := recreate(ctx, cfg); err != nil {
+		return err
+	}
+	return migrate(ctx, url)
+}
+
+func migrate(ctx context.Context, url string) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer pool.Close()
+	return migrations.Up(ctx, pool)
+}
+
+// recreate drops the database cfg names and makes it again, empty.
+func recreate(ctx context.Context, cfg *pgx.ConnConfig) error {
+	db := cfg.Database
+	server := cfg.Copy()
+	server.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, server)
+	if err != nil {
+		return fmt.Errorf("connect to Postgres to recreate %s: %w", db, err)
+	}
+	defer conn.Close(context.Background())
+	name := pgx.Identifier{db}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", db, err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return fmt.Errorf("create database %s: %w", db, err)
+	}
+	return nil
 }

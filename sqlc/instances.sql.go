@@ -49,7 +49,7 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
 `
 
 func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
@@ -86,7 +86,6 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
-			&i.UserDataSealed,
 			&i.SpecPower,
 			&i.SpecGeneration,
 			&i.Mac,
@@ -98,6 +97,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.ProviderServerAt,
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
+			&i.UserDataSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -110,7 +110,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -141,7 +141,6 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-		&i.UserDataSealed,
 		&i.SpecPower,
 		&i.SpecGeneration,
 		&i.Mac,
@@ -153,12 +152,13 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.ProviderServerAt,
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
+		&i.UserDataSealed,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -194,7 +194,6 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-		&i.UserDataSealed,
 		&i.SpecPower,
 		&i.SpecGeneration,
 		&i.Mac,
@@ -206,6 +205,7 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.ProviderServerAt,
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
+		&i.UserDataSealed,
 	)
 	return i, err
 }
@@ -217,7 +217,7 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
 `
 
 type InsertInstanceParams struct {
@@ -290,7 +290,6 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-		&i.UserDataSealed,
 		&i.SpecPower,
 		&i.SpecGeneration,
 		&i.Mac,
@@ -302,6 +301,7 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.ProviderServerAt,
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
+		&i.UserDataSealed,
 	)
 	return i, err
 }
@@ -323,7 +323,7 @@ func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenPa
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -390,7 +390,6 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
-			&i.UserDataSealed,
 			&i.SpecPower,
 			&i.SpecGeneration,
 			&i.Mac,
@@ -402,6 +401,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.ProviderServerAt,
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
+			&i.UserDataSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -414,7 +414,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -445,7 +445,6 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-		&i.UserDataSealed,
 		&i.SpecPower,
 		&i.SpecGeneration,
 		&i.Mac,
@@ -457,6 +456,7 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.ProviderServerAt,
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
+		&i.UserDataSealed,
 	)
 	return i, err
 }
@@ -465,7 +465,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
 `
 
 type SetDesiredStateParams struct {
@@ -503,7 +503,6 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-		&i.UserDataSealed,
 		&i.SpecPower,
 		&i.SpecGeneration,
 		&i.Mac,
@@ -515,12 +514,13 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.ProviderServerAt,
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
+		&i.UserDataSealed,
 	)
 	return i, err
 }
 
 const watchInstances = `-- name: WatchInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, user_data_sealed, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR pool_id = $3)
@@ -583,7 +583,6 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
-			&i.UserDataSealed,
 			&i.SpecPower,
 			&i.SpecGeneration,
 			&i.Mac,
@@ -595,6 +594,7 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.ProviderServerAt,
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
+			&i.UserDataSealed,
 		); err != nil {
 			return nil, err
 		}

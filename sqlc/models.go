@@ -135,7 +135,6 @@ type Instance struct {
 	Version           int64
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
-	UserDataSealed    []byte
 	SpecPower         *string
 	SpecGeneration    int64
 	Mac               *string
@@ -147,6 +146,7 @@ type Instance struct {
 	ProviderServerAt  *time.Time
 	ProviderStatus    *string
 	ProviderAddresses []string
+	UserDataSealed    []byte
 }
 
 type IpLease struct {

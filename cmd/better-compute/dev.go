@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -34,7 +35,10 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("create state dir: %w", err)
 	}
 
-	if cfg.DatabaseURL == "" {
+	// dev's own database holds only demo data: one another build migrated
+	// is made again. One named by DATABASE_URL is left as it is.
+	ownDatabase := cfg.DatabaseURL == ""
+	if ownDatabase {
 		url, stop, err := devenv.Postgres(ctx, log, *stateDir)
 		if err != nil {
 			return err
@@ -65,14 +69,24 @@ func runDev(ctx context.Context, args []string) error {
 		cfg.BootstrapToken = token
 	}
 
-	db, err := app.OpenDB(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	err = migrations.Up(ctx, db)
-	db.Close()
-	if err != nil {
-		return err
+	if ownDatabase {
+		if err := devenv.Migrate(ctx, log, cfg.DatabaseURL); err != nil {
+			return err
+		}
+	} else {
+		db, err := app.OpenDB(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		err = migrations.Up(ctx, db)
+		db.Close()
+		var unknown *migrations.UnknownVersionError
+		if errors.As(err, &unknown) {
+			return fmt.Errorf("%w; dev recreates only its own database, not one DATABASE_URL names", err)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	srv, err := app.Start(ctx, cfg)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/devenv"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/migrations"
 )
 
 // TestDev runs `better-compute dev` as a newcomer would, with nothing
@@ -173,4 +175,77 @@ func TestDev(t *testing.T) {
 			waitRunning(t, "in "+c.pool, created.Data.CreateInstance.Instance.ID, c.address)
 		}
 	})
+}
+
+// TestDevRecreatesAnotherBuildsDatabase gives dev a database of its own
+// made before the vps migrations were renumbered: dev says it recreates it,
+// and serves on the new one.
+func TestDevRecreatesAnotherBuildsDatabase(t *testing.T) {
+	stateDir := t.TempDir()
+	db := devenv.SharedDatabase(stateDir)
+	old := testenv.BeforeFoldDatabaseURL(t, 5)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, devenv.LocalServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	oldCfg, err := pgx.ParseConfig(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+oldCfg.Database+" RENAME TO "+db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
+
+	cmd := exec.Command(binary(t), "dev", "--listen", "127.0.0.1:0", "--state-dir", stateDir)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "DATABASE_URL", "REDIS_URL", "BC_SECRET", "BC_BOOTSTRAP_TOKEN":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	running := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Better Compute is running") {
+				running <- true
+				return
+			}
+		}
+		running <- false
+	}()
+	select {
+	case ok := <-running:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("dev stopped; stderr:\n%s", stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("dev is not running after 20 s; stderr:\n%s", stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, "recreating the dev database") || !strings.Contains(log, "database="+db) {
+		t.Errorf("dev did not say it recreates %s; stderr:\n%s", db, log)
+	}
+	pool := testenv.Open(t, strings.Replace(devenv.LocalServer, "/postgres?", "/"+db+"?", 1))
+	if err := migrations.Current(ctx, pool); err != nil {
+		t.Errorf("dev's database after dev: %v", err)
+	}
 }

@@ -77,6 +77,24 @@ func TestMigrateAndTokenCreate(t *testing.T) {
 	}
 }
 
+// TestMigrateRefusesAnotherBuildsSchema runs `better-compute migrate` on a
+// database migrated before the vps migrations were renumbered: it fails,
+// naming the module and version, and applies nothing.
+func TestMigrateRefusesAnotherBuildsSchema(t *testing.T) {
+	url := testenv.BeforeFoldDatabaseURL(t, 5)
+	cmd := exec.Command(binary(t), "migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "schema vps has version 5 applied") {
+		t.Fatalf("migrate: %v\n%s\nwant a failure naming vps version 5", err, out)
+	}
+	var versions string
+	err = testenv.Open(t, url).QueryRow(t.Context(), "SELECT string_agg(version_id::text, ',' ORDER BY id) FROM goose_vps").Scan(&versions)
+	if err != nil || versions != "0,1,2,3,4,5" {
+		t.Fatalf("goose_vps holds %s, %v; want 0,1,2,3,4,5", versions, err)
+	}
+}
+
 // TestReseal runs `better-compute reseal` as an operator would after a
 // rotation: it reports what it sealed again and audits the run.
 func TestReseal(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/migrations"
@@ -59,6 +62,47 @@ func DatabaseURL(t testing.TB) string {
 func EmptyDatabaseURL(t testing.TB) string {
 	t.Helper()
 	return newDatabase(t, "template0")
+}
+
+// beforeFold holds the migrations as numbered until vps/0003_placement,
+// 0004_provider_mappings and 0005_provider_instances were folded into
+// vps/0001_instances (and images.provider_images into
+// platform/0001_platform): migrations/ as of commit 7bc9c7c.
+//
+//go:embed testdata/before-fold
+var beforeFold embed.FS
+
+// BeforeFoldDatabaseURL creates a fresh database migrated as a dev database
+// made before the fold was: with beforeFold, the vps set up to version
+// vps. It returns its URL.
+func BeforeFoldDatabaseURL(t testing.TB, vps int64) string {
+	t.Helper()
+	ctx := context.Background()
+	url := EmptyDatabaseURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatalf("testenv: connect: %v", err)
+	}
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	for _, module := range []string{"platform", "vps"} {
+		sub, _ := fs.Sub(beforeFold, "testdata/before-fold/"+module)
+		p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+			goose.WithTableName("goose_"+module), goose.WithDisableGlobalRegistry(true))
+		if err != nil {
+			t.Fatalf("testenv: load the %s migrations before the fold: %v", module, err)
+		}
+		if module == "vps" {
+			_, err = p.UpTo(ctx, vps)
+		} else {
+			_, err = p.Up(ctx)
+		}
+		if err != nil {
+			t.Fatalf("testenv: apply the %s migrations before the fold: %v", module, err)
+		}
+	}
+	return url
 }
 
 func newDatabase(t testing.TB, from string) string {

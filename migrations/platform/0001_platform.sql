@@ -85,16 +85,19 @@ CREATE TABLE host_gpus (
 );
 
 CREATE TABLE images (
-    id          uuid PRIMARY KEY,
-    name        text NOT NULL,
-    source      text NOT NULL,
-    sha256      text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
-    format      text NOT NULL CHECK (format IN ('raw', 'qcow2', 'iso')),
-    visibility  text NOT NULL CHECK (visibility IN ('public', 'tenant')),
-    tenant_id   uuid REFERENCES tenants (id),
-    verified    boolean NOT NULL DEFAULT false,
-    created_at  timestamptz NOT NULL DEFAULT now(),
-    deleted_at  timestamptz,
+    id               uuid PRIMARY KEY,
+    name             text NOT NULL,
+    source           text NOT NULL,
+    sha256           text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+    format           text NOT NULL CHECK (format IN ('raw', 'qcow2', 'iso')),
+    visibility       text NOT NULL CHECK (visibility IN ('public', 'tenant')),
+    tenant_id        uuid REFERENCES tenants (id),
+    verified         boolean NOT NULL DEFAULT false,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    deleted_at       timestamptz,
+    -- What the image is at each provider (its name or template there), by
+    -- provider kind.
+    provider_images  jsonb NOT NULL DEFAULT '{}',
     CHECK ((visibility = 'tenant') = (tenant_id IS NOT NULL))
 );
 

@@ -1,15 +1,19 @@
--- The vps module's tables: flavors, provider accounts, instances and IPAM.
+-- The vps module's tables: flavors, provider accounts, instances and IPAM,
+-- with what the reconciler keeps on an instance (its place in its host's
+-- NodeSpec, or its server at a provider) and on each provider account.
 
 -- +goose Up
 CREATE TABLE flavors (
-    id          uuid PRIMARY KEY,
-    name        text NOT NULL UNIQUE,
-    vcpus       integer NOT NULL CHECK (vcpus > 0),
-    memory_mb   bigint  NOT NULL CHECK (memory_mb > 0),
-    disk_gb     integer NOT NULL CHECK (disk_gb > 0),
-    gpu_model   text,
-    gpu_count   integer NOT NULL DEFAULT 0 CHECK (gpu_count >= 0),
-    created_at  timestamptz NOT NULL DEFAULT now(),
+    id              uuid PRIMARY KEY,
+    name            text NOT NULL UNIQUE,
+    vcpus           integer NOT NULL CHECK (vcpus > 0),
+    memory_mb       bigint  NOT NULL CHECK (memory_mb > 0),
+    disk_gb         integer NOT NULL CHECK (disk_gb > 0),
+    gpu_model       text,
+    gpu_count       integer NOT NULL DEFAULT 0 CHECK (gpu_count >= 0),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    -- The flavor's server type at each provider, by provider kind.
+    provider_types  jsonb NOT NULL DEFAULT '{}',
     CHECK ((gpu_count > 0) = (gpu_model IS NOT NULL))
 );
 
@@ -29,31 +33,62 @@ ALTER TABLE pools ADD COLUMN provider_account_id uuid REFERENCES provider_accoun
 -- The flavor's size is copied onto the instance so quota and placement never
 -- depend on a flavor changing later; so is the resolved image.
 CREATE TABLE instances (
-    id               uuid PRIMARY KEY,
-    tenant_id        uuid NOT NULL REFERENCES tenants (id),
-    pool_id          uuid NOT NULL REFERENCES pools (id),
-    flavor_id        uuid NOT NULL REFERENCES flavors (id),
-    image_id         uuid NOT NULL,
-    image_url        text NOT NULL,
-    image_sha256     text NOT NULL,
-    image_format     text NOT NULL,
-    image_verified   boolean NOT NULL,
-    name             text NOT NULL,
-    ssh_keys         text[] NOT NULL,
-    vcpus            integer NOT NULL,
-    memory_mb        bigint  NOT NULL,
-    disk_gb          integer NOT NULL,
-    gpu_model        text,
-    gpu_count        integer NOT NULL DEFAULT 0,
-    desired_state    text NOT NULL CHECK (desired_state IN ('RUNNING', 'STOPPED', 'DELETED')),
-    state            text NOT NULL CHECK (state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING',
-                         'STOPPING', 'STOPPED', 'PAUSED', 'REBOOTING', 'DELETING', 'DELETED', 'ERROR', 'LOST')),
-    state_reason     text NOT NULL DEFAULT '',
-    host_id          uuid REFERENCES hosts (id),
-    idempotency_key  text,
-    version          bigint NOT NULL DEFAULT 1,
-    created_at       timestamptz NOT NULL DEFAULT now(),
-    updated_at       timestamptz NOT NULL DEFAULT now()
+    id                  uuid PRIMARY KEY,
+    tenant_id           uuid NOT NULL REFERENCES tenants (id),
+    pool_id             uuid NOT NULL REFERENCES pools (id),
+    flavor_id           uuid NOT NULL REFERENCES flavors (id),
+    image_id            uuid NOT NULL,
+    image_url           text NOT NULL,
+    image_sha256        text NOT NULL,
+    image_format        text NOT NULL,
+    image_verified      boolean NOT NULL,
+    name                text NOT NULL,
+    ssh_keys            text[] NOT NULL,
+    vcpus               integer NOT NULL,
+    memory_mb           bigint  NOT NULL,
+    disk_gb             integer NOT NULL,
+    gpu_model           text,
+    gpu_count           integer NOT NULL DEFAULT 0,
+    desired_state       text NOT NULL CHECK (desired_state IN ('RUNNING', 'STOPPED', 'DELETED')),
+    state               text NOT NULL CHECK (state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING',
+                            'STOPPING', 'STOPPED', 'PAUSED', 'REBOOTING', 'DELETING', 'DELETED', 'ERROR', 'LOST')),
+    state_reason        text NOT NULL DEFAULT '',
+    host_id             uuid REFERENCES hosts (id),
+    idempotency_key     text,
+    version             bigint NOT NULL DEFAULT 1,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+
+    -- What the reconciler keeps on an instance of a pool of hosts: its place
+    -- in its host's NodeSpec, what the host last saw, and its retry state.
+
+    -- The power the host is told to hold: running, stopped or paused; NULL
+    -- when the instance is not in its host's NodeSpec.
+    spec_power          text CHECK (spec_power IN ('running', 'stopped', 'paused')),
+    -- The host's spec generation when this instance's entry last changed.
+    -- A report for an older generation says nothing about this instance.
+    spec_generation     bigint NOT NULL DEFAULT 0,
+    mac                 text,
+    -- What the host last reported: running, stopped, paused, failed, absent.
+    observed_state      text,
+    observed_reason     text NOT NULL DEFAULT '',
+    observed_at         timestamptz,
+    -- A host this instance must not be placed on again (it could not start there).
+    avoid_host_id       uuid,
+
+    -- What the reconciler keeps on an instance of a provider pool: its server
+    -- there and what the last call or sweep saw.
+
+    -- The provider's ID of the instance's server, once it is made.
+    provider_server_id  text,
+    -- When provider_server_id was set: a sweep that listed before then
+    -- cannot say the server is gone.
+    provider_server_at  timestamptz,
+    -- The server's status as the last call or sweep saw it (a
+    -- provider.Status, or 'absent'); observed_at says when.
+    provider_status     text,
+    -- The server's public addresses, as the provider reports them.
+    provider_addresses  text[] NOT NULL DEFAULT '{}'
 );
 CREATE UNIQUE INDEX instances_idempotency ON instances (tenant_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
@@ -61,6 +96,8 @@ CREATE UNIQUE INDEX instances_name_live ON instances (tenant_id, name) WHERE sta
 CREATE INDEX instances_tenant ON instances (tenant_id, id DESC);
 CREATE INDEX instances_pool ON instances (pool_id);
 CREATE INDEX instances_unsettled ON instances (id) WHERE state <> desired_state;
+CREATE INDEX instances_host ON instances (host_id) WHERE spec_power IS NOT NULL;
+CREATE INDEX instances_pending ON instances (pool_id, created_at) WHERE state = 'PENDING';
 
 CREATE TABLE ip_pools (
     id           uuid PRIMARY KEY,
@@ -89,7 +126,28 @@ CREATE TABLE ip_leases (
 CREATE UNIQUE INDEX ip_leases_address_live ON ip_leases (ip_pool_id, address) WHERE released_at IS NULL;
 CREATE INDEX ip_leases_instance ON ip_leases (instance_id);
 
+-- What the reconciler keeps on each provider account: which sweep is due,
+-- and the servers with our label that no live instance owns.
+
+-- One row per provider account: the last sweep, so that all reconcilers
+-- together list each account once an interval.
+CREATE TABLE provider_sweeps (
+    account_id  uuid PRIMARY KEY REFERENCES provider_accounts (id),
+    swept_at    timestamptz NOT NULL
+);
+
+-- A server carrying our label that no live instance owns, from the sweep
+-- that first saw it; it is deleted once it has been an orphan for the
+-- grace period.
+CREATE TABLE provider_orphans (
+    account_id     uuid NOT NULL REFERENCES provider_accounts (id),
+    server_id      text NOT NULL,
+    instance_label text NOT NULL,
+    first_seen_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (account_id, server_id)
+);
+
 -- +goose Down
-DROP TABLE ip_leases, ip_pools, instances;
+DROP TABLE provider_orphans, provider_sweeps, ip_leases, ip_pools, instances;
 ALTER TABLE pools DROP COLUMN provider_account_id;
 DROP TABLE provider_accounts, flavors;
