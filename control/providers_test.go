@@ -15,6 +15,7 @@ import (
 // TestProvidersAllowed: the deployment decides which providers accounts may
 // use; any other is INVALID_INPUT.
 func TestProvidersAllowed(t *testing.T) {
+	t.Parallel()
 	sealer, _ := seal.New("test")
 	svc := control.New(testenv.DB(t), control.Config{Sealer: sealer, Providers: []string{control.ProviderHetzner}})
 	ctx := iam.WithPrincipal(context.Background(), control.System)

@@ -15,6 +15,7 @@ import (
 // TestReseal: after a rotation, Reseal seals every value again under the
 // new secret, so the old one can be dropped; a second run has nothing to do.
 func TestReseal(t *testing.T) {
+	t.Parallel()
 	db := testenv.DB(t)
 	ctx := iam.WithPrincipal(context.Background(), control.System)
 	old, _ := seal.New("old secret")

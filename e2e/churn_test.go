@@ -67,6 +67,7 @@ func churn(t *testing.T, c *cluster, n int, during func()) {
 }
 
 func TestChurn(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 3, reconcilers: 1, hostVcpus: 100})
 	churn(t, c, 200, nil)
 }
@@ -74,6 +75,7 @@ func TestChurn(t *testing.T) {
 // TestChurnWithReconcilerKilled churns with two reconcilers, one of which
 // is killed with SIGKILL mid-churn and restarted.
 func TestChurnWithReconcilerKilled(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 3, reconcilers: 2, hostVcpus: 100})
 	churn(t, c, 200, func() {
 		c.reconcs[0].signal(syscall.SIGKILL)
@@ -85,6 +87,7 @@ func TestChurnWithReconcilerKilled(t *testing.T) {
 // TestRedisFlushed loses Redis's data mid-run: every instance still
 // converges, from the rescan of Postgres.
 func TestRedisFlushed(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 3, reconcilers: 1, hostVcpus: 100})
 	churn(t, c, 100, func() {
 		out, err := exec.Command("redis-cli", "-u", c.redisURL, "FLUSHALL").CombinedOutput()

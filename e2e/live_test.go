@@ -12,6 +12,7 @@ import (
 // TestSubscriptionLifecycle sees each state of an instance's life, in
 // order, with increasing versions, from CREATED to DELETED.
 func TestSubscriptionLifecycle(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10})
 	ws := subscribe(t, c.url, c.member, nil)
 	id := c.create("vm", "RUNNING")
@@ -73,6 +74,7 @@ func toggle(t testing.TB, c *cluster, token string, ids []string) (stop func()) 
 // TestIncludeCurrent subscribes with includeCurrent while instances change
 // concurrently: the client's final view equals the database's.
 func TestIncludeCurrent(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 50})
 	var ids []string
 	for i := range 30 {
@@ -95,6 +97,7 @@ func TestIncludeCurrent(t *testing.T) {
 // TestTenantIsolation churns two tenants: a member's subscription never
 // receives the other tenant's events; an operator's receives both.
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 50})
 	other := c.must(c.operator, `mutation { createTenant(input: {name: "globex"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
 	otherToken := c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "globex", tenantId: $t}) { token } }`, map[string]any{"t": other}, "createApiToken", "token")
@@ -132,6 +135,7 @@ func TestTenantIsolation(t *testing.T) {
 // TestTwoServers: a change made through one serve process reaches a
 // subscriber of another.
 func TestTwoServers(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10})
 	addr := freeAddr(t)
 	second := c.proc("serve-2", nil, binary(t), "serve", "--listen", addr)
@@ -149,6 +153,7 @@ func TestTwoServers(t *testing.T) {
 // TestRedisRestarted kills Redis mid-stream and starts it again:
 // subscribers end with the true final state.
 func TestRedisRestarted(t *testing.T) {
+	t.Parallel()
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 50})
 	var ids []string
 	for i := range 10 {
@@ -172,6 +177,7 @@ func TestRedisRestarted(t *testing.T) {
 // TestSlowClient: a subscriber that never reads is closed; the others still
 // receive every event.
 func TestSlowClient(t *testing.T) {
+	t.Parallel()
 	// The server gives up on a client with more than 32 KiB unread, however
 	// much the kernels on the way would buffer.
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 100, serverEnv: []string{"BC_LIVE_BUFFER=64", "BC_LIVE_MAX_UNREAD=32768"}})

@@ -264,6 +264,7 @@ var clouds = []struct {
 // and nothing is left at the provider or in our books. It also reports the
 // calls made per instance lifecycle.
 func TestProviderChurn(t *testing.T) {
+	t.Parallel()
 	for _, p := range clouds {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
@@ -280,6 +281,7 @@ func TestProviderChurn(t *testing.T) {
 // made a server and before our commit; afterwards exactly one server
 // exists, and it is the instance's.
 func TestProviderCreateCrash(t *testing.T) {
+	t.Parallel()
 	for _, p := range clouds {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
@@ -340,6 +342,7 @@ func (c *cluster) createAll(prefix string, n int, desired string) []string {
 // with backoff until every instance converges; a provider's quota refusal
 // is the instance's ERROR, with the provider's words.
 func TestProviderFaults(t *testing.T) {
+	t.Parallel()
 	for _, p := range clouds {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
@@ -380,6 +383,7 @@ func TestProviderFaults(t *testing.T) {
 // bucket that runs dry: the reconciler slows down and converges, and the
 // provider refuses only a few of its calls.
 func TestProviderRateLimit(t *testing.T) {
+	t.Parallel()
 	cl := hetznerCloudWith(t, hetznerem.Config{RateLimit: 20, RefillPerSecond: 10})
 	c := providerCluster(t, cl, 1)
 	cl.faults.Inject(faults.Fault{Match: "POST /v1/servers", Count: 3, Status: 429,
@@ -404,6 +408,7 @@ func TestProviderRateLimit(t *testing.T) {
 // LOST; a server made behind our back with our label is deleted by the
 // orphan sweep after the grace period, and the deletion is audited.
 func TestProviderDrift(t *testing.T) {
+	t.Parallel()
 	for _, p := range clouds {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
@@ -435,7 +440,12 @@ func TestProviderDrift(t *testing.T) {
 				}
 				return true
 			})
-			if n := c.count("audit_events WHERE action = 'providerAccount.deleteOrphan' AND details->>'instanceLabel' = $1", stray); n != 1 {
+			// The deletion is audited once the provider has done it.
+			audited := func() int {
+				return c.count("audit_events WHERE action = 'providerAccount.deleteOrphan' AND details->>'instanceLabel' = $1", stray)
+			}
+			waitFor(t, 10*time.Second, "the orphan's deletion audited", func() bool { return audited() > 0 })
+			if n := audited(); n != 1 {
 				t.Fatalf("%d audit events for the orphan, want 1", n)
 			}
 			if len(cl.ours()) != 1 {
@@ -449,6 +459,7 @@ func TestProviderDrift(t *testing.T) {
 // API response, log line or audit event — including when the provider
 // refuses them.
 func TestProviderCredentialsStaySecret(t *testing.T) {
+	t.Parallel()
 	for _, p := range clouds {
 		t.Run(p.name, func(t *testing.T) { credentialsStaySecret(t, p.make(t)) })
 	}

@@ -126,6 +126,7 @@ func (e *env) place(power string) int64 {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 
 	t.Run("a new host gets its spec at once", func(t *testing.T) {
@@ -180,6 +181,7 @@ func TestSpec(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	gen := e.place("running")
 	id := ids.Encode(ids.Instance, e.instance)

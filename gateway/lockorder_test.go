@@ -15,6 +15,7 @@ import (
 // waits for the reconciler instead of deadlocking with it. (Reports used
 // to lock the host's row first.)
 func TestReportLockOrder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	gen := e.place("running")
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCreateInstance(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.world("alpha")
 	b := e.world("beta")
@@ -107,6 +108,7 @@ func TestCreateInstance(t *testing.T) {
 }
 
 func TestQuotaUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("busy")
 	e.must(e.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 10}) { tenant { id } } }`, map[string]any{"t": w.tenant}, nil)
@@ -148,6 +150,7 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.world("alpha")
 	b := e.world("beta")

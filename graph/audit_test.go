@@ -6,6 +6,7 @@ import "testing"
 // sees its own tenant's principals by name and an operator acting on its
 // tenant as "an operator", while operators see every name.
 func TestAuditPrincipalNames(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	e.must(e.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 10}) { tenant { id } } }`, map[string]any{"t": w.tenant}, nil)

@@ -25,6 +25,7 @@ func (e *env) setDesired(token, mutation, id string) (instanceView, response) {
 }
 
 func TestDesiredState(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
@@ -73,6 +74,7 @@ func TestDesiredState(t *testing.T) {
 // outbox row commit together or not at all: when the outbox refuses the
 // row, nothing of the change remains, and the failure is audited.
 func TestOneTransaction(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
@@ -118,6 +120,7 @@ func TestOneTransaction(t *testing.T) {
 // change that committed bumped the version once and wrote one outbox row
 // and one audit event, and the final desired state is the last one written.
 func TestConcurrentDesiredState(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")

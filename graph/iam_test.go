@@ -9,6 +9,7 @@ import (
 )
 
 func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.world("alpha")
 	b := e.world("beta")
@@ -125,6 +126,7 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.world("alpha")
 	viewer := `{ viewer { principal { name role } tenant { id } } }`
@@ -211,6 +213,7 @@ func TestTokens(t *testing.T) {
 }
 
 func TestEveryErrorHasACode(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for name, body := range map[string]string{
 		"not JSON":          `{bad json`,

@@ -10,6 +10,7 @@ import (
 )
 
 func TestOperatorSetup(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	tenant, _ := e.tenant("acme")
 	pool := e.pool("fra1", "vps-host", nil)
@@ -164,6 +165,7 @@ func TestOperatorSetup(t *testing.T) {
 }
 
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	const total = 25
@@ -265,6 +267,7 @@ func TestPaging(t *testing.T) {
 }
 
 func TestUserDataIsSealed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	const secret = "#cloud-config\nwrite_files: [{path: /etc/secret, content: hunter2}]\n"

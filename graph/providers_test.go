@@ -10,6 +10,7 @@ const createAccount = `mutation($in: CreateProviderAccountInput!) { createProvid
 	providerAccount { id name provider settings tenant { id } } } }`
 
 func TestProviderAccounts(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.world("alpha")
 	b := e.world("beta")
@@ -159,6 +160,7 @@ func (e *env) providerPool(name string, tenant any) string {
 // TestProviderPoolAdmission: a provider pool takes only flavors and images
 // its provider has a counterpart of.
 func TestProviderPoolAdmission(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	pool := e.providerPool("cloud", w.tenant)

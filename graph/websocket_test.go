@@ -35,6 +35,7 @@ func (e *env) dialWS(t *testing.T, authorization string) (*websocket.Conn, conte
 }
 
 func TestWebsocketAuthentication(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 
@@ -101,6 +102,7 @@ func TestWebsocketAuthentication(t *testing.T) {
 }
 
 func TestWebsocketLimits(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	e := setupWith(t, func(c *graph.HandlerConfig) {
 		c.Live = live.New(live.Config{Redis: rdb, Prefix: prefix})

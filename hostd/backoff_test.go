@@ -6,6 +6,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	var b backoff
 	want := []time.Duration{
 		100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,

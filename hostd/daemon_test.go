@@ -136,6 +136,7 @@ func describe(r *hostproto.Report) string {
 }
 
 func TestConverge(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv)
@@ -166,6 +167,7 @@ func TestConverge(t *testing.T) {
 }
 
 func TestStopAndRemove(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv)
@@ -192,6 +194,7 @@ func TestStopAndRemove(t *testing.T) {
 
 // TestPower walks one instance through every power change.
 func TestPower(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv)
@@ -220,6 +223,7 @@ func TestPower(t *testing.T) {
 }
 
 func TestDefineFailure(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	hv.FailDefine("ins_a", "disk full")
@@ -274,6 +278,7 @@ func TestDefineFailure(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	hv.FailStart("ins_a", "no memory")
@@ -305,6 +310,7 @@ func TestStartFailure(t *testing.T) {
 // TestCrashReportedAtOnce: a crash reaches the gateway through Changes, not
 // the heartbeat, and the daemon reports it before acting on it.
 func TestCrashReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv, heartbeat(time.Hour))
@@ -329,6 +335,7 @@ func TestCrashReportedAtOnce(t *testing.T) {
 
 // TestCrashRestarted: the heartbeat after a crash starts the domain again.
 func TestCrashRestarted(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv)
@@ -348,6 +355,7 @@ func TestCrashRestarted(t *testing.T) {
 // TestDestroyedByHandReportedAtOnce: a domain destroyed behind the daemon's
 // back is reported absent through Changes.
 func TestDestroyedByHandReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	start(t, gw, hv, heartbeat(time.Hour))
@@ -368,6 +376,7 @@ func TestDestroyedByHandReportedAtOnce(t *testing.T) {
 // through Changes: the converge that started it saw it still booting
 // (stopped), and there is no heartbeat.
 func TestBootReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{BootDelay: 100 * time.Millisecond})
 	start(t, gw, hv, heartbeat(time.Hour))
@@ -381,6 +390,7 @@ func TestBootReportedAtOnce(t *testing.T) {
 // TestRestartAdopts: a new daemon over the same hypervisor adopts its
 // domains and defines and starts nothing twice.
 func TestRestartAdopts(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
 	first := start(t, gw, hv)
@@ -405,6 +415,7 @@ func TestRestartAdopts(t *testing.T) {
 // TestNothingUndefinedBeforeTheFirstSpec: until it is told what to run, the
 // daemon leaves the host's domains alone.
 func TestNothingUndefinedBeforeTheFirstSpec(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	gw := newGateway(t)
 	hv := newHypervisor(t, fake.Config{})
@@ -438,6 +449,7 @@ func TestNothingUndefinedBeforeTheFirstSpec(t *testing.T) {
 // are retried with backoff, never in a hot loop, and the daemon recovers
 // once the gateway accepts it.
 func TestGatewayRefusing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		refuse, allow func(*gateway)
@@ -496,6 +508,7 @@ func TestGatewayRefusing(t *testing.T) {
 // TestLongPollReissued: a long-poll that ends with 204 is simply asked
 // again, from the same generation.
 func TestLongPollReissued(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t)
 	gw.setHold(20 * time.Millisecond)
 	hv := newHypervisor(t, fake.Config{})
@@ -527,6 +540,7 @@ func TestLongPollReissued(t *testing.T) {
 }
 
 func TestRunChecksConfig(t *testing.T) {
+	t.Parallel()
 	hv := fake.New(fake.Config{})
 	tests := []struct {
 		name string

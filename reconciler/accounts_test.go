@@ -10,6 +10,7 @@ import (
 // TestPacing: calls are spaced only once the stated budget runs low, then
 // at the rate it refills; sweeps slow down once half of it is spent.
 func TestPacing(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	full := now.Add(time.Hour) // Hetzner: 3,600 an hour, one a second
 	cases := []struct {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	const (
 		run  = lifecycle.WantRunning
 		stop = lifecycle.WantStopped
@@ -74,6 +75,7 @@ func TestDecide(t *testing.T) {
 // TestDecideOnlyTableTransitions checks every step decide can take, over
 // every combination of facts, is allowed by the state table.
 func TestDecideOnlyTableTransitions(t *testing.T) {
+	t.Parallel()
 	seens := []string{seenNothing, seenRunning, seenStopped, seenPaused, seenFailed, seenInvalid, seenAbsent}
 	desireds := []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted}
 	for _, s := range lifecycle.States {
@@ -100,6 +102,7 @@ func TestDecideOnlyTableTransitions(t *testing.T) {
 // state: decide never gets stuck waiting for something the spec does not
 // ask for.
 func TestDecideConverges(t *testing.T) {
+	t.Parallel()
 	obey := func(p power) string {
 		return map[power]string{runPower: seenRunning, stopPower: seenStopped, pausePower: seenPaused, removePower: seenAbsent, keepPower: seenNothing}[p]
 	}
@@ -157,6 +160,7 @@ func TestDecideConverges(t *testing.T) {
 // TestTransitionRefusesWhatTheTableForbids: the write itself checks the
 // state table, before it touches the database.
 func TestTransitionRefusesWhatTheTableForbids(t *testing.T) {
+	t.Parallel()
 	err := transition(t.Context(), nil, sqlc.TransitionParams{FromState: "DELETED", ToState: "RUNNING"})
 	if err == nil || !strings.Contains(err.Error(), "not in the state table") {
 		t.Fatalf("transition DELETED → RUNNING: %v", err)

@@ -14,6 +14,7 @@ import (
 // on three hosts with room for 30: no host is oversubscribed, no address is
 // leased twice, and the rest wait in PENDING with a reason.
 func TestConcurrentPlacement(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i := range 3 {
 		e.host(fmt.Sprintf("hv-%d", i), 10)

@@ -15,6 +15,7 @@ import (
 func patient(c *reconciler.Config) { c.HostSilentAfter = time.Hour }
 
 func TestPlacementPolicies(t *testing.T) {
+	t.Parallel()
 	t.Run("spread fills hosts evenly", func(t *testing.T) {
 		e := setup(t)
 		e.poolWith("even", "spread", false)
@@ -74,6 +75,7 @@ func TestPlacementPolicies(t *testing.T) {
 // the spec, and leaves the one that does not fit PENDING until a device
 // frees; then it is placed at once.
 func TestGPUClaims(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	host := e.host("gpu-1", 32)
 	_, err := e.svc.SetHostCapacity(e.ctx, control.HostCapacityInput{HostID: host, Vcpus: 32, MemoryMB: 131072, DiskGB: 1000,

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDecideProvider(t *testing.T) {
+	t.Parallel()
 	const (
 		on, off, booting, gone = provider.StatusRunning, provider.StatusStopped, provider.StatusStarting, statusAbsent
 		run, stop, del         = lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted
@@ -57,6 +58,7 @@ func TestDecideProvider(t *testing.T) {
 // with a provider that does what it is asked (a create boots, then runs),
 // decideProvider reaches the desired state through the state table.
 func TestDecideProviderConverges(t *testing.T) {
+	t.Parallel()
 	states := []lifecycle.State{lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running,
 		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Deleting}
 	for _, s := range states {

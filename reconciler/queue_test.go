@@ -7,6 +7,7 @@ import (
 )
 
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	t.Run("adds before a take coalesce, keeping every entry", func(t *testing.T) {
 		q := newQueue[string]()
 		q.add("a", "1-0")

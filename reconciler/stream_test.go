@@ -14,6 +14,7 @@ import (
 // consumer is reclaimed by another; one delivered too often is moved to the
 // dead-letter stream and acknowledged.
 func TestStreamReclaimAndDeadLetter(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
 	t.Cleanup(func() { rdb.Del(ctx, prefix+"work", prefix+"work:dead") })
@@ -57,6 +58,7 @@ func TestStreamReclaimAndDeadLetter(t *testing.T) {
 // TestStreamIsTrimmed: adding keeps the stream near its bound (MAXLEN ~
 // trims whole macro nodes, so a little above it).
 func TestStreamIsTrimmed(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := testenv.Redis(t)
 	ctx := context.Background()
 	t.Cleanup(func() { rdb.Del(ctx, prefix+"work") })

@@ -13,6 +13,7 @@ import (
 // it once an interval between them, so the account is listed once however
 // many reconcilers run.
 func TestOneSweepPerInterval(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	acct, err := e.svc.CreateProviderAccount(e.ctx, control.ProviderAccountInput{Name: "burst", Provider: control.ProviderHetzner, Credentials: "token"})
 	e.check(err)
