@@ -20,6 +20,8 @@ func DurationFlag(fs *flag.FlagSet, p *time.Duration, name string, value time.Du
 	fs.Var(durationValue{p}, name, usage)
 }
 
+// intValue and durationValue are flag.Getters, as package flag's own
+// values are, so help can name their type.
 type intValue struct{ p *int }
 
 func (v intValue) String() string {
@@ -28,6 +30,8 @@ func (v intValue) String() string {
 	}
 	return strconv.Itoa(*v.p)
 }
+
+func (v intValue) Get() any { return *v.p }
 
 func (v intValue) Set(s string) error {
 	n, err := ParseInt(s)
@@ -46,6 +50,8 @@ func (v durationValue) String() string {
 	}
 	return v.p.String()
 }
+
+func (v durationValue) Get() any { return *v.p }
 
 func (v durationValue) Set(s string) error {
 	d, err := ParseDuration(s)

@@ -17,7 +17,7 @@ func ParseInt(s string) (int, error) {
 	case err != nil:
 		return 0, fmt.Errorf("%q is not a whole number", s)
 	case n < 1:
-		return 0, fmt.Errorf("%q is not positive: it must be at least 1", s)
+		return 0, fmt.Errorf("%q is not positive", s)
 	}
 	return n, nil
 }
