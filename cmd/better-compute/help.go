@@ -18,7 +18,8 @@ func printUsage(w io.Writer) {
 		rows = append(rows, [3]string{"  " + c.name, c.summary})
 	}
 	rows = append(rows,
-		[3]string{"  help", "print this help, or a command's (better-compute help <command>)"})
+		[3]string{"  help", "print this help, or a command's (better-compute help <command>)"},
+		[3]string{"  version", "print the version and the commit it was built from"})
 	writeColumns(w, rows)
 	fmt.Fprint(w, "\nbetter-compute <command> --help lists the environment variables and flags the command reads.\n")
 }

@@ -41,6 +41,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		printUsage(stdout)
 		return 0
+	case "version", "-version", "--version":
+		printVersion(stdout)
+		return 0
 	}
 	c, ok := findCommand(args[0])
 	if !ok {
