@@ -85,7 +85,8 @@ func (c command) configure(args []string, lookup func(string) (string, bool), st
 }
 
 // flagSet returns a FlagSet with c's flags, which reports what fails to
-// parse without printing anything.
+// parse without printing anything. Defining the flags sets c's fields to
+// the flags' defaults.
 func (c command) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
