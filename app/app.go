@@ -1,5 +1,13 @@
 // Package app wires the processes of the better-compute binary from their
 // configuration: connections, the domain service and the HTTP server.
+//
+// Each subcommand has one configuration struct (Config for serve,
+// ReconcilerConfig, HostConfig, DevConfig, MigrateConfig, TokenConfig,
+// ResealConfig). Its Env method is the table of the environment variables
+// it reads, each bound to a field, which conf.Read reads and --help lists;
+// its Flags method defines its flags. Defaults are named constants, kept
+// beside the package Config they default, and applied in one applyDefaults
+// per struct.
 package app
 
 import (
@@ -9,9 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,101 +24,11 @@ import (
 
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/gateway"
-	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/server"
 )
-
-// Config is what the processes need, read from the environment.
-type Config struct {
-	// DatabaseURL is the Postgres connection string (DATABASE_URL).
-	DatabaseURL string
-	// RedisURL is the Redis connection string (REDIS_URL).
-	RedisURL string
-	// Secrets derive the sealing keys (BC_SECRET, then the comma-separated
-	// BC_SECRET_PREVIOUS kept to open values sealed before a rotation).
-	Secrets []string
-	// BootstrapToken, when set, is made an operator token at start
-	// (BC_BOOTSTRAP_TOKEN).
-	BootstrapToken string
-	// AllowedOrigins may open websockets besides the server's own host
-	// (BC_ALLOWED_ORIGINS, comma-separated).
-	AllowedOrigins []string
-	// RedisPrefix starts every Redis key and channel (BC_REDIS_PREFIX), so
-	// deployments can share a Redis. Default "bc:".
-	RedisPrefix string
-	// HostSilentAfter is how long a host may go without reporting before its
-	// instances are LOST (BC_HOST_SILENT_AFTER). Default 30s.
-	HostSilentAfter time.Duration
-	// LiveBuffer is how many events a subscriber may fall behind before it
-	// is dropped (BC_LIVE_BUFFER). Default 256.
-	LiveBuffer int
-	// LiveMaxUnread is how many bytes a websocket client may leave unread
-	// before it is closed as a slow consumer (BC_LIVE_MAX_UNREAD). Default 1 MiB.
-	LiveMaxUnread int
-	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
-	// comma-separated). Default: hetzner, proxmox.
-	Providers []string
-	// MaxConnections is how many websockets one principal may hold
-	// (BC_WS_MAX_CONNECTIONS). Default 100.
-	MaxConnections int
-	// Listen is the HTTP address (--listen). Default 127.0.0.1:8080.
-	Listen string
-	// Logger is the process log. Default: JSON to stderr.
-	Logger *slog.Logger
-}
-
-// FromEnv reads the Config from the environment.
-func FromEnv() Config {
-	cfg := Config{
-		DatabaseURL:    os.Getenv("DATABASE_URL"),
-		RedisURL:       os.Getenv("REDIS_URL"),
-		BootstrapToken: os.Getenv("BC_BOOTSTRAP_TOKEN"),
-		AllowedOrigins: split(os.Getenv("BC_ALLOWED_ORIGINS")),
-		RedisPrefix:    os.Getenv("BC_REDIS_PREFIX"),
-	}
-	cfg.LiveBuffer, _ = strconv.Atoi(os.Getenv("BC_LIVE_BUFFER"))
-	cfg.LiveMaxUnread, _ = strconv.Atoi(os.Getenv("BC_LIVE_MAX_UNREAD"))
-	cfg.MaxConnections, _ = strconv.Atoi(os.Getenv("BC_WS_MAX_CONNECTIONS"))
-	cfg.Providers = split(os.Getenv("BC_PROVIDERS"))
-	if d, err := time.ParseDuration(os.Getenv("BC_HOST_SILENT_AFTER")); err == nil {
-		cfg.HostSilentAfter = d
-	}
-	if s := os.Getenv("BC_SECRET"); s != "" {
-		cfg.Secrets = append([]string{s}, split(os.Getenv("BC_SECRET_PREVIOUS"))...)
-	}
-	return cfg
-}
-
-func split(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-// DefaultListen is the default HTTP address of serve and dev.
-const DefaultListen = "127.0.0.1:8080"
-
-func (c *Config) applyDefaults() {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	}
-	if c.RedisPrefix == "" {
-		c.RedisPrefix = vps.DefaultRedisPrefix
-	}
-	if c.HostSilentAfter <= 0 {
-		c.HostSilentAfter = vps.DefaultHostSilentAfter
-	}
-}
 
 // OpenRedis connects to Redis.
 func OpenRedis(ctx context.Context, url string) (*redis.Client, error) {
@@ -177,10 +92,10 @@ type Server struct {
 // It refuses a schema that is behind this binary.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.applyDefaults()
-	if len(cfg.Secrets) == 0 {
+	if cfg.Secret == "" {
 		return nil, errors.New("BC_SECRET is not set: it derives the keys that seal user data")
 	}
-	sealer, err := seal.New(cfg.Secrets...)
+	sealer, err := newSealer(cfg.Secret, cfg.PreviousSecrets)
 	if err != nil {
 		return nil, err
 	}

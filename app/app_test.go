@@ -18,7 +18,7 @@ func config(t *testing.T, dbURL string) app.Config {
 	return app.Config{
 		DatabaseURL:    dbURL,
 		RedisURL:       testenv.RedisURL(),
-		Secrets:        []string{"test secret"},
+		Secret:         "test secret",
 		BootstrapToken: "bct_bootstrap-token-for-tests",
 		Listen:         "127.0.0.1:0",
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -2,26 +2,139 @@ package app
 
 import (
 	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"time"
 
+	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
-	"github.com/better-compute/vps/seal"
 )
 
-// ReconcilerConfig is what `reconcile` adds to Config.
+// ReconcilerConfig is the configuration of `reconcile`.
 type ReconcilerConfig struct {
-	Config
-	// Workers is how many instances converge at once. Default 8.
+	// DatabaseURL is the Postgres connection string (DATABASE_URL).
+	// Required.
+	DatabaseURL string
+	// RedisURL is the Redis connection string (REDIS_URL). Required.
+	RedisURL string
+	// Secret opens provider credentials and user data (BC_SECRET). Without
+	// it, instances of provider pools wait. Default: none.
+	Secret string
+	// PreviousSecrets open values sealed before a rotation
+	// (BC_SECRET_PREVIOUS, comma-separated). Default: none.
+	PreviousSecrets []string
+	// RedisPrefix starts every Redis key and channel (BC_REDIS_PREFIX).
+	// Default vps.DefaultRedisPrefix.
+	RedisPrefix string
+	// HostSilentAfter is how long a host may go without reporting before its
+	// instances are LOST (BC_HOST_SILENT_AFTER). Default
+	// vps.DefaultHostSilentAfter.
+	HostSilentAfter time.Duration
+	// Workers is how many instances converge at once (--workers). Default
+	// reconciler.DefaultWorkers.
 	Workers int
-	// Drivers tune the provider drivers.
+	// RescanInterval is how often Postgres is scanned for instances not at
+	// rest (--rescan-interval). Default reconciler.DefaultRescanInterval.
+	RescanInterval time.Duration
+	// ClaimIdle is how long a work entry may sit unacknowledged on a
+	// consumer before another takes it (--claim-idle). Default
+	// reconciler.DefaultClaimIdle.
+	ClaimIdle time.Duration
+	// SweepInterval is how often each provider account's servers are
+	// listed, by all reconcilers together (--sweep-interval). Default
+	// reconciler.DefaultSweepInterval.
+	SweepInterval time.Duration
+	// OrphanGrace is how long a server with our label and no live instance
+	// lives before it is deleted (--orphan-grace). Default
+	// reconciler.DefaultOrphanGrace.
+	OrphanGrace time.Duration
+	// Drivers tune the provider drivers (--provider-poll,
+	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
+	// own defaults.
 	Drivers DriverOptions
-	// Tune, if set, adjusts the reconciler's configuration (tests and dev
-	// use it for shorter intervals).
-	Tune func(*reconciler.Config)
+	// Logger is the process log. Default: JSON to stderr.
+	Logger *slog.Logger
+}
+
+// Reconciler returns the configuration of a reconciler working beside the
+// server c configures: the same stores, secrets, Redis prefix, host silence
+// and log, and defaults for the rest.
+func (c Config) Reconciler() ReconcilerConfig {
+	return ReconcilerConfig{
+		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL,
+		Secret: c.Secret, PreviousSecrets: c.PreviousSecrets,
+		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, Logger: c.Logger,
+	}
+}
+
+// Env returns the environment variables reconcile reads, bound to c's
+// fields: the table both conf.Read and --help use.
+func (c *ReconcilerConfig) Env() []conf.Var {
+	return []conf.Var{
+		required(databaseURL(&c.DatabaseURL)),
+		required(redisURL(&c.RedisURL)),
+		secret(&c.Secret),
+		previousSecrets(&c.PreviousSecrets),
+		redisPrefix(&c.RedisPrefix),
+		hostSilentAfter(&c.HostSilentAfter),
+	}
+}
+
+// Flags defines reconcile's flags on fs, bound to c's fields.
+func (c *ReconcilerConfig) Flags(fs *flag.FlagSet) {
+	conf.IntFlag(fs, &c.Workers, "workers", reconciler.DefaultWorkers, "instances converged at once")
+	conf.DurationFlag(fs, &c.RescanInterval, "rescan-interval", reconciler.DefaultRescanInterval,
+		"how often Postgres is scanned for instances not at rest")
+	conf.DurationFlag(fs, &c.ClaimIdle, "claim-idle", reconciler.DefaultClaimIdle,
+		"how long an entry may sit unacknowledged on a consumer before another takes it")
+	conf.DurationFlag(fs, &c.SweepInterval, "sweep-interval", reconciler.DefaultSweepInterval,
+		"how often each provider account's servers are listed, by all reconcilers together")
+	conf.DurationFlag(fs, &c.OrphanGrace, "orphan-grace", reconciler.DefaultOrphanGrace,
+		"how long a server with our label and no live instance lives before it is deleted")
+	fs.DurationVar(&c.Drivers.PollInterval, "provider-poll", 0,
+		"how often provider actions and tasks are polled; 0: the driver's default")
+	fs.DurationVar(&c.Drivers.Timeout, "provider-timeout", 0,
+		"how long one request to a provider may take; 0: the driver's default")
+	fs.DurationVar(&c.Drivers.ShutdownTimeout, "shutdown-timeout", 0,
+		"how long a provider server may take to shut down before it is powered off; 0: the driver's default")
+}
+
+func (c *ReconcilerConfig) applyDefaults() {
+	if c.RedisPrefix == "" {
+		c.RedisPrefix = vps.DefaultRedisPrefix
+	}
+	if c.HostSilentAfter <= 0 {
+		c.HostSilentAfter = vps.DefaultHostSilentAfter
+	}
+	if c.Workers <= 0 {
+		c.Workers = reconciler.DefaultWorkers
+	}
+	if c.RescanInterval <= 0 {
+		c.RescanInterval = reconciler.DefaultRescanInterval
+	}
+	if c.ClaimIdle <= 0 {
+		c.ClaimIdle = reconciler.DefaultClaimIdle
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = reconciler.DefaultSweepInterval
+	}
+	if c.OrphanGrace <= 0 {
+		c.OrphanGrace = reconciler.DefaultOrphanGrace
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
 }
 
 // RunReconciler runs a reconciler until ctx ends.
 func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	cfg.applyDefaults()
+	sealer, err := newSealer(cfg.Secret, cfg.PreviousSecrets) // without one, provider pools wait
+	if err != nil {
+		return err
+	}
 	rdb, err := OpenRedis(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
@@ -32,19 +145,10 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		return err
 	}
 	defer db.Close()
-	var sealer *seal.Sealer // without BC_SECRET, provider pools wait
-	if len(cfg.Secrets) > 0 {
-		if sealer, err = seal.New(cfg.Secrets...); err != nil {
-			return err
-		}
-	}
-	rc := reconciler.Config{
+	return reconciler.New(reconciler.Config{
 		DB: db, Redis: rdb, Prefix: cfg.RedisPrefix, Workers: cfg.Workers,
-		HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
+		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
+		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers),
-	}
-	if cfg.Tune != nil {
-		cfg.Tune(&rc)
-	}
-	return reconciler.New(rc).Run(ctx)
+	}).Run(ctx)
 }

@@ -32,12 +32,17 @@ type Config struct {
 	// Logger receives internal errors. Default: slog.Default().
 	Logger *slog.Logger
 	// HostSilentAfter is how long a host may go without reporting before it
-	// counts as silent. Default 30s.
+	// counts as silent. Default vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
 	// Providers are the provider kinds accounts may use, as a deployment
-	// lists them. Default: hetzner and proxmox.
+	// lists them. Default: DefaultProviders.
 	Providers []string
 }
+
+// DefaultProviders returns the default Config.Providers: every provider
+// kind there is a driver for, which are also the only kinds a deployment
+// may allow.
+func DefaultProviders() []string { return []string{ProviderHetzner, ProviderProxmox} }
 
 // Service carries out API operations against Postgres.
 type Service struct {
@@ -63,7 +68,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 		cfg.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 	if cfg.Providers == nil {
-		cfg.Providers = []string{ProviderHetzner, ProviderProxmox}
+		cfg.Providers = DefaultProviders()
 	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
 		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers}

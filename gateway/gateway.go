@@ -31,12 +31,13 @@ type Config struct {
 	DB *pgxpool.Pool
 	// Redis wakes long-polls when a spec changes. Required.
 	Redis redis.UniversalClient
-	// Prefix starts every Redis channel. Default "bc:".
+	// Prefix starts every Redis channel. Default vps.DefaultRedisPrefix.
 	Prefix string
 	// Sealer opens user data for the host that runs the instance. Required.
 	Sealer *seal.Sealer
 	// HostSilentAfter is how long a host may go without reporting before it
-	// counts as silent; a report after that wakes its instances. Default 30s.
+	// counts as silent; a report after that wakes its instances. Default
+	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger

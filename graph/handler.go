@@ -40,24 +40,34 @@ type HandlerConfig struct {
 	// Live fans out instance events to subscriptions. Without it,
 	// subscriptions are refused.
 	Live *live.Hub
-	// MaxConnections is how many websockets one principal may hold. Default 100.
+	// MaxConnections is how many websockets one principal may hold.
+	// Default DefaultMaxConnections.
 	MaxConnections int
-	// MaxSubscriptions is how many subscriptions one websocket may carry. Default 50.
+	// MaxSubscriptions is how many subscriptions one websocket may carry.
+	// Default DefaultMaxSubscriptions.
 	MaxSubscriptions int
 	// MaxUnread is how many bytes a websocket client may leave unread on
-	// its connection before it is closed as a slow consumer. Default 1 MiB.
+	// its connection before it is closed as a slow consumer. Default
+	// DefaultMaxUnread.
 	MaxUnread int
 	// WriteTimeout is how long one write to a websocket client may take
-	// before it is closed as a slow consumer. Default 10s.
+	// before it is closed as a slow consumer. Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
 }
 
 // Defaults of HandlerConfig.
 const (
-	DefaultMaxConnections   = 100
+	// DefaultMaxConnections is how many websockets one principal may hold.
+	DefaultMaxConnections = 100
+	// DefaultMaxSubscriptions is how many subscriptions one websocket may
+	// carry.
 	DefaultMaxSubscriptions = 50
-	DefaultMaxUnread        = 1 << 20
-	DefaultWriteTimeout     = 10 * time.Second
+	// DefaultMaxUnread is how many bytes (1 MiB) a websocket client may
+	// leave unread before it is closed as a slow consumer.
+	DefaultMaxUnread = 1 << 20
+	// DefaultWriteTimeout is how long one write to a websocket client may
+	// take before it is closed as a slow consumer.
+	DefaultWriteTimeout = 10 * time.Second
 )
 
 func (cfg *HandlerConfig) applyDefaults() {

@@ -87,10 +87,10 @@ type Config struct {
 	// HeartbeatInterval is the longest time between two reports. The daemon
 	// converges again at this pace, which is when it retries the calls that
 	// failed (but not a failed Define or Start) and restarts domains that
-	// stopped on their own. Default 5 s.
+	// stopped on their own. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// ShutdownTimeout is how long a guest has to stop when asked before it
-	// is destroyed (Runtime.Shutdown). Default 30 s.
+	// is destroyed (Runtime.Shutdown). Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// HTTPClient talks to the gateway. A spec long-poll lasts up to
 	// hostproto.MaxWaitSeconds, so the client's Timeout, if it has one, must
@@ -101,12 +101,21 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Config.
+const (
+	// DefaultHeartbeatInterval is the longest time between two reports.
+	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultShutdownTimeout is how long a guest has to stop before it is
+	// destroyed.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
 func (c Config) withDefaults() Config {
 	if c.HeartbeatInterval <= 0 {
-		c.HeartbeatInterval = 5 * time.Second
+		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 30 * time.Second
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: hostproto.MaxWaitSeconds*time.Second + 30*time.Second}

@@ -25,21 +25,25 @@ import (
 type Config struct {
 	// Redis carries the events. Required.
 	Redis redis.UniversalClient
-	// Prefix starts every Redis channel. Default "bc:".
+	// Prefix starts every Redis channel. Default vps.DefaultRedisPrefix.
 	Prefix string
 	// Buffer is how many events a subscriber may fall behind before it is
-	// dropped. Default 256.
+	// dropped. Default DefaultBuffer.
 	Buffer int
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultBuffer is the default Config.Buffer: how many events a subscriber
+// may fall behind before it is dropped.
+const DefaultBuffer = 256
 
 func (c *Config) applyDefaults() {
 	if c.Prefix == "" {
 		c.Prefix = vps.DefaultRedisPrefix
 	}
 	if c.Buffer <= 0 {
-		c.Buffer = 256
+		c.Buffer = DefaultBuffer
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -70,6 +70,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Config.
+const (
+	DefaultWorkers         = 8
+	DefaultRescanInterval  = 10 * time.Second
+	DefaultClaimIdle       = 30 * time.Second
+	DefaultMaxDeliveries   = 10
+	DefaultStreamMaxLen    = 100_000
+	DefaultSweepInterval   = 10 * time.Second
+	DefaultOrphanGrace     = 10 * time.Minute
+	DefaultProviderTimeout = 10 * time.Minute
+)
+
 func (c *Config) applyDefaults() {
 	if c.Prefix == "" {
 		c.Prefix = vps.DefaultRedisPrefix
@@ -79,31 +91,31 @@ func (c *Config) applyDefaults() {
 		c.Consumer = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if c.Workers <= 0 {
-		c.Workers = 8
+		c.Workers = DefaultWorkers
 	}
 	if c.HostSilentAfter <= 0 {
 		c.HostSilentAfter = vps.DefaultHostSilentAfter
 	}
 	if c.RescanInterval <= 0 {
-		c.RescanInterval = 10 * time.Second
+		c.RescanInterval = DefaultRescanInterval
 	}
 	if c.ClaimIdle <= 0 {
-		c.ClaimIdle = 30 * time.Second
+		c.ClaimIdle = DefaultClaimIdle
 	}
 	if c.MaxDeliveries <= 0 {
-		c.MaxDeliveries = 10
+		c.MaxDeliveries = DefaultMaxDeliveries
 	}
 	if c.StreamMaxLen <= 0 {
-		c.StreamMaxLen = 100_000
+		c.StreamMaxLen = DefaultStreamMaxLen
 	}
 	if c.SweepInterval <= 0 {
-		c.SweepInterval = 10 * time.Second
+		c.SweepInterval = DefaultSweepInterval
 	}
 	if c.OrphanGrace <= 0 {
-		c.OrphanGrace = 10 * time.Minute
+		c.OrphanGrace = DefaultOrphanGrace
 	}
 	if c.ProviderTimeout <= 0 {
-		c.ProviderTimeout = 10 * time.Minute
+		c.ProviderTimeout = DefaultProviderTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -40,10 +40,11 @@ type Config struct {
 	// Live fans out instance events to subscriptions. Optional: without it
 	// subscriptions are refused.
 	Live *live.Hub
-	// MaxConnections is how many websockets one principal may hold. Default 100.
+	// MaxConnections is how many websockets one principal may hold.
+	// Default graph.DefaultMaxConnections.
 	MaxConnections int
 	// MaxUnread is how many bytes a websocket client may leave unread
-	// before it is closed as a slow consumer. Default 1 MiB.
+	// before it is closed as a slow consumer. Default graph.DefaultMaxUnread.
 	MaxUnread int
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.

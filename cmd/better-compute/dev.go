@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,18 +19,21 @@ import (
 	"github.com/better-compute/vps/migrations"
 )
 
-func runDev(ctx context.Context, args []string) error {
-	cfg := app.FromEnv()
-	fs := flag.NewFlagSet("dev", flag.ExitOnError)
-	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "HTTP `address` to listen on")
-	stateDir := fs.String("state-dir", ".dev", "`directory` for the dev secret, operator token and private Postgres")
-	simHosts := fs.Int("sim", 0, "run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
-	hetznerAddr := fs.String("hetzner-emulator", "127.0.0.1:8091", "with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none)")
-	proxmoxAddr := fs.String("proxmox-emulator", "127.0.0.1:8092", "with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none)")
-	fs.Parse(args)
+func devCommand() command {
+	cfg := new(app.DevConfig)
+	return command{
+		name:    "dev",
+		summary: "run the whole system locally, making what it needs and is not given",
+		config:  cfg,
+		run:     func(ctx context.Context) error { return runDev(ctx, cfg) },
+	}
+}
+
+func runDev(ctx context.Context, dev *app.DevConfig) error {
+	cfg, stateDir := &dev.Config, dev.StateDir
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
-	if err := os.MkdirAll(*stateDir, 0o755); err != nil {
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
 
@@ -39,7 +41,7 @@ func runDev(ctx context.Context, args []string) error {
 	// is made again. One named by DATABASE_URL is left as it is.
 	ownDatabase := cfg.DatabaseURL == ""
 	if ownDatabase {
-		url, stop, err := devenv.Postgres(ctx, log, *stateDir)
+		url, stop, err := devenv.Postgres(ctx, log, stateDir)
 		if err != nil {
 			return err
 		}
@@ -54,15 +56,15 @@ func runDev(ctx context.Context, args []string) error {
 		defer stop()
 		cfg.RedisURL = url
 	}
-	if len(cfg.Secrets) == 0 {
-		secret, err := remembered(filepath.Join(*stateDir, "secret"), func() string { return randomString(32) })
+	if cfg.Secret == "" {
+		secret, err := remembered(filepath.Join(stateDir, "secret"), func() string { return randomString(32) })
 		if err != nil {
 			return err
 		}
-		cfg.Secrets = []string{secret}
+		cfg.Secret = secret
 	}
 	if cfg.BootstrapToken == "" {
-		token, err := remembered(filepath.Join(*stateDir, "operator-token"), func() string { t, _ := iam.NewToken(); return t })
+		token, err := remembered(filepath.Join(stateDir, "operator-token"), func() string { t, _ := iam.NewToken(); return t })
 		if err != nil {
 			return err
 		}
@@ -88,14 +90,14 @@ func runDev(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	srv, err := app.Start(ctx, cfg)
+	srv, err := app.Start(ctx, *cfg)
 	if err != nil {
 		return err
 	}
 	url := "http://" + srv.Addr + "/graphql"
 	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s\n  Operator token:  %s\n", srv.Addr, url, cfg.BootstrapToken)
-	if *simHosts > 0 {
-		sim, err := startSim(ctx, cfg, srv, *simHosts, *stateDir, log)
+	if dev.SimHosts > 0 {
+		sim, err := startSim(ctx, *cfg, srv, dev.SimHosts, stateDir, log)
 		if err != nil {
 			return err
 		}
@@ -103,9 +105,9 @@ func runDev(ctx context.Context, args []string) error {
 			sim.pool, sim.flavor, sim.image, suffix(), demoKey)
 		fmt.Printf("  Member token:    %s  (tenant demo)\n\n%d simulated hosts in pool %s. Create an instance as the demo member:\n\n"+
 			"  curl -s %s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"query\": \"%s\"}'\n",
-			sim.member, *simHosts, devenv.SimPool, url, sim.member, query)
-		if *hetznerAddr != "" && *proxmoxAddr != "" {
-			em, err := devenv.StartEmulators(ctx, log, *hetznerAddr, *proxmoxAddr)
+			sim.member, dev.SimHosts, devenv.SimPool, url, sim.member, query)
+		if dev.HetznerEmulator != "" && dev.ProxmoxEmulator != "" {
+			em, err := devenv.StartEmulators(ctx, log, dev.HetznerEmulator, dev.ProxmoxEmulator)
 			if err != nil {
 				return err
 			}

@@ -1,50 +1,77 @@
 // Command better-compute is the Better Compute VPS control plane: one binary
 // whose subcommands are its processes.
+//
+// Each subcommand reads one configuration struct of package app, from its
+// flags and then from the environment; a malformed value of either stops it
+// before it connects to anything. `better-compute <command> --help` lists
+// both, from the same tables they are read with.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
-var commands = map[string]struct {
-	run     func(ctx context.Context, args []string) error
-	summary string
-}{
-	"serve":     {runServe, "serve the GraphQL API, the host gateway and /metrics"},
-	"migrate":   {runMigrate, "apply the database migrations"},
-	"dev":       {runDev, "run the whole system locally with embedded defaults"},
-	"token":     {runToken, "create an API token (token create)"},
-	"reconcile": {runReconcile, "consume the work stream and converge instances"},
-	"host":      {runHost, "run the host daemon: converge this host's NodeSpec"},
-	"reseal":    {runReseal, "seal stored secrets again under BC_SECRET, after a rotation"},
-}
-
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "better-compute %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args, its environment read through lookup, and
+// returns the exit code: 0 on success and for help, 2 for a command line
+// that does not parse, 1 for any other failure.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, []string{args[1], "--help"}, lookup, stdout, stderr)
+		}
+		printUsage(stdout)
+		return 0
+	case "version", "-version", "--version":
+		printVersion(stdout)
+		return 0
+	}
+	c, ok := findCommand(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "better-compute: unknown command %q\n\n", args[0])
+		printUsage(stderr)
+		return 2
+	}
+	err := c.configure(args[1:], lookup, stdout)
+	if err == nil {
+		err = c.run(ctx)
+	}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		report(stderr, c.name, err)
+		fmt.Fprintf(stderr, "better-compute %s --help lists its flags.\n", c.name)
+		return 2
+	default:
+		report(stderr, c.name, err)
+		return 1
 	}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: better-compute <command> [flags]\n\ncommands:")
-	for _, name := range []string{"serve", "reconcile", "host", "migrate", "dev", "token", "reseal"} {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
+// report writes err, each of its lines prefixed with the command, as
+// errors.Join puts each joined error on a line of its own.
+func report(w io.Writer, name string, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "better-compute %s: %s\n", name, line)
 	}
-	fmt.Fprintln(os.Stderr, "\nenvironment: DATABASE_URL, REDIS_URL, BC_SECRET, BC_SECRET_PREVIOUS, BC_BOOTSTRAP_TOKEN, BC_ALLOWED_ORIGINS")
 }

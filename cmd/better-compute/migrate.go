@@ -2,17 +2,24 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/migrations"
 )
 
-func runMigrate(ctx context.Context, args []string) error {
-	flag.NewFlagSet("migrate", flag.ExitOnError).Parse(args)
-	db, err := app.OpenDB(ctx, os.Getenv("DATABASE_URL"))
+func migrateCommand() command {
+	cfg := new(app.MigrateConfig)
+	return command{
+		name:    "migrate",
+		summary: "apply the database migrations",
+		config:  cfg,
+		run:     func(ctx context.Context) error { return runMigrate(ctx, cfg) },
+	}
+}
+
+func runMigrate(ctx context.Context, cfg *app.MigrateConfig) error {
+	db, err := app.OpenDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}

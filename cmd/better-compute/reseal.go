@@ -8,17 +8,22 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
-	"github.com/better-compute/vps/seal"
 )
+
+func resealCommand() command {
+	cfg := new(app.ResealConfig)
+	return command{
+		name:    "reseal",
+		summary: "seal stored secrets again under BC_SECRET, after a rotation",
+		config:  cfg,
+		run:     func(ctx context.Context) error { return runReseal(ctx, cfg) },
+	}
+}
 
 // runReseal seals every stored secret again under BC_SECRET, opening with
 // BC_SECRET_PREVIOUS, so the previous secrets can then be dropped.
-func runReseal(ctx context.Context, args []string) error {
-	cfg := app.FromEnv()
-	if len(cfg.Secrets) == 0 {
-		return fmt.Errorf("BC_SECRET is not set: it is the secret values are sealed again with")
-	}
-	sealer, err := seal.New(cfg.Secrets...)
+func runReseal(ctx context.Context, cfg *app.ResealConfig) error {
+	sealer, err := cfg.Sealer()
 	if err != nil {
 		return err
 	}

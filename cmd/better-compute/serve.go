@@ -2,20 +2,25 @@ package main
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"os"
 
 	"github.com/better-compute/vps/app"
 )
 
-func runServe(ctx context.Context, args []string) error {
-	cfg := app.FromEnv()
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "HTTP `address` to listen on")
-	fs.Parse(args)
+func serveCommand() command {
+	cfg := new(app.Config)
+	return command{
+		name:    "serve",
+		summary: "serve the GraphQL API, the web console, the host gateway and /metrics",
+		config:  cfg,
+		run:     func(ctx context.Context) error { return runServe(ctx, cfg) },
+	}
+}
+
+func runServe(ctx context.Context, cfg *app.Config) error {
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	srv, err := app.Start(ctx, cfg)
+	srv, err := app.Start(ctx, *cfg)
 	if err != nil {
 		return err
 	}

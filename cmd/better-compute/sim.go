@@ -11,7 +11,6 @@ import (
 	"github.com/better-compute/vps/drivers/fake"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/reconciler"
 )
 
 type simInfo struct {
@@ -37,9 +36,9 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 	}
 	info := simInfo{member: member, pool: ids.Encode(ids.Pool, sim.Pool), flavor: ids.Encode(ids.Flavor, sim.Flavor), image: ids.Encode(ids.Image, sim.Image)}
 	go func() {
-		err := app.RunReconciler(ctx, app.ReconcilerConfig{Config: cfg, Tune: func(c *reconciler.Config) {
-			c.RescanInterval, c.SweepInterval = 2*time.Second, 2*time.Second
-		}})
+		rc := cfg.Reconciler()
+		rc.RescanInterval, rc.SweepInterval = 2*time.Second, 2*time.Second
+		err := app.RunReconciler(ctx, rc)
 		if err != nil {
 			log.Error("reconciler stopped", "err", err)
 		}

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/better-compute/vps/app"
@@ -13,29 +10,31 @@ import (
 	"github.com/better-compute/vps/ids"
 )
 
-func runToken(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: better-compute token create --name NAME [--tenant tnt_…] [--expires 720h]")
+func tokenCommand() command {
+	cfg := new(app.TokenConfig)
+	return command{
+		name:    "token",
+		verb:    "create",
+		summary: "create an API token",
+		config:  cfg,
+		run:     func(ctx context.Context) error { return runToken(ctx, cfg) },
 	}
-	fs := flag.NewFlagSet("token create", flag.ExitOnError)
-	name := fs.String("name", "", "`name` of the new principal and token")
-	tenant := fs.String("tenant", "", "tenant `id` to make a member of; none makes an operator")
-	expires := fs.Duration("expires", 0, "lifetime of the token; 0 never expires")
-	fs.Parse(args[1:])
+}
 
-	in := control.APITokenInput{Name: *name}
-	if *tenant != "" {
-		id, ok := ids.Decode(ids.Tenant, *tenant)
+func runToken(ctx context.Context, cfg *app.TokenConfig) error {
+	in := control.APITokenInput{Name: cfg.Name}
+	if cfg.Tenant != "" {
+		id, ok := ids.Decode(ids.Tenant, cfg.Tenant)
 		if !ok {
-			return fmt.Errorf("--tenant %q is not a tenant id", *tenant)
+			return fmt.Errorf("--tenant %q is not a tenant id", cfg.Tenant)
 		}
 		in.TenantID = id
 	}
-	if *expires > 0 {
-		at := time.Now().Add(*expires)
+	if cfg.Expires > 0 {
+		at := time.Now().Add(cfg.Expires)
 		in.ExpiresAt = &at
 	}
-	db, err := app.OpenDB(ctx, os.Getenv("DATABASE_URL"))
+	db, err := app.OpenDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,119 @@
+package app
+
+import (
+	"flag"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/live"
+)
+
+// Config is the configuration of `serve`: read from the environment (Env)
+// and flags (Flags), or built in code, where zero fields take their
+// defaults.
+type Config struct {
+	// DatabaseURL is the Postgres connection string (DATABASE_URL).
+	// Required.
+	DatabaseURL string
+	// RedisURL is the Redis connection string (REDIS_URL). Required.
+	RedisURL string
+	// Secret derives the keys that seal user data (BC_SECRET). Required.
+	Secret string
+	// PreviousSecrets open values sealed before a rotation
+	// (BC_SECRET_PREVIOUS, comma-separated). Default: none.
+	PreviousSecrets []string
+	// BootstrapToken, when set, is made an operator token at start
+	// (BC_BOOTSTRAP_TOKEN). Default: none.
+	BootstrapToken string
+	// AllowedOrigins may open websockets besides the server's own host
+	// (BC_ALLOWED_ORIGINS, comma-separated). Default: none.
+	AllowedOrigins []string
+	// RedisPrefix starts every Redis key and channel (BC_REDIS_PREFIX), so
+	// deployments can share a Redis. Default vps.DefaultRedisPrefix.
+	RedisPrefix string
+	// HostSilentAfter is how long a host may go without reporting before its
+	// instances are LOST (BC_HOST_SILENT_AFTER). Default
+	// vps.DefaultHostSilentAfter.
+	HostSilentAfter time.Duration
+	// LiveBuffer is how many events a subscriber may fall behind before it
+	// is dropped (BC_LIVE_BUFFER). Default live.DefaultBuffer.
+	LiveBuffer int
+	// LiveMaxUnread is how many bytes a websocket client may leave unread
+	// before it is closed as a slow consumer (BC_LIVE_MAX_UNREAD). Default
+	// graph.DefaultMaxUnread.
+	LiveMaxUnread int
+	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
+	// comma-separated). Default control.DefaultProviders().
+	Providers []string
+	// MaxConnections is how many websockets one principal may hold
+	// (BC_WS_MAX_CONNECTIONS). Default graph.DefaultMaxConnections.
+	MaxConnections int
+	// Listen is the HTTP address (--listen). Default DefaultListen.
+	Listen string
+	// Logger is the process log. Default: JSON to stderr.
+	Logger *slog.Logger
+}
+
+// DefaultListen is the default HTTP address of serve and dev.
+const DefaultListen = "127.0.0.1:8080"
+
+// Env returns the environment variables serve reads, bound to c's fields:
+// the table both conf.Read and --help use.
+func (c *Config) Env() []conf.Var {
+	return []conf.Var{
+		required(databaseURL(&c.DatabaseURL)),
+		required(redisURL(&c.RedisURL)),
+		required(secret(&c.Secret)),
+		previousSecrets(&c.PreviousSecrets),
+		conf.String(&c.BootstrapToken, "BC_BOOTSTRAP_TOKEN", "",
+			"made an operator token at start, for a fresh deployment (16+ characters)"),
+		conf.List(&c.AllowedOrigins, "BC_ALLOWED_ORIGINS", nil,
+			"comma-separated browser origins that may open websockets besides the server's own host"),
+		redisPrefix(&c.RedisPrefix),
+		hostSilentAfter(&c.HostSilentAfter),
+		conf.Int(&c.LiveBuffer, "BC_LIVE_BUFFER", live.DefaultBuffer,
+			"events a subscription may fall behind before it is closed"),
+		conf.Int(&c.LiveMaxUnread, "BC_LIVE_MAX_UNREAD", graph.DefaultMaxUnread,
+			"bytes a websocket client may leave unread before it is closed as a slow consumer"),
+		conf.Int(&c.MaxConnections, "BC_WS_MAX_CONNECTIONS", graph.DefaultMaxConnections,
+			"websockets one principal may hold"),
+		providers(&c.Providers),
+	}
+}
+
+// Flags defines serve's flags on fs, bound to c's fields.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", DefaultListen, "HTTP `address` to listen on")
+}
+
+func (c *Config) applyDefaults() {
+	if c.RedisPrefix == "" {
+		c.RedisPrefix = vps.DefaultRedisPrefix
+	}
+	if c.HostSilentAfter <= 0 {
+		c.HostSilentAfter = vps.DefaultHostSilentAfter
+	}
+	if c.LiveBuffer <= 0 {
+		c.LiveBuffer = live.DefaultBuffer
+	}
+	if c.LiveMaxUnread <= 0 {
+		c.LiveMaxUnread = graph.DefaultMaxUnread
+	}
+	if c.Providers == nil {
+		c.Providers = control.DefaultProviders()
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = graph.DefaultMaxConnections
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+}

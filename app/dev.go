@@ -1,0 +1,76 @@
+package app
+
+import (
+	"flag"
+
+	"github.com/better-compute/vps/internal/conf"
+)
+
+// DevConfig is the configuration of `dev`, which runs the whole system on
+// one machine: serve's, and what dev adds.
+type DevConfig struct {
+	// Config is serve's configuration. What serve requires and leaves
+	// unset, dev makes: see devMakes.
+	Config
+	// StateDir keeps the dev secret, the operator and member tokens and the
+	// private Postgres (--state-dir). Default DefaultDevStateDir.
+	StateDir string
+	// SimHosts is how many simulated hosts, with a reconciler and demo
+	// data, run in the process (--sim). Default: none.
+	SimHosts int
+	// HetznerEmulator is where, with SimHosts, an emulated Hetzner Cloud API
+	// is served, with a provider pool on it (--hetzner-emulator); "" for
+	// none. Default DefaultHetznerEmulator.
+	HetznerEmulator string
+	// ProxmoxEmulator is where, with SimHosts, an emulated Proxmox VE API is
+	// served, with a provider pool on it (--proxmox-emulator); "" for none.
+	// Default DefaultProxmoxEmulator.
+	ProxmoxEmulator string
+}
+
+// Defaults of DevConfig.
+const (
+	// DefaultDevStateDir is relative to where dev runs, so each checkout
+	// has its own.
+	DefaultDevStateDir = ".dev"
+	// DefaultHetznerEmulator is where dev --sim serves an emulated Hetzner
+	// Cloud API.
+	DefaultHetznerEmulator = "127.0.0.1:8091"
+	// DefaultProxmoxEmulator is where dev --sim serves an emulated Proxmox
+	// VE API.
+	DefaultProxmoxEmulator = "127.0.0.1:8092"
+)
+
+// devMakes says what dev makes for the variables serve requires, when they
+// are unset.
+var devMakes = map[string]string{
+	"DATABASE_URL":       "a private Postgres",
+	"REDIS_URL":          "an in-process Redis",
+	"BC_SECRET":          "kept in --state-dir",
+	"BC_BOOTSTRAP_TOKEN": "kept in --state-dir",
+}
+
+// Env returns the environment variables dev reads, bound to c's fields:
+// serve's, none of them required.
+func (c *DevConfig) Env() []conf.Var {
+	vars := c.Config.Env()
+	for i, v := range vars {
+		if made, ok := devMakes[v.Name]; ok {
+			vars[i].Required, vars[i].Default = false, made
+		}
+	}
+	return vars
+}
+
+// Flags defines dev's flags on fs, serve's among them, bound to c's fields.
+func (c *DevConfig) Flags(fs *flag.FlagSet) {
+	c.Config.Flags(fs)
+	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
+		"`directory` for the dev secret, operator token and private Postgres")
+	fs.IntVar(&c.SimHosts, "sim", 0,
+		"run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
+	fs.StringVar(&c.HetznerEmulator, "hetzner-emulator", DefaultHetznerEmulator,
+		"with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none)")
+	fs.StringVar(&c.ProxmoxEmulator, "proxmox-emulator", DefaultProxmoxEmulator,
+		"with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none)")
+}

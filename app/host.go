@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/better-compute/vps/hostd"
+	"github.com/better-compute/vps/internal/conf"
+)
+
+// HostConfig is the configuration of `host`, the host daemon.
+type HostConfig struct {
+	// ServerURL is the base URL of the server whose host gateway to use
+	// (--server). Default DefaultServerURL.
+	ServerURL string
+	// Credential is the host's credential, from createHost
+	// (BC_HOST_CREDENTIAL). Required unless CredentialFile is set.
+	Credential string
+	// CredentialFile names a file holding the credential, which then takes
+	// the place of Credential (--credential-file). Default: none.
+	CredentialFile string
+	// Runtime is the runtime driver, RuntimeFake or RuntimeLibvirt
+	// (--runtime). Default RuntimeLibvirt.
+	Runtime string
+	// HeartbeatInterval is the longest time between two reports
+	// (--heartbeat). Default hostd.DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// ShutdownTimeout is how long a guest has to shut down before it is
+	// destroyed (--shutdown-timeout). Default hostd.DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// FakeBootDelay is how long a domain of the fake runtime boots
+	// (--fake-boot-delay). Default: it runs at once.
+	FakeBootDelay time.Duration
+	// FakeFailStarts, when set, makes the fake runtime fail every start
+	// with this reason (--fake-fail-starts). Default: none.
+	FakeFailStarts string
+	// LibvirtURI is the libvirt connection URI (--libvirt-uri). Default:
+	// the libvirt runtime's.
+	LibvirtURI string
+	// LibvirtSocket is libvirtd's unix socket (--libvirt-socket). Default:
+	// the libvirt runtime's.
+	LibvirtSocket string
+	// DomainType is kvm or qemu, software emulation (--domain-type).
+	// Default: the libvirt runtime's, kvm when /dev/kvm exists.
+	DomainType string
+	// StateDir holds the image cache, overlays, seeds and console logs of
+	// the libvirt runtime (--state-dir). Default DefaultHostStateDir.
+	StateDir string
+	// Bridge is the host bridge guest NICs join (--bridge). Default:
+	// user-mode networking.
+	Bridge string
+	// Logger is the process log. Default: JSON to stderr.
+	Logger *slog.Logger
+}
+
+// Defaults of HostConfig.
+const (
+	// DefaultServerURL is the server of a host daemon run beside a default
+	// serve.
+	DefaultServerURL = "http://" + DefaultListen
+	// DefaultHostStateDir is where the libvirt runtime keeps its files.
+	DefaultHostStateDir = "/var/lib/better-compute"
+)
+
+// The runtime drivers of HostConfig.Runtime.
+const (
+	// RuntimeFake simulates a hypervisor in the process.
+	RuntimeFake = "fake"
+	// RuntimeLibvirt runs guests through libvirtd.
+	RuntimeLibvirt = "libvirt"
+)
+
+// Env returns the environment variables host reads, bound to c's fields:
+// the table both conf.Read and --help use.
+func (c *HostConfig) Env() []conf.Var {
+	return []conf.Var{
+		conf.String(&c.Credential, "BC_HOST_CREDENTIAL", "",
+			"the host's credential, as createHost returned it, unless --credential-file is given"),
+	}
+}
+
+// Flags defines host's flags on fs, bound to c's fields.
+func (c *HostConfig) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ServerURL, "server", DefaultServerURL, "base `URL` of the server whose host gateway to use")
+	fs.StringVar(&c.Runtime, "runtime", RuntimeLibvirt, "runtime `driver`: "+RuntimeFake+" (simulated) or "+RuntimeLibvirt)
+	fs.StringVar(&c.CredentialFile, "credential-file", "", "`file` holding the host credential, instead of BC_HOST_CREDENTIAL")
+	conf.DurationFlag(fs, &c.HeartbeatInterval, "heartbeat", hostd.DefaultHeartbeatInterval, "longest time between two reports")
+	conf.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", hostd.DefaultShutdownTimeout,
+		"how long a guest has to shut down before it is destroyed")
+	fs.DurationVar(&c.FakeBootDelay, "fake-boot-delay", 0, "fake runtime: how long a started domain boots")
+	fs.StringVar(&c.FakeFailStarts, "fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
+	fs.StringVar(&c.LibvirtURI, "libvirt-uri", "", "libvirt runtime: connection `URI`; empty: the runtime's default")
+	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
+	fs.StringVar(&c.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); empty: kvm when /dev/kvm exists")
+	fs.StringVar(&c.StateDir, "state-dir", DefaultHostStateDir, "libvirt runtime: `directory` for images, overlays, seeds and console logs")
+	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking")
+}
+
+func (c *HostConfig) applyDefaults() {
+	if c.ServerURL == "" {
+		c.ServerURL = DefaultServerURL
+	}
+	if c.Runtime == "" {
+		c.Runtime = RuntimeLibvirt
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = hostd.DefaultHeartbeatInterval
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = hostd.DefaultShutdownTimeout
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultHostStateDir
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+}
+
+// Prepare applies c's defaults and reads the credential file, if one is
+// named; it refuses a configuration without a credential. The runtime is
+// made from the prepared configuration, then RunHost runs on it.
+func (c *HostConfig) Prepare() error {
+	c.applyDefaults()
+	if c.CredentialFile != "" {
+		b, err := os.ReadFile(c.CredentialFile)
+		if err != nil {
+			return fmt.Errorf("read credential: %w", err)
+		}
+		c.Credential = strings.TrimSpace(string(b))
+	}
+	if c.Credential == "" {
+		return errors.New("no host credential: set BC_HOST_CREDENTIAL or --credential-file (createHost returns it)")
+	}
+	return nil
+}
+
+// RunHost runs the host daemon of a prepared c on rt until ctx ends.
+func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
+	return hostd.New(hostd.Config{
+		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
+		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
+	}).Run(ctx)
+}

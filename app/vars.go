@@ -1,0 +1,53 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
+)
+
+// The environment variables more than one process reads, each declared
+// once. A process's Env lists them beside its own.
+
+func databaseURL(p *string) conf.Var {
+	return conf.String(p, "DATABASE_URL", "", "Postgres connection string, the only source of truth")
+}
+
+func redisURL(p *string) conf.Var {
+	return conf.String(p, "REDIS_URL", "", "Redis connection string: the work stream and event fan-out")
+}
+
+func redisPrefix(p *string) conf.Var {
+	return conf.String(p, "BC_REDIS_PREFIX", vps.DefaultRedisPrefix,
+		"starts every Redis key and channel, so deployments can share a Redis; the same on every process")
+}
+
+func hostSilentAfter(p *time.Duration) conf.Var {
+	return conf.Duration(p, "BC_HOST_SILENT_AFTER", vps.DefaultHostSilentAfter,
+		"how long a host may go without reporting before its instances are LOST; the same on serve and reconcile")
+}
+
+func providers(p *[]string) conf.Var {
+	known := control.DefaultProviders()
+	return conf.Func("BC_PROVIDERS", strings.Join(known, ","), "comma-separated provider kinds accounts may use", func(s string) error {
+		list := conf.Split(s)
+		for _, kind := range list {
+			if !slices.Contains(known, kind) {
+				return fmt.Errorf("%q is not a provider kind (%s)", kind, strings.Join(known, ", "))
+			}
+		}
+		*p = list
+		return nil
+	})
+}
+
+// required marks v as a variable the process cannot do without.
+func required(v conf.Var) conf.Var {
+	v.Required = true
+	return v
+}
