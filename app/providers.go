@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
-	"github.com/better-compute/vps/drivers/hetzner"
-	"github.com/better-compute/vps/drivers/provider"
-	"github.com/better-compute/vps/drivers/proxmox"
+	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/drivers/cloud/hetzner"
+	"github.com/better-compute/vps/drivers/cloud/proxmox"
 )
 
 // DriverOptions tune every provider driver of a reconciler.
@@ -26,8 +26,8 @@ type DriverOptions struct {
 
 // Drivers returns the factory that makes a provider account's driver from
 // its settings.
-func Drivers(o DriverOptions) provider.Factory {
-	return func(a provider.Account) (provider.Driver, error) {
+func Drivers(o DriverOptions) cloud.Factory {
+	return func(a cloud.Account) (cloud.Driver, error) {
 		str := func(key string) string { s, _ := a.Settings[key].(string); return s }
 		switch a.Provider {
 		case control.ProviderHetzner:

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	hetznerem "github.com/better-compute/vps/emulator/hetzner"
 	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
 )
@@ -20,11 +20,11 @@ func TestDrivers(t *testing.T) {
 	make := Drivers(DriverOptions{})
 	cases := []struct {
 		name string
-		acct provider.Account
+		acct cloud.Account
 	}{
-		{"hetzner", provider.Account{Provider: "hetzner", Credentials: hetznerem.DefaultToken,
+		{"hetzner", cloud.Account{Provider: "hetzner", Credentials: hetznerem.DefaultToken,
 			Settings: map[string]any{"endpoint": hz.URL + "/v1", "location": "fsn1"}}},
-		{"proxmox, template as a JSON number", provider.Account{Provider: "proxmox", Credentials: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
+		{"proxmox, template as a JSON number", cloud.Account{Provider: "proxmox", Credentials: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
 			Settings: map[string]any{"endpoint": px.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": float64(9000)}}},
 	}
 	for _, c := range cases {
@@ -39,7 +39,7 @@ func TestDrivers(t *testing.T) {
 		})
 	}
 	t.Run("unknown provider", func(t *testing.T) {
-		if _, err := make(provider.Account{Provider: "aws"}); err == nil {
+		if _, err := make(cloud.Account{Provider: "aws"}); err == nil {
 			t.Fatal("made a driver for aws")
 		}
 	})

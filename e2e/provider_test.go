@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/proxmox"
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/emulator/faults"

@@ -15,7 +15,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/emulator/faults"
 	emu "github.com/better-compute/vps/emulator/hetzner"
 )
@@ -69,14 +69,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func request(instance, name string) provider.CreateRequest {
-	return provider.CreateRequest{
+func request(instance, name string) cloud.CreateRequest {
+	return cloud.CreateRequest{
 		InstanceID: instance, Name: name, ServerType: "cx22", Image: "ubuntu-24.04", PowerOn: true,
 	}
 }
 
 // status returns the status List reports for a server, or "" if absent.
-func (e env) status(t *testing.T, id string) provider.Status {
+func (e env) status(t *testing.T, id string) cloud.Status {
 	t.Helper()
 	servers, err := e.d.List(context.Background())
 	if err != nil {
@@ -94,18 +94,18 @@ func (e env) status(t *testing.T, id string) provider.Status {
 // driver's back.
 func (e env) running(t *testing.T, instance string) string {
 	t.Helper()
-	id, err := e.emu.AddServer("srv-"+instance, map[string]string{provider.Label: instance})
+	id, err := e.emu.AddServer("srv-"+instance, map[string]string{cloud.Label: instance})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(id)
 }
 
-func wantKind(t *testing.T, err error, kind provider.Kind) *provider.Error {
+func wantKind(t *testing.T, err error, kind cloud.Kind) *cloud.Error {
 	t.Helper()
-	var pe *provider.Error
+	var pe *cloud.Error
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T) is not a *provider.Error", err, err)
+		t.Fatalf("error %v (%T) is not a *cloud.Error", err, err)
 	}
 	if pe.Kind != kind {
 		t.Fatalf("kind = %v, want %v (error %v)", pe.Kind, kind, err)
@@ -117,10 +117,10 @@ func TestCreate(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		powerOn bool
-		final   provider.Status
+		final   cloud.Status
 	}{
-		{"power on", true, provider.StatusRunning},
-		{"stay off", false, provider.StatusStopped},
+		{"power on", true, cloud.StatusRunning},
+		{"stay off", false, cloud.StatusStopped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t, emu.Config{ActionDuration: 150 * time.Millisecond})
@@ -131,15 +131,15 @@ func TestCreate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
-			if s.InstanceID != req.InstanceID || s.Status != provider.StatusStarting || len(s.Addresses) != 2 {
+			if s.InstanceID != req.InstanceID || s.Status != cloud.StatusStarting || len(s.Addresses) != 2 {
 				t.Errorf("Create = %+v", s)
 			}
-			if got := e.status(t, s.ID); got != provider.StatusStarting {
+			if got := e.status(t, s.ID); got != cloud.StatusStarting {
 				t.Errorf("List right after Create: status %q, want starting", got)
 			}
 			eventually(t, string(tc.final), func() bool { return e.status(t, s.ID) == tc.final })
 			servers := e.emu.Servers()
-			if len(servers) != 1 || servers[0].Labels[provider.Label] != req.InstanceID || servers[0].Name != "web-1" {
+			if len(servers) != 1 || servers[0].Labels[cloud.Label] != req.InstanceID || servers[0].Name != "web-1" {
 				t.Errorf("emulator has %+v", servers)
 			}
 		})
@@ -172,7 +172,7 @@ func TestStop(t *testing.T) {
 			if err := e.d.Stop(context.Background(), id); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
-			if got := e.status(t, id); got != provider.StatusStopped {
+			if got := e.status(t, id); got != cloud.StatusStopped {
 				t.Errorf("status after Stop = %q, want stopped", got)
 			}
 			calls := e.emu.Faults().Calls()
@@ -189,15 +189,15 @@ func TestStop(t *testing.T) {
 func TestStart(t *testing.T) {
 	e := setup(t, emu.Config{})
 	ctx := context.Background()
-	s, err := e.d.Create(ctx, provider.CreateRequest{InstanceID: "i-1", Name: "a", ServerType: "cpx11", Image: "debian-12"})
+	s, err := e.d.Create(ctx, cloud.CreateRequest{InstanceID: "i-1", Name: "a", ServerType: "cpx11", Image: "debian-12"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "stopped", func() bool { return e.status(t, s.ID) == provider.StatusStopped })
+	eventually(t, "stopped", func() bool { return e.status(t, s.ID) == cloud.StatusStopped })
 	if err := e.d.Start(ctx, s.ID); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if got := e.status(t, s.ID); got != provider.StatusRunning {
+	if got := e.status(t, s.ID); got != cloud.StatusRunning {
 		t.Errorf("status after Start = %q, want running", got)
 	}
 }
@@ -217,19 +217,19 @@ func TestDelete(t *testing.T) {
 	}
 	for name, op := range map[string]func(context.Context, string) error{"Start": e.d.Start, "Stop": e.d.Stop} {
 		t.Run(name+" on deleted", func(t *testing.T) {
-			wantKind(t, op(ctx, id), provider.NotFound)
+			wantKind(t, op(ctx, id), cloud.NotFound)
 		})
 	}
 	t.Run("behind our back", func(t *testing.T) {
 		id := e.running(t, "i-2")
 		e.emu.DeleteServer(mustID(t, id))
-		wantKind(t, e.d.Start(ctx, id), provider.NotFound)
+		wantKind(t, e.d.Start(ctx, id), cloud.NotFound)
 		if err := e.d.Delete(ctx, id); err != nil {
 			t.Errorf("Delete: %v", err)
 		}
 	})
 	t.Run("malformed ID", func(t *testing.T) {
-		wantKind(t, e.d.Start(ctx, "web-1"), provider.Invalid)
+		wantKind(t, e.d.Start(ctx, "web-1"), cloud.Invalid)
 	})
 }
 
@@ -257,7 +257,7 @@ func TestErrors(t *testing.T) {
 		arrange func(t *testing.T, e env)
 		driver  func(*Config)
 		op      func(e env) error
-		kind    provider.Kind
+		kind    cloud.Kind
 		message string
 		retry   time.Duration
 		within  time.Duration
@@ -265,7 +265,7 @@ func TestErrors(t *testing.T) {
 		{
 			name:    "server limit",
 			arrange: func(t *testing.T, e env) { e.emu.SetServerLimit(1); e.running(t, "i-old") },
-			op:      create, kind: provider.Quota,
+			op:      create, kind: cloud.Quota,
 			message: "server limit reached: the project may have 1 servers",
 		},
 		{
@@ -274,14 +274,14 @@ func TestErrors(t *testing.T) {
 				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Status: 503,
 					Body: emu.ErrorBody("unavailable", "service unavailable, try again")})
 			},
-			op: list, kind: provider.Retryable, message: "service unavailable, try again",
+			op: list, kind: cloud.Retryable, message: "service unavailable, try again",
 		},
 		{
 			name: "injected 502 without a body",
 			arrange: func(t *testing.T, e env) {
 				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Status: 502})
 			},
-			op: list, kind: provider.Retryable, message: "HTTP status 502",
+			op: list, kind: cloud.Retryable, message: "HTTP status 502",
 		},
 		{
 			name: "injected 429 with Retry-After",
@@ -290,7 +290,7 @@ func TestErrors(t *testing.T) {
 					Header: http.Header{"Retry-After": {"3"}},
 					Body:   emu.ErrorBody("rate_limit_exceeded", "limit of requests per hour reached")})
 			},
-			op: create, kind: provider.RateLimited, message: "limit of requests per hour reached", retry: 3 * time.Second,
+			op: create, kind: cloud.RateLimited, message: "limit of requests per hour reached", retry: 3 * time.Second,
 		},
 		{
 			name: "stall beyond the timeout",
@@ -298,12 +298,12 @@ func TestErrors(t *testing.T) {
 				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Delay: 2 * time.Second})
 			},
 			driver: func(c *Config) { c.Timeout = 200 * time.Millisecond },
-			op:     list, kind: provider.Retryable, message: "request timed out", within: time.Second,
+			op:     list, kind: cloud.Retryable, message: "request timed out", within: time.Second,
 		},
 		{
 			name:    "name taken",
 			arrange: func(t *testing.T, e env) { e.emu.AddServer("new", nil) },
-			op:      create, kind: provider.Invalid, message: "server name is already used",
+			op:      create, kind: cloud.Invalid, message: "server name is already used",
 		},
 		{
 			name: "unknown image",
@@ -313,12 +313,12 @@ func TestErrors(t *testing.T) {
 				_, err := e.d.Create(ctx, req)
 				return err
 			},
-			kind: provider.Invalid, message: "invalid input in field 'image'",
+			kind: cloud.Invalid, message: "invalid input in field 'image'",
 		},
 		{
 			name:   "wrong token",
 			driver: func(c *Config) { c.Token = "wrong-" + token },
-			op:     create, kind: provider.Invalid, message: "unable to authenticate",
+			op:     create, kind: cloud.Invalid, message: "unable to authenticate",
 		},
 		{
 			name: "poweron while locked",
@@ -329,7 +329,7 @@ func TestErrors(t *testing.T) {
 				}
 				return e.d.Start(ctx, s.ID)
 			},
-			kind: provider.Retryable,
+			kind: cloud.Retryable,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,7 +368,7 @@ func TestRateLimit(t *testing.T) {
 	for i := 0; i < 4 && err == nil; i++ {
 		_, err = e.d.List(ctx)
 	}
-	pe := wantKind(t, err, provider.RateLimited)
+	pe := wantKind(t, err, cloud.RateLimited)
 	// One token takes 10s at 0.1 a second.
 	if pe.RetryAfter < 9*time.Second || pe.RetryAfter > 10*time.Second {
 		t.Errorf("RetryAfter = %v, want about 10s", pe.RetryAfter)
@@ -406,10 +406,10 @@ func TestRetryAfterFromReset(t *testing.T) {
 func TestBudget(t *testing.T) {
 	e := setup(t, emu.Config{})
 	ctx := context.Background()
-	if b := e.d.Budget(); b != (provider.Budget{}) {
+	if b := e.d.Budget(); b != (cloud.Budget{}) {
 		t.Errorf("Budget before any call = %+v", b)
 	}
-	var last provider.Budget
+	var last cloud.Budget
 	for i := 0; i < 3; i++ {
 		if _, err := e.d.List(ctx); err != nil {
 			t.Fatal(err)
@@ -589,7 +589,7 @@ func TestSSHKeys(t *testing.T) {
 			req := request("i-1", "a")
 			req.SSHKeys = []string{bad}
 			_, err := e.d.Create(ctx, req)
-			wantKind(t, err, provider.Invalid)
+			wantKind(t, err, cloud.Invalid)
 			if total, _ := e.emu.Faults().Total(); total != 0 {
 				t.Errorf("made %d calls", total)
 			}
@@ -602,7 +602,7 @@ func TestSSHKeys(t *testing.T) {
 func BenchmarkSweep100(b *testing.B) {
 	e := setup(b, emu.Config{RateLimit: 1 << 30, RefillPerSecond: 1 << 30})
 	for i := range 100 {
-		if _, err := e.emu.AddServer(fmt.Sprintf("s-%03d", i), map[string]string{provider.Label: fmt.Sprintf("instance-%03d", i)}); err != nil {
+		if _, err := e.emu.AddServer(fmt.Sprintf("s-%03d", i), map[string]string{cloud.Label: fmt.Sprintf("instance-%03d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

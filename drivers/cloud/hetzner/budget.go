@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // budgetTransport records the RateLimit-* headers of every response,
@@ -29,12 +29,12 @@ func (t *budgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // parseBudget reads the RateLimit-* headers; ok is false when the response
 // states no limit (an error from a proxy in between).
-func parseBudget(h http.Header) (provider.Budget, bool) {
+func parseBudget(h http.Header) (cloud.Budget, bool) {
 	limit, err := strconv.Atoi(h.Get("RateLimit-Limit"))
 	if err != nil {
-		return provider.Budget{}, false
+		return cloud.Budget{}, false
 	}
-	b := provider.Budget{Limit: limit}
+	b := cloud.Budget{Limit: limit}
 	if v, err := strconv.Atoi(h.Get("RateLimit-Remaining")); err == nil {
 		b.Remaining = v
 	}

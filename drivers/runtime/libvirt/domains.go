@@ -13,8 +13,8 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 
-	"github.com/better-compute/vps/drivers/imagecache"
-	"github.com/better-compute/vps/drivers/nocloud"
+	"github.com/better-compute/vps/drivers/runtime/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/imagecache"
 	"github.com/better-compute/vps/hostproto"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/imagecache"
-	"github.com/better-compute/vps/drivers/libvirt"
-	"github.com/better-compute/vps/drivers/nocloud"
+	"github.com/better-compute/vps/drivers/runtime/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/libvirt"
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"

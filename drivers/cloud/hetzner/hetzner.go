@@ -1,7 +1,7 @@
-// Package hetzner is the provider.Driver of Hetzner Cloud, on hcloud-go.
+// Package hetzner is the cloud.Driver of Hetzner Cloud, on hcloud-go.
 //
 // hcloud-go's own retries are off: every method makes its calls once and
-// returns a classified provider.Error (errors.go), and the reconciler backs
+// returns a classified cloud.Error (errors.go), and the reconciler backs
 // off, counting the calls. Each request has its own timeout
 // (Config.Timeout). Calls in the normal case:
 //
@@ -37,7 +37,7 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // Config configures a Driver for one Hetzner Cloud project.
@@ -80,17 +80,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Driver is the provider.Driver of one Hetzner Cloud project. It is safe
+// Driver is the cloud.Driver of one Hetzner Cloud project. It is safe
 // for concurrent use.
 type Driver struct {
 	cfg    Config
 	client *hcloud.Client
 
 	mu     sync.Mutex
-	budget provider.Budget
+	budget cloud.Budget
 }
 
-var _ provider.Driver = (*Driver)(nil)
+var _ cloud.Driver = (*Driver)(nil)
 
 // New returns a Driver for cfg.
 func New(cfg Config) (*Driver, error) {
@@ -130,20 +130,20 @@ func New(cfg Config) (*Driver, error) {
 
 // Create makes a server for req, labelled with the instance ID, and returns
 // it as created (initializing); it does not wait for it to run.
-func (d *Driver) Create(ctx context.Context, req provider.CreateRequest) (provider.Server, error) {
+func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Server, error) {
 	switch {
 	case req.InstanceID == "":
-		return provider.Server{}, invalid("the instance ID is required")
+		return cloud.Server{}, invalid("the instance ID is required")
 	case req.Name == "":
-		return provider.Server{}, invalid("the server name is required")
+		return cloud.Server{}, invalid("the server name is required")
 	case req.ServerType == "":
-		return provider.Server{}, invalid("the server type is required")
+		return cloud.Server{}, invalid("the server type is required")
 	case req.Image == "":
-		return provider.Server{}, invalid("the image is required")
+		return cloud.Server{}, invalid("the image is required")
 	}
 	userData, keys, err := d.sshKeys(ctx, req.SSHKeys, req.UserData)
 	if err != nil {
-		return provider.Server{}, err
+		return cloud.Server{}, err
 	}
 	power := req.PowerOn
 	opts := hcloud.ServerCreateOpts{
@@ -153,46 +153,46 @@ func (d *Driver) Create(ctx context.Context, req provider.CreateRequest) (provid
 		SSHKeys:          keys,
 		UserData:         userData,
 		StartAfterCreate: &power,
-		Labels:           map[string]string{provider.Label: req.InstanceID},
+		Labels:           map[string]string{cloud.Label: req.InstanceID},
 	}
 	if d.cfg.Location != "" {
 		opts.Location = &hcloud.Location{Name: d.cfg.Location}
 	}
 	res, resp, err := d.client.Server.Create(ctx, opts)
 	if err != nil {
-		return provider.Server{}, classify(err, resp)
+		return cloud.Server{}, classify(err, resp)
 	}
 	for _, a := range append([]*hcloud.Action{res.Action}, res.NextActions...) {
 		if a != nil {
 			if err := a.Error(); err != nil {
-				return provider.Server{}, classify(err, nil)
+				return cloud.Server{}, classify(err, nil)
 			}
 		}
 	}
 	if res.Server == nil {
-		return provider.Server{}, &provider.Error{Kind: provider.Retryable, Message: "the create response has no server"}
+		return cloud.Server{}, &cloud.Error{Kind: cloud.Retryable, Message: "the create response has no server"}
 	}
 	return toServer(res.Server), nil
 }
 
 // List returns the servers labelled with an instance ID: one call per 50
 // servers (the API's largest page).
-func (d *Driver) List(ctx context.Context) ([]provider.Server, error) {
-	return d.list(ctx, provider.Label)
+func (d *Driver) List(ctx context.Context) ([]cloud.Server, error) {
+	return d.list(ctx, cloud.Label)
 }
 
 // Find returns the servers labelled with instanceID: one call.
-func (d *Driver) Find(ctx context.Context, instanceID string) ([]provider.Server, error) {
+func (d *Driver) Find(ctx context.Context, instanceID string) ([]cloud.Server, error) {
 	if instanceID == "" {
 		return nil, invalid("the instance ID is required")
 	}
-	return d.list(ctx, provider.Label+"="+instanceID)
+	return d.list(ctx, cloud.Label+"="+instanceID)
 }
 
 // list returns the servers matching a label selector, 50 a call.
-func (d *Driver) list(ctx context.Context, selector string) ([]provider.Server, error) {
+func (d *Driver) list(ctx context.Context, selector string) ([]cloud.Server, error) {
 	opts := hcloud.ServerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: selector, PerPage: 50, Page: 1}}
-	out := []provider.Server{}
+	out := []cloud.Server{}
 	for {
 		servers, resp, err := d.client.Server.List(ctx, opts)
 		if err != nil {
@@ -280,7 +280,7 @@ func (d *Driver) Delete(ctx context.Context, serverID string) error {
 }
 
 // Budget is the rate limit the last response stated.
-func (d *Driver) Budget() provider.Budget {
+func (d *Driver) Budget() cloud.Budget {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.budget
@@ -302,7 +302,7 @@ func (d *Driver) wait(ctx context.Context, a *hcloud.Action) error {
 			return classify(err, resp)
 		}
 		if got == nil {
-			return &provider.Error{Kind: provider.Retryable, Message: fmt.Sprintf("action %d not found", a.ID)}
+			return &cloud.Error{Kind: cloud.Retryable, Message: fmt.Sprintf("action %d not found", a.ID)}
 		}
 		a = got
 	}
@@ -342,10 +342,10 @@ func parseID(serverID string) (*hcloud.Server, error) {
 	return &hcloud.Server{ID: id}, nil
 }
 
-func toServer(s *hcloud.Server) provider.Server {
-	out := provider.Server{
+func toServer(s *hcloud.Server) cloud.Server {
+	out := cloud.Server{
 		ID:         strconv.FormatInt(s.ID, 10),
-		InstanceID: s.Labels[provider.Label],
+		InstanceID: s.Labels[cloud.Label],
 		Status:     toStatus(s.Status),
 	}
 	if v4 := s.PublicNet.IPv4; !v4.IsUnspecified() {
@@ -369,19 +369,19 @@ func ipv6Host(v6 hcloud.ServerPublicNetIPv6) net.IP {
 	return ip
 }
 
-func toStatus(s hcloud.ServerStatus) provider.Status {
+func toStatus(s hcloud.ServerStatus) cloud.Status {
 	switch s {
 	case hcloud.ServerStatusInitializing, hcloud.ServerStatusStarting:
-		return provider.StatusStarting
+		return cloud.StatusStarting
 	case hcloud.ServerStatusRunning:
-		return provider.StatusRunning
+		return cloud.StatusRunning
 	case hcloud.ServerStatusStopping:
-		return provider.StatusStopping
+		return cloud.StatusStopping
 	case hcloud.ServerStatusOff:
-		return provider.StatusStopped
+		return cloud.StatusStopped
 	case hcloud.ServerStatusDeleting:
-		return provider.StatusDeleting
+		return cloud.StatusDeleting
 	default:
-		return provider.StatusUnknown
+		return cloud.StatusUnknown
 	}
 }

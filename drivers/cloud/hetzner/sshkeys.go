@@ -9,7 +9,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // SSHKeyLabel marks the SSH key resources the driver creates.
@@ -100,7 +100,7 @@ func (d *Driver) keyResource(ctx context.Context, line, fp string) (int64, error
 		// Made meanwhile by a concurrent create: use it.
 		k, resp, err = d.client.SSHKey.GetByFingerprint(ctx, fp)
 		if err == nil && k == nil {
-			return 0, &provider.Error{Kind: provider.Retryable, Message: "SSH key " + fp + " vanished while being created"}
+			return 0, &cloud.Error{Kind: cloud.Retryable, Message: "SSH key " + fp + " vanished while being created"}
 		}
 	}
 	if err != nil {

@@ -1,7 +1,7 @@
 package fake
 
 import (
-	"github.com/better-compute/vps/drivers/nocloud"
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostproto"
 )
 

@@ -1,10 +1,13 @@
-// Package provider is what the reconciler asks of a cloud provider
-// (Hetzner Cloud, Proxmox VE) to run the instances of a provider pool:
-// servers carrying our instance ID as a label, created idempotently (look
-// up by label before creating), observed in one list call per account.
-// Drivers classify their errors (errors.go) so the reconciler knows whether
-// to retry, slow down, or give up.
-package provider
+// Package cloud is what the reconciler asks of a cloud provider (Hetzner
+// Cloud, Proxmox VE) to run the instances of a provider pool: servers
+// carrying our instance ID as a label, created idempotently (look up by
+// label before creating), observed in one list call per account. Drivers
+// classify their errors (errors.go) so the reconciler knows whether to
+// retry, slow down, or give up.
+//
+// The drivers are the packages below it, one per provider (hetzner,
+// proxmox).
+package cloud
 
 import (
 	"context"

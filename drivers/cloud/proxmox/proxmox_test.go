@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/better-compute/vps/drivers/provider"
-	"github.com/better-compute/vps/drivers/proxmox"
+	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/drivers/cloud/proxmox"
 	"github.com/better-compute/vps/emulator/faults"
 	emu "github.com/better-compute/vps/emulator/proxmox"
 )
@@ -49,8 +49,8 @@ func setup(t testing.TB, tweak ...func(*emu.Config, *proxmox.Config)) (*proxmox.
 
 var keys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI+k/z= alice@laptop", "ssh-rsa AAAAB3NzaC1yc2E bob's key"}
 
-func request(powerOn bool) provider.CreateRequest {
-	return provider.CreateRequest{InstanceID: uuid.NewString(), Name: "web-1", Vcpus: 2, MemoryMB: 2048,
+func request(powerOn bool) cloud.CreateRequest {
+	return cloud.CreateRequest{InstanceID: uuid.NewString(), Name: "web-1", Vcpus: 2, MemoryMB: 2048,
 		DiskGB: 10, SSHKeys: keys, PowerOn: powerOn}
 }
 
@@ -67,7 +67,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // listed returns our server with id, if List shows it.
-func listed(t *testing.T, d *proxmox.Driver, id string) (provider.Server, bool) {
+func listed(t *testing.T, d *proxmox.Driver, id string) (cloud.Server, bool) {
 	t.Helper()
 	servers, err := d.List(context.Background())
 	if err != nil {
@@ -78,7 +78,7 @@ func listed(t *testing.T, d *proxmox.Driver, id string) (provider.Server, bool) 
 			return s, true
 		}
 	}
-	return provider.Server{}, false
+	return cloud.Server{}, false
 }
 
 func vm(t *testing.T, e *emu.Emulator, serverID string) emu.VMView {
@@ -91,26 +91,26 @@ func vm(t *testing.T, e *emu.Emulator, serverID string) emu.VMView {
 	return v
 }
 
-func wantKind(t *testing.T, err error, want provider.Kind) {
+func wantKind(t *testing.T, err error, want cloud.Kind) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil, want %s", want)
 	}
-	if got := provider.KindOf(err); got != want {
+	if got := cloud.KindOf(err); got != want {
 		t.Fatalf("kind = %s, want %s: %v", got, want, err)
 	}
 }
 
 // create makes a server and waits until List shows it stopped or running.
-func create(t *testing.T, d *proxmox.Driver, req provider.CreateRequest) provider.Server {
+func create(t *testing.T, d *proxmox.Driver, req cloud.CreateRequest) cloud.Server {
 	t.Helper()
 	srv, err := d.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	want := provider.StatusStopped
+	want := cloud.StatusStopped
 	if req.PowerOn {
-		want = provider.StatusRunning
+		want = cloud.StatusRunning
 	}
 	eventually(t, "server "+string(want), func() bool { s, _ := listed(t, d, srv.ID); return s.Status == want })
 	return srv
@@ -120,11 +120,11 @@ func TestCreate(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		powerOn  bool
-		returned provider.Status
-		then     provider.Status
+		returned cloud.Status
+		then     cloud.Status
 	}{
-		{"stopped", false, provider.StatusStopped, provider.StatusStopped},
-		{"powered on", true, provider.StatusStarting, provider.StatusRunning},
+		{"stopped", false, cloud.StatusStopped, cloud.StatusStopped},
+		{"powered on", true, cloud.StatusStarting, cloud.StatusRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, e := setup(t)
@@ -151,7 +151,7 @@ func TestCreate(t *testing.T) {
 				"cores":     "2",
 				"memory":    "2048",
 				"ipconfig0": "ip=dhcp",
-				"tags":      provider.Label,
+				"tags":      cloud.Label,
 				"scsi0":     "local-lvm:vm-" + srv.ID + "-disk-0,size=10G",
 			}
 			for k, w := range want {
@@ -230,7 +230,7 @@ func TestStart(t *testing.T) {
 			t.Fatalf("status = %s", s)
 		}
 	}
-	if s, _ := listed(t, d, srv.ID); s.Status != provider.StatusRunning {
+	if s, _ := listed(t, d, srv.ID); s.Status != cloud.StatusRunning {
 		t.Fatalf("listed %+v", s)
 	}
 }
@@ -259,10 +259,10 @@ func TestMissingServer(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		call func(context.Context, string) error
-		want provider.Kind
+		want cloud.Kind
 	}{
-		{"start", d.Start, provider.NotFound},
-		{"stop", d.Stop, provider.NotFound},
+		{"start", d.Start, cloud.NotFound},
+		{"stop", d.Stop, cloud.NotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call(ctx, "4242")
@@ -272,15 +272,15 @@ func TestMissingServer(t *testing.T) {
 			}
 		})
 	}
-	t.Run("malformed ID", func(t *testing.T) { wantKind(t, d.Start(ctx, "web-1"), provider.Invalid) })
+	t.Run("malformed ID", func(t *testing.T) { wantKind(t, d.Start(ctx, "web-1"), cloud.Invalid) })
 }
 
 func TestQuota(t *testing.T) {
 	d, e := setup(t, func(c *emu.Config, _ *proxmox.Config) { c.MaxVMs = 1 })
 	create(t, d, request(false))
 	_, err := d.Create(context.Background(), request(false))
-	wantKind(t, err, provider.Quota)
-	var pe *provider.Error
+	wantKind(t, err, cloud.Quota)
+	var pe *cloud.Error
 	if !errors.As(err, &pe) || pe.Message != "clone failed: quota exceeded - maximum of 1 VMs reached" {
 		t.Fatalf("message: %v", err)
 	}
@@ -292,21 +292,21 @@ func TestQuota(t *testing.T) {
 func TestCreateRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(*provider.CreateRequest)
+		change func(*cloud.CreateRequest)
 		calls  bool
 	}{
-		{"instance ID not DNS-safe", func(r *provider.CreateRequest) { r.InstanceID = "Ins 1" }, false},
-		{"user data", func(r *provider.CreateRequest) { r.UserData = "#!/bin/sh\n" }, false},
-		{"no vCPU", func(r *provider.CreateRequest) { r.Vcpus = 0 }, false},
-		{"image not a VMID", func(r *provider.CreateRequest) { r.Image = "debian-12" }, false},
-		{"template missing", func(r *provider.CreateRequest) { r.Image = "9999" }, true},
+		{"instance ID not DNS-safe", func(r *cloud.CreateRequest) { r.InstanceID = "Ins 1" }, false},
+		{"user data", func(r *cloud.CreateRequest) { r.UserData = "#!/bin/sh\n" }, false},
+		{"no vCPU", func(r *cloud.CreateRequest) { r.Vcpus = 0 }, false},
+		{"image not a VMID", func(r *cloud.CreateRequest) { r.Image = "debian-12" }, false},
+		{"template missing", func(r *cloud.CreateRequest) { r.Image = "9999" }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, e := setup(t)
 			req := request(false)
 			tc.change(&req)
 			_, err := d.Create(context.Background(), req)
-			wantKind(t, err, provider.Invalid)
+			wantKind(t, err, cloud.Invalid)
 			if total, _ := e.Faults().Total(); (total > 0) != tc.calls {
 				t.Fatalf("%d calls", total)
 			}
@@ -323,7 +323,7 @@ func TestCreateCleansUp(t *testing.T) {
 	e.Faults().Inject(faults.Fault{Match: "PUT /api2/json/nodes/pve/qemu/{id}/config", Count: 1, Status: 400,
 		Body: `{"data":null,"errors":{"memory":"value must have a maximum value of 4194304"}}`})
 	_, err := d.Create(context.Background(), request(false))
-	wantKind(t, err, provider.Invalid)
+	wantKind(t, err, cloud.Invalid)
 	if !strings.Contains(err.Error(), "memory: value must have a maximum value of 4194304") {
 		t.Errorf("message: %v", err)
 	}
@@ -340,7 +340,7 @@ func TestNextIDRace(t *testing.T) {
 	e.Faults().Inject(faults.Fault{Match: "GET /api2/json/cluster/nextid", Count: 1, Status: 200,
 		Body: `{"data":"` + strconv.Itoa(taken) + `"}`})
 	_, err := d.Create(context.Background(), request(false))
-	wantKind(t, err, provider.Retryable)
+	wantKind(t, err, cloud.Retryable)
 	if !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("message: %v", err)
 	}
@@ -353,17 +353,17 @@ func TestInjectedErrors(t *testing.T) {
 	for _, tc := range []struct {
 		status int
 		body   string
-		want   provider.Kind
+		want   cloud.Kind
 	}{
-		{500, `{"data":null}`, provider.Retryable},
+		{500, `{"data":null}`, cloud.Retryable},
 		// go-proxmox itself would decode these as an empty list.
-		{503, `{"data":null}`, provider.Retryable},
-		{502, `<html>Bad Gateway</html>`, provider.Retryable},
-		{429, `{"data":null}`, provider.RateLimited},
+		{503, `{"data":null}`, cloud.Retryable},
+		{502, `<html>Bad Gateway</html>`, cloud.Retryable},
+		{429, `{"data":null}`, cloud.RateLimited},
 	} {
 		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
 			d, e := setup(t)
-			e.AddVM("bc-"+uuid.NewString(), []string{provider.Label})
+			e.AddVM("bc-"+uuid.NewString(), []string{cloud.Label})
 			e.Faults().Inject(faults.Fault{Match: "cluster/resources", Count: 1, Status: tc.status, Body: tc.body})
 			_, err := d.List(context.Background())
 			wantKind(t, err, tc.want)
@@ -380,7 +380,7 @@ func TestStall(t *testing.T) {
 	e.Faults().Inject(faults.Fault{Match: "cluster/resources", Count: 1, Delay: 2 * time.Second})
 	start := time.Now()
 	_, err := d.List(context.Background())
-	wantKind(t, err, provider.Retryable)
+	wantKind(t, err, cloud.Retryable)
 	if elapsed := time.Since(start); elapsed > time.Second {
 		t.Fatalf("List took %s", elapsed)
 	}
@@ -393,7 +393,7 @@ func TestWrongSecret(t *testing.T) {
 	_, listErr := d.List(ctx)
 	_, createErr := d.Create(ctx, request(false))
 	for _, err := range []error{listErr, createErr, d.Start(ctx, "100")} {
-		wantKind(t, err, provider.Invalid)
+		wantKind(t, err, cloud.Invalid)
 		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), emu.DefaultSecret) {
 			t.Fatalf("secret in %q", err)
 		}
@@ -409,23 +409,23 @@ func TestWrongSecret(t *testing.T) {
 func TestListMarkers(t *testing.T) {
 	d, e := setup(t)
 	ours, half := uuid.NewString(), uuid.NewString()
-	oursID := e.AddVM("bc-"+ours, []string{"prod", provider.Label})
+	oursID := e.AddVM("bc-"+ours, []string{"prod", cloud.Label})
 	halfID := e.AddVM("bc-"+half, nil)
 	e.AddVM("web-1", nil)
-	e.AddVM("web-2", []string{provider.Label}) // tagged, but whose?
-	e.AddVM("bc-NotOurs", []string{provider.Label})
-	apiID := e.AddVM("bc-ins--0c2ftxr2q1dh5a3hd4yqf2m7bc", []string{provider.Label})
+	e.AddVM("web-2", []string{cloud.Label}) // tagged, but whose?
+	e.AddVM("bc-NotOurs", []string{cloud.Label})
+	apiID := e.AddVM("bc-ins--0c2ftxr2q1dh5a3hd4yqf2m7bc", []string{cloud.Label})
 
 	servers, err := d.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []provider.Server{
-		{ID: strconv.Itoa(oursID), InstanceID: ours, Status: provider.StatusStopped},
-		{ID: strconv.Itoa(halfID), InstanceID: half, Status: provider.StatusUnknown, Incomplete: true},
-		{ID: strconv.Itoa(apiID), InstanceID: "ins_0c2ftxr2q1dh5a3hd4yqf2m7bc", Status: provider.StatusStopped},
+	want := []cloud.Server{
+		{ID: strconv.Itoa(oursID), InstanceID: ours, Status: cloud.StatusStopped},
+		{ID: strconv.Itoa(halfID), InstanceID: half, Status: cloud.StatusUnknown, Incomplete: true},
+		{ID: strconv.Itoa(apiID), InstanceID: "ins_0c2ftxr2q1dh5a3hd4yqf2m7bc", Status: cloud.StatusStopped},
 	}
-	if !slices.EqualFunc(servers, want, func(a, b provider.Server) bool {
+	if !slices.EqualFunc(servers, want, func(a, b cloud.Server) bool {
 		return a.ID == b.ID && a.InstanceID == b.InstanceID && a.Status == b.Status && a.Incomplete == b.Incomplete
 	}) {
 		t.Fatalf("listed %+v, want %+v", servers, want)
@@ -469,13 +469,13 @@ func TestDeleteLocked(t *testing.T) {
 		p.TaskTimeout = 50 * time.Millisecond
 	})
 	_, err := d.Create(context.Background(), request(false))
-	wantKind(t, err, provider.Retryable) // the clone outlived TaskTimeout
+	wantKind(t, err, cloud.Retryable) // the clone outlived TaskTimeout
 	servers := must(d.List(context.Background()))
-	if len(servers) != 1 || servers[0].Status != provider.StatusStarting {
+	if len(servers) != 1 || servers[0].Status != cloud.StatusStarting {
 		t.Fatalf("listed %+v", servers)
 	}
 	err = d.Delete(context.Background(), servers[0].ID)
-	wantKind(t, err, provider.Retryable)
+	wantKind(t, err, cloud.Retryable)
 	if !strings.Contains(err.Error(), "VM is locked (clone)") {
 		t.Fatalf("message: %v", err)
 	}
@@ -515,7 +515,7 @@ func TestCallCounts(t *testing.T) {
 		}
 	}
 	const vmPath = "/api2/json/nodes/pve/qemu/{id}"
-	var srv provider.Server
+	var srv cloud.Server
 	count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, map[string]int{
 		"GET /api2/json/cluster/nextid": 1, "POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
 		"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1})

@@ -15,7 +15,7 @@ import (
 
 	pve "github.com/luthermonson/go-proxmox"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // apiError is an answer of the API with an error status. pveproxy puts its
@@ -110,86 +110,86 @@ func (e *taskError) Error() string { return fmt.Sprintf("task %s failed: %s", e.
 // exceeded", and a real node out of room fails a clone with LVM's
 // "insufficient free space" or "No space left on device"; all three are
 // Quota.
-func kindOfMessage(msg string, def provider.Kind) provider.Kind {
+func kindOfMessage(msg string, def cloud.Kind) cloud.Kind {
 	m := strings.ToLower(msg)
 	switch {
 	case strings.Contains(m, "quota"), strings.Contains(m, "no space left on device"),
 		strings.Contains(m, "insufficient free space"):
-		return provider.Quota
+		return cloud.Quota
 	case strings.Contains(m, "does not exist"):
-		return provider.NotFound
+		return cloud.NotFound
 	case strings.Contains(m, "already exists"), strings.Contains(m, "is locked"),
 		strings.Contains(m, "can't lock file"):
-		return provider.Retryable
+		return cloud.Retryable
 	}
 	return def
 }
 
-// classify turns an error of the client into a *provider.Error.
+// classify turns an error of the client into a *cloud.Error.
 func classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *provider.Error
+	var pe *cloud.Error
 	if errors.As(err, &pe) {
 		return err
 	}
 	var ae *apiError
 	if errors.As(err, &ae) {
-		kind := provider.Retryable
+		kind := cloud.Retryable
 		switch c := ae.Code; {
 		case c == http.StatusUnauthorized || c == http.StatusForbidden:
-			kind = provider.Invalid
+			kind = cloud.Invalid
 		case c == http.StatusTooManyRequests:
-			kind = provider.RateLimited
+			kind = cloud.RateLimited
 		case c == http.StatusNotFound:
-			kind = provider.NotFound
+			kind = cloud.NotFound
 		case c == http.StatusBadRequest:
-			kind = kindOfMessage(ae.message(), provider.Invalid)
-			if kind == provider.NotFound {
-				kind = provider.Invalid
+			kind = kindOfMessage(ae.message(), cloud.Invalid)
+			if kind == cloud.NotFound {
+				kind = cloud.Invalid
 			}
 		case c == http.StatusNotImplemented:
-			kind = provider.Invalid
+			kind = cloud.Invalid
 		case c >= 500:
-			kind = kindOfMessage(ae.Reason, provider.Retryable)
+			kind = kindOfMessage(ae.Reason, cloud.Retryable)
 		case c == http.StatusRequestTimeout || c == http.StatusConflict || c == http.StatusLocked:
-			kind = provider.Retryable
+			kind = cloud.Retryable
 		default:
-			kind = provider.Invalid
+			kind = cloud.Invalid
 		}
-		return &provider.Error{Kind: kind, Message: ae.message(), RetryAfter: ae.RetryAfter, Err: ae}
+		return &cloud.Error{Kind: kind, Message: ae.message(), RetryAfter: ae.RetryAfter, Err: ae}
 	}
 	var te *taskError
 	if errors.As(err, &te) {
-		return &provider.Error{Kind: kindOfMessage(te.Exit, provider.Retryable), Message: te.Exit, Err: te}
+		return &cloud.Error{Kind: kindOfMessage(te.Exit, cloud.Retryable), Message: te.Exit, Err: te}
 	}
 	if errors.Is(err, pve.ErrNotAuthorized) {
-		return &provider.Error{Kind: provider.Invalid, Message: "not authorized", Err: err}
+		return &cloud.Error{Kind: cloud.Invalid, Message: "not authorized", Err: err}
 	}
 	if errors.Is(err, context.Canceled) {
-		return &provider.Error{Kind: provider.Retryable, Message: "canceled", Err: err}
+		return &cloud.Error{Kind: cloud.Retryable, Message: "canceled", Err: err}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &provider.Error{Kind: provider.Retryable, Message: "timed out", Err: err}
+		return &cloud.Error{Kind: cloud.Retryable, Message: "timed out", Err: err}
 	}
-	return &provider.Error{Kind: provider.Retryable, Message: err.Error(), Err: err}
+	return &cloud.Error{Kind: cloud.Retryable, Message: err.Error(), Err: err}
 }
 
 // is reports whether err is a provider error of kind k.
-func is(err error, k provider.Kind) bool {
-	var pe *provider.Error
+func is(err error, k cloud.Kind) bool {
+	var pe *cloud.Error
 	return errors.As(err, &pe) && pe.Kind == k
 }
 
 // says reports whether Proxmox's message in err contains s.
 func says(err error, s string) bool {
-	var pe *provider.Error
+	var pe *cloud.Error
 	return errors.As(err, &pe) && strings.Contains(pe.Message, s)
 }
 
 // invalid is an Invalid error the driver finds itself.
 func invalid(format string, args ...any) error {
-	return &provider.Error{Kind: provider.Invalid, Message: fmt.Sprintf(format, args...)}
+	return &cloud.Error{Kind: cloud.Invalid, Message: fmt.Sprintf(format, args...)}
 }

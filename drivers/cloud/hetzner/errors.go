@@ -11,25 +11,25 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // kindOfCode classifies the API's error codes (docs.hetzner.cloud, "Errors")
 // and the codes of failed actions. Codes not listed are Retryable.
-var kindOfCode = map[hcloud.ErrorCode]provider.Kind{
-	hcloud.ErrorCodeRateLimitExceeded:     provider.RateLimited,
-	hcloud.ErrorCodeResourceLimitExceeded: provider.Quota,
-	hcloud.ErrorCodeNotFound:              provider.NotFound,
-	hcloud.ErrorCodeInvalidInput:          provider.Invalid,
-	hcloud.ErrorCodeJSONError:             provider.Invalid,
-	hcloud.ErrorCodeUniquenessError:       provider.Invalid,
-	hcloud.ErrorCodeForbidden:             provider.Invalid,
-	hcloud.ErrorCodeUnauthorized:          provider.Invalid,
-	hcloud.ErrorCodeProtected:             provider.Invalid,
-	hcloud.ErrorCodeInvalidServerType:     provider.Invalid,
-	hcloud.ErrorUnsupportedError:          provider.Invalid,
-	hcloud.ErrorDeprecatedAPIEndpoint:     provider.Invalid,
-	"not_supported":                       provider.Invalid,
+var kindOfCode = map[hcloud.ErrorCode]cloud.Kind{
+	hcloud.ErrorCodeRateLimitExceeded:     cloud.RateLimited,
+	hcloud.ErrorCodeResourceLimitExceeded: cloud.Quota,
+	hcloud.ErrorCodeNotFound:              cloud.NotFound,
+	hcloud.ErrorCodeInvalidInput:          cloud.Invalid,
+	hcloud.ErrorCodeJSONError:             cloud.Invalid,
+	hcloud.ErrorCodeUniquenessError:       cloud.Invalid,
+	hcloud.ErrorCodeForbidden:             cloud.Invalid,
+	hcloud.ErrorCodeUnauthorized:          cloud.Invalid,
+	hcloud.ErrorCodeProtected:             cloud.Invalid,
+	hcloud.ErrorCodeInvalidServerType:     cloud.Invalid,
+	hcloud.ErrorUnsupportedError:          cloud.Invalid,
+	hcloud.ErrorDeprecatedAPIEndpoint:     cloud.Invalid,
+	"not_supported":                       cloud.Invalid,
 	// Retryable, listed for the reader: conflict, locked,
 	// resource_unavailable, timeout, maintenance, server_error,
 	// service_error, bad_gateway, unknown_error, placement_error,
@@ -37,14 +37,14 @@ var kindOfCode = map[hcloud.ErrorCode]provider.Kind{
 }
 
 // classify turns an error of hcloud-go (or of the transport) into a
-// provider.Error. resp is the response of the failed call, when there is
+// cloud.Error. resp is the response of the failed call, when there is
 // one. The message is the API's own; no error here carries the token, which
 // travels only in the Authorization header.
 func classify(err error, resp *hcloud.Response) error {
 	if err == nil {
 		return nil
 	}
-	var pe *provider.Error
+	var pe *cloud.Error
 	if errors.As(err, &pe) {
 		return err
 	}
@@ -58,21 +58,21 @@ func classify(err error, resp *hcloud.Response) error {
 			kind = kindOfStatus(resp)
 		}
 		if status(resp) == http.StatusTooManyRequests {
-			kind = provider.RateLimited
+			kind = cloud.RateLimited
 		}
 		return newError(kind, apiErr.Message, err, resp)
 	}
 	var actionErr hcloud.ActionError
 	if errors.As(err, &actionErr) {
 		kind, ok := kindOfCode[hcloud.ErrorCode(actionErr.Code)]
-		if !ok || kind == provider.NotFound {
-			kind = provider.Retryable
+		if !ok || kind == cloud.NotFound {
+			kind = cloud.Retryable
 		}
 		return newError(kind, actionErr.Message, err, nil)
 	}
 	var argErr hcloud.ArgumentError
 	if errors.As(err, &argErr) {
-		return newError(provider.Invalid, argErr.Error(), err, nil)
+		return newError(cloud.Invalid, argErr.Error(), err, nil)
 	}
 	if errors.Is(err, hcloud.ErrStatusCode) {
 		// An error response without the API's JSON body (a proxy's 502).
@@ -80,14 +80,14 @@ func classify(err error, resp *hcloud.Response) error {
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
-		return newError(provider.Retryable, "request timed out", err, nil)
+		return newError(cloud.Retryable, "request timed out", err, nil)
 	}
-	return newError(provider.Retryable, err.Error(), nil, nil)
+	return newError(cloud.Retryable, err.Error(), nil, nil)
 }
 
-func newError(kind provider.Kind, msg string, err error, resp *hcloud.Response) *provider.Error {
-	e := &provider.Error{Kind: kind, Message: msg, Err: err}
-	if kind == provider.RateLimited {
+func newError(kind cloud.Kind, msg string, err error, resp *hcloud.Response) *cloud.Error {
+	e := &cloud.Error{Kind: kind, Message: msg, Err: err}
+	if kind == cloud.RateLimited {
 		e.RetryAfter = retryAfter(resp, time.Now())
 	}
 	return e
@@ -102,17 +102,17 @@ func status(resp *hcloud.Response) int {
 
 // kindOfStatus classifies by the HTTP status alone, for codes not known
 // and bodies not parsed.
-func kindOfStatus(resp *hcloud.Response) provider.Kind {
+func kindOfStatus(resp *hcloud.Response) cloud.Kind {
 	switch s := status(resp); {
 	case s == http.StatusTooManyRequests:
-		return provider.RateLimited
+		return cloud.RateLimited
 	case s == http.StatusNotFound:
-		return provider.NotFound
+		return cloud.NotFound
 	case s == http.StatusBadRequest, s == http.StatusUnauthorized, s == http.StatusForbidden,
 		s == http.StatusUnprocessableEntity:
-		return provider.Invalid
+		return cloud.Invalid
 	default: // 5xx, 409, 423, none
-		return provider.Retryable
+		return cloud.Retryable
 	}
 }
 
@@ -147,10 +147,10 @@ func retryAfter(resp *hcloud.Response, now time.Time) time.Duration {
 	return time.Second
 }
 
-func invalid(msg string) *provider.Error {
-	return &provider.Error{Kind: provider.Invalid, Message: msg}
+func invalid(msg string) *cloud.Error {
+	return &cloud.Error{Kind: cloud.Invalid, Message: msg}
 }
 
-func notFound(id int64) *provider.Error {
-	return &provider.Error{Kind: provider.NotFound, Message: fmt.Sprintf("server %d not found", id)}
+func notFound(id int64) *cloud.Error {
+	return &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("server %d not found", id)}
 }

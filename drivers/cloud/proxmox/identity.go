@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // Identity. The instance ID must be recoverable from what the clone call
@@ -14,7 +14,7 @@ import (
 // a DNS name: letters, digits, hyphens). A UUID, "0190c3e2-…", gives
 // "bc-0190c3e2-…"; an API ID, "ins_0c2f…", gives "bc-ins--0c2f…".
 //
-// Tag (provider.Label, "better-compute-instance") is set with the rest of
+// Tag (cloud.Label, "better-compute-instance") is set with the rest of
 // the configuration, in one config update, so it marks a VM whose
 // configuration is complete. List reports every non-template VM whose name
 // parses as ours; one still locked by its clone is starting, one without
@@ -28,7 +28,7 @@ import (
 // guest is called bc-<id>; CreateRequest.Name goes into the description.
 const (
 	NamePrefix = "bc-"
-	Tag        = provider.Label
+	Tag        = cloud.Label
 )
 
 // idRE is the instance IDs a name can carry: lower-case letters and digits

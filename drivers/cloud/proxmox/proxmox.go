@@ -1,4 +1,4 @@
-// Package proxmox is the provider driver for Proxmox VE, on the go-proxmox
+// Package proxmox is the cloud.Driver of Proxmox VE, on the go-proxmox
 // client: a server is a full clone of a template VM, configured through
 // cloud-init (cores, memory, SSH keys, ipconfig0), on one node of the
 // cluster. Its ID is its VMID.
@@ -66,7 +66,7 @@ import (
 
 	pve "github.com/luthermonson/go-proxmox"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // Config configures a Driver. Zero fields take the defaults (see New).
@@ -114,14 +114,14 @@ type Config struct {
 	TaskTimeout time.Duration
 }
 
-// Driver is a provider.Driver for one Proxmox VE node.
+// Driver is a cloud.Driver for one Proxmox VE node.
 type Driver struct {
 	cfg     Config
 	client  *pve.Client
 	cloneMu sync.Mutex // see clone
 }
 
-var _ provider.Driver = (*Driver)(nil)
+var _ cloud.Driver = (*Driver)(nil)
 
 // New returns a driver for cfg. It makes no request.
 func New(cfg Config) (*Driver, error) {
@@ -186,7 +186,7 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // Budget is zero: Proxmox states no rate limit.
-func (d *Driver) Budget() provider.Budget { return provider.Budget{} }
+func (d *Driver) Budget() cloud.Budget { return cloud.Budget{} }
 
 // call runs one request bounded by the request timeout and classifies its
 // error.
@@ -195,7 +195,7 @@ func (d *Driver) call(ctx context.Context, f func(context.Context) error) error 
 	defer cancel()
 	err := f(cctx)
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return &provider.Error{Kind: provider.Retryable,
+		return &cloud.Error{Kind: cloud.Retryable,
 			Message: fmt.Sprintf("no answer from Proxmox within %s", d.cfg.Timeout), Err: err}
 	}
 	return classify(err)
@@ -238,7 +238,7 @@ func (d *Driver) wait(ctx context.Context, t *pve.Task, max time.Duration) (ende
 		}
 		err := d.call(ctx, func(ctx context.Context) error { return d.client.Get(ctx, path, &st) })
 		switch {
-		case err != nil && is(err, provider.Retryable) && failures < 3 && time.Now().Before(deadline):
+		case err != nil && is(err, cloud.Retryable) && failures < 3 && time.Now().Before(deadline):
 			failures++
 			continue
 		case err != nil:
@@ -262,7 +262,7 @@ func (d *Driver) wait(ctx context.Context, t *pve.Task, max time.Duration) (ende
 func (d *Driver) run(ctx context.Context, t *pve.Task, what string) error {
 	ended, err := d.wait(ctx, t, d.cfg.TaskTimeout)
 	if err == nil && !ended {
-		return &provider.Error{Kind: provider.Retryable,
+		return &cloud.Error{Kind: cloud.Retryable,
 			Message: fmt.Sprintf("%s (task %s) still running after %s", what, t.UPID, d.cfg.TaskTimeout)}
 	}
 	return err
@@ -291,14 +291,14 @@ type resource struct {
 }
 
 // List returns our VMs on every node of the cluster, in one call.
-func (d *Driver) List(ctx context.Context) ([]provider.Server, error) {
+func (d *Driver) List(ctx context.Context) ([]cloud.Server, error) {
 	var rs []resource
 	if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, "/cluster/resources?type=vm", &rs)
 	}); err != nil {
 		return nil, err
 	}
-	out := []provider.Server{}
+	out := []cloud.Server{}
 	for _, r := range rs {
 		if r.Type != "qemu" || r.Template != 0 {
 			continue
@@ -307,20 +307,20 @@ func (d *Driver) List(ctx context.Context) ([]provider.Server, error) {
 		if !ours {
 			continue
 		}
-		out = append(out, provider.Server{ID: strconv.FormatUint(uint64(r.VMID), 10), InstanceID: id, Status: status(r), Incomplete: incomplete(r)})
+		out = append(out, cloud.Server{ID: strconv.FormatUint(uint64(r.VMID), 10), InstanceID: id, Status: status(r), Incomplete: incomplete(r)})
 	}
-	slices.SortFunc(out, func(a, b provider.Server) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b cloud.Server) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
 // Find returns our VMs carrying instanceID, from the same one call as
 // List: /cluster/resources cannot filter by name or tag.
-func (d *Driver) Find(ctx context.Context, instanceID string) ([]provider.Server, error) {
+func (d *Driver) Find(ctx context.Context, instanceID string) ([]cloud.Server, error) {
 	all, err := d.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := []provider.Server{}
+	out := []cloud.Server{}
 	for _, s := range all {
 		if s.InstanceID == instanceID {
 			out = append(out, s)
@@ -336,43 +336,43 @@ func incomplete(r resource) bool {
 }
 
 // status maps a VM's pve status (see the package doc).
-func status(r resource) provider.Status {
+func status(r resource) cloud.Status {
 	switch {
 	case r.Lock == "clone" || r.Lock == "create":
-		return provider.StatusStarting
+		return cloud.StatusStarting
 	case !hasTag(r.Tags):
-		return provider.StatusUnknown
+		return cloud.StatusUnknown
 	case r.Status == "running":
-		return provider.StatusRunning
+		return cloud.StatusRunning
 	case r.Status == "stopped":
-		return provider.StatusStopped
+		return cloud.StatusStopped
 	}
-	return provider.StatusUnknown
+	return cloud.StatusUnknown
 }
 
 // Create clones the template for req, configures the clone and starts it
 // when req.PowerOn. See the package doc for what it sets.
-func (d *Driver) Create(ctx context.Context, req provider.CreateRequest) (provider.Server, error) {
+func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Server, error) {
 	name, ok := VMName(req.InstanceID)
 	if !ok {
-		return provider.Server{}, invalid("instance ID %q cannot be carried in a VM name", req.InstanceID)
+		return cloud.Server{}, invalid("instance ID %q cannot be carried in a VM name", req.InstanceID)
 	}
 	if req.UserData != "" {
-		return provider.Server{}, invalid("user data is not supported on Proxmox VE: its API cannot upload the cloud-init snippet it needs")
+		return cloud.Server{}, invalid("user data is not supported on Proxmox VE: its API cannot upload the cloud-init snippet it needs")
 	}
 	if req.Vcpus < 1 || req.MemoryMB < 16 {
-		return provider.Server{}, invalid("a VM needs at least 1 vCPU and 16 MiB of memory (got %d, %d)", req.Vcpus, req.MemoryMB)
+		return cloud.Server{}, invalid("a VM needs at least 1 vCPU and 16 MiB of memory (got %d, %d)", req.Vcpus, req.MemoryMB)
 	}
 	template := d.cfg.Template
 	if req.Image != "" {
 		n, err := strconv.Atoi(req.Image)
 		if err != nil {
-			return provider.Server{}, invalid("image %q is not the VMID of a Proxmox template", req.Image)
+			return cloud.Server{}, invalid("image %q is not the VMID of a Proxmox template", req.Image)
 		}
 		template = n
 	}
 	if template < 100 {
-		return provider.Server{}, invalid("no template to clone: the image and the account's template are unset")
+		return cloud.Server{}, invalid("no template to clone: the image and the account's template are unset")
 	}
 
 	desc := "better-compute instance " + req.InstanceID
@@ -381,26 +381,26 @@ func (d *Driver) Create(ctx context.Context, req provider.CreateRequest) (provid
 	}
 	vmid, clone, err := d.clone(ctx, template, name, desc)
 	if err != nil {
-		return provider.Server{}, createError(err)
+		return cloud.Server{}, createError(err)
 	}
 	// A clone that fails is removed by Proxmox; one still running past
 	// TaskTimeout is listed (starting) and finished by nobody but pve.
 	if err := d.run(ctx, clone, "clone of template "+strconv.Itoa(template)); err != nil {
-		return provider.Server{}, createError(err)
+		return cloud.Server{}, createError(err)
 	}
 	if err := d.configure(ctx, vmid, req); err != nil {
 		d.cleanup(ctx, vmid)
-		return provider.Server{}, createError(err)
+		return cloud.Server{}, createError(err)
 	}
-	srv := provider.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, Status: provider.StatusStopped}
+	srv := cloud.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, Status: cloud.StatusStopped}
 	if req.PowerOn {
 		if err := d.call(ctx, func(ctx context.Context) error {
 			_, err := d.vm(vmid).Start(ctx)
 			return err
 		}); err != nil {
-			return provider.Server{}, err
+			return cloud.Server{}, err
 		}
-		srv.Status = provider.StatusStarting
+		srv.Status = cloud.StatusStarting
 	}
 	return srv, nil
 }
@@ -431,16 +431,16 @@ func (d *Driver) clone(ctx context.Context, template int, name, desc string) (vm
 // createError makes a missing template, storage or node Invalid: in
 // Create, "does not exist" is a configuration that stays wrong.
 func createError(err error) error {
-	var pe *provider.Error
-	if errors.As(err, &pe) && pe.Kind == provider.NotFound {
-		return &provider.Error{Kind: provider.Invalid, Message: pe.Message, Err: pe.Err}
+	var pe *cloud.Error
+	if errors.As(err, &pe) && pe.Kind == cloud.NotFound {
+		return &cloud.Error{Kind: cloud.Invalid, Message: pe.Message, Err: pe.Err}
 	}
 	return err
 }
 
 // configure resizes the clone's disk and sets its configuration, the tag
 // last of all (one config update holds everything).
-func (d *Driver) configure(ctx context.Context, vmid int, req provider.CreateRequest) error {
+func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateRequest) error {
 	if req.DiskGB > 0 {
 		var t *pve.Task
 		err := d.call(ctx, func(ctx context.Context) (err error) {
@@ -532,7 +532,7 @@ func (d *Driver) Stop(ctx context.Context, serverID string) error {
 	switch {
 	case ended && err == nil:
 		return nil
-	case is(err, provider.NotFound), ctx.Err() != nil:
+	case is(err, cloud.NotFound), ctx.Err() != nil:
 		return err
 	}
 	// The guest ignored ACPI (the task is still running or failed with
@@ -567,7 +567,7 @@ func (d *Driver) Delete(ctx context.Context, serverID string) error {
 			err = d.destroy(ctx, vmid)
 		}
 	}
-	if is(err, provider.NotFound) {
+	if is(err, cloud.NotFound) {
 		return nil
 	}
 	return err

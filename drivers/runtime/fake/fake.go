@@ -36,7 +36,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/better-compute/vps/drivers/nocloud"
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )
