@@ -6,25 +6,25 @@ import (
 	"testing"
 
 	"github.com/better-compute/vps/drivers/cloud"
-	hetznerem "github.com/better-compute/vps/emulator/hetzner"
-	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 )
 
 // TestDrivers: an account's settings, as the API stores them, make a driver
 // that reaches its provider.
 func TestDrivers(t *testing.T) {
-	hz := httptest.NewServer(hetznerem.New(hetznerem.Config{}).Handler())
+	hz := httptest.NewServer(hetznertest.New(hetznertest.Config{}).Handler())
 	t.Cleanup(hz.Close)
-	px := httptest.NewServer(proxmoxem.New(proxmoxem.Config{}).Handler())
+	px := httptest.NewServer(proxmoxtest.New(proxmoxtest.Config{}).Handler())
 	t.Cleanup(px.Close)
 	make := Drivers(DriverOptions{})
 	cases := []struct {
 		name string
 		acct cloud.Account
 	}{
-		{"hetzner", cloud.Account{Provider: "hetzner", Credentials: hetznerem.DefaultToken,
+		{"hetzner", cloud.Account{Provider: "hetzner", Credentials: hetznertest.DefaultToken,
 			Settings: map[string]any{"endpoint": hz.URL + "/v1", "location": "fsn1"}}},
-		{"proxmox, template as a JSON number", cloud.Account{Provider: "proxmox", Credentials: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
+		{"proxmox, template as a JSON number", cloud.Account{Provider: "proxmox", Credentials: proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
 			Settings: map[string]any{"endpoint": px.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": float64(9000)}}},
 	}
 	for _, c := range cases {

@@ -9,19 +9,19 @@ import (
 	"net/http"
 	"time"
 
-	hetznerem "github.com/better-compute/vps/emulator/hetzner"
-	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 )
 
 // StartEmulators serves the Hetzner Cloud and Proxmox VE emulators on the
 // given loopback addresses until ctx ends. Their state lives in memory: a
 // restart of dev forgets their servers, and instances on them go LOST.
 func StartEmulators(ctx context.Context, log *slog.Logger, hetznerAddr, proxmoxAddr string) (Emulated, error) {
-	e := Emulated{HetznerToken: hetznerem.DefaultToken, ProxmoxToken: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
-		ProxmoxTemplate: proxmoxem.DefaultTemplate}
+	e := Emulated{HetznerToken: hetznertest.DefaultToken, ProxmoxToken: proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
+		ProxmoxTemplate: proxmoxtest.DefaultTemplate}
 	// Slow enough to watch an instance go through its states.
-	hz := hetznerem.New(hetznerem.Config{ActionDuration: time.Second})
-	px := proxmoxem.New(proxmoxem.Config{TaskDuration: time.Second})
+	hz := hetznertest.New(hetznertest.Config{ActionDuration: time.Second})
+	px := proxmoxtest.New(proxmoxtest.Config{TaskDuration: time.Second})
 	for _, s := range []struct {
 		addr, path string
 		h          http.Handler

@@ -9,7 +9,10 @@
 //   - cloud is the reconciler's side: the Driver interface through which
 //     it runs a provider pool's instances and the classes of error it
 //     acts on, with one driver per provider below it (cloud/hetzner,
-//     cloud/proxmox).
+//     cloud/proxmox). Beside each driver is an emulator of its provider's
+//     API (cloud/hetzner/hetznertest, cloud/proxmox/proxmoxtest), and
+//     cloud/cloudtest injects faults into them: test support that
+//     `better-compute dev` also serves.
 //
 // The API never calls either: the host daemon and the reconciler do.
 package drivers

@@ -6,7 +6,10 @@
 // retry, slow down, or give up.
 //
 // The drivers are the packages below it, one per provider (hetzner,
-// proxmox).
+// proxmox), each with an emulator of its provider's API beside it as a
+// test-support package (hetzner/hetznertest, proxmox/proxmoxtest), the way
+// net/http/httptest sits beside net/http; cloudtest injects faults into
+// those emulators.
 package cloud
 
 import (

@@ -16,28 +16,28 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/better-compute/vps/drivers/cloud"
-	"github.com/better-compute/vps/emulator/faults"
-	emu "github.com/better-compute/vps/emulator/hetzner"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
 )
 
 const token = "s3cret-token-value"
 
 // env is a driver talking to an emulator through the real hcloud-go client.
 type env struct {
-	emu *emu.Emulator
+	emu *hetznertest.Emulator
 	d   *Driver
 	cfg Config
 }
 
 // setup starts an emulator (ecfg, with the test's token) behind httptest
 // and a driver on it; opts adjust the driver's Config.
-func setup(t testing.TB, ecfg emu.Config, opts ...func(*Config)) env {
+func setup(t testing.TB, ecfg hetznertest.Config, opts ...func(*Config)) env {
 	t.Helper()
 	ecfg.Token = token
 	if ecfg.ActionDuration == 0 {
 		ecfg.ActionDuration = 20 * time.Millisecond
 	}
-	e := emu.New(ecfg)
+	e := hetznertest.New(ecfg)
 	srv := httptest.NewServer(e.Handler())
 	t.Cleanup(srv.Close)
 	cfg := Config{
@@ -123,7 +123,7 @@ func TestCreate(t *testing.T) {
 		{"stay off", false, cloud.StatusStopped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t, emu.Config{ActionDuration: 150 * time.Millisecond})
+			e := setup(t, hetznertest.Config{ActionDuration: 150 * time.Millisecond})
 			ctx := context.Background()
 			req := request("7c1e2f9a-3b4d-4e5f-8a6b-1c2d3e4f5a6b", "web-1")
 			req.PowerOn = tc.powerOn
@@ -147,7 +147,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreateLocation(t *testing.T) {
-	e := setup(t, emu.Config{}, func(c *Config) { c.Location = "hel1" })
+	e := setup(t, hetznertest.Config{}, func(c *Config) { c.Location = "hel1" })
 	if _, err := e.d.Create(context.Background(), request("i-1", "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStop(t *testing.T) {
 		{"shutdown ignored, powered off", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t, emu.Config{IgnoreShutdown: tc.ignore})
+			e := setup(t, hetznertest.Config{IgnoreShutdown: tc.ignore})
 			id := e.running(t, "i-1")
 			start := time.Now()
 			if err := e.d.Stop(context.Background(), id); err != nil {
@@ -187,7 +187,7 @@ func TestStop(t *testing.T) {
 }
 
 func TestStart(t *testing.T) {
-	e := setup(t, emu.Config{})
+	e := setup(t, hetznertest.Config{})
 	ctx := context.Background()
 	s, err := e.d.Create(ctx, cloud.CreateRequest{InstanceID: "i-1", Name: "a", ServerType: "cpx11", Image: "debian-12"})
 	if err != nil {
@@ -203,7 +203,7 @@ func TestStart(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	e := setup(t, emu.Config{})
+	e := setup(t, hetznertest.Config{})
 	ctx := context.Background()
 	id := e.running(t, "i-1")
 	if err := e.d.Delete(ctx, id); err != nil {
@@ -271,31 +271,31 @@ func TestErrors(t *testing.T) {
 		{
 			name: "injected 503",
 			arrange: func(t *testing.T, e env) {
-				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Status: 503,
-					Body: emu.ErrorBody("unavailable", "service unavailable, try again")})
+				e.emu.Faults().Inject(cloudtest.Fault{Match: "GET /v1/servers", Count: 1, Status: 503,
+					Body: hetznertest.ErrorBody("unavailable", "service unavailable, try again")})
 			},
 			op: list, kind: cloud.Retryable, message: "service unavailable, try again",
 		},
 		{
 			name: "injected 502 without a body",
 			arrange: func(t *testing.T, e env) {
-				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Status: 502})
+				e.emu.Faults().Inject(cloudtest.Fault{Match: "GET /v1/servers", Count: 1, Status: 502})
 			},
 			op: list, kind: cloud.Retryable, message: "HTTP status 502",
 		},
 		{
 			name: "injected 429 with Retry-After",
 			arrange: func(t *testing.T, e env) {
-				e.emu.Faults().Inject(faults.Fault{Match: "POST /v1/servers", Count: 1, Status: 429,
+				e.emu.Faults().Inject(cloudtest.Fault{Match: "POST /v1/servers", Count: 1, Status: 429,
 					Header: http.Header{"Retry-After": {"3"}},
-					Body:   emu.ErrorBody("rate_limit_exceeded", "limit of requests per hour reached")})
+					Body:   hetznertest.ErrorBody("rate_limit_exceeded", "limit of requests per hour reached")})
 			},
 			op: create, kind: cloud.RateLimited, message: "limit of requests per hour reached", retry: 3 * time.Second,
 		},
 		{
 			name: "stall beyond the timeout",
 			arrange: func(t *testing.T, e env) {
-				e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/servers", Count: 1, Delay: 2 * time.Second})
+				e.emu.Faults().Inject(cloudtest.Fault{Match: "GET /v1/servers", Count: 1, Delay: 2 * time.Second})
 			},
 			driver: func(c *Config) { c.Timeout = 200 * time.Millisecond },
 			op:     list, kind: cloud.Retryable, message: "request timed out", within: time.Second,
@@ -337,7 +337,7 @@ func TestErrors(t *testing.T) {
 			if tc.driver != nil {
 				opts = append(opts, tc.driver)
 			}
-			e := setup(t, emu.Config{}, opts...)
+			e := setup(t, hetznertest.Config{}, opts...)
 			if tc.arrange != nil {
 				tc.arrange(t, e)
 			}
@@ -362,7 +362,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	e := setup(t, emu.Config{RateLimit: 3, RefillPerSecond: 0.1})
+	e := setup(t, hetznertest.Config{RateLimit: 3, RefillPerSecond: 0.1})
 	ctx := context.Background()
 	var err error
 	for i := 0; i < 4 && err == nil; i++ {
@@ -404,7 +404,7 @@ func TestRetryAfterFromReset(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	e := setup(t, emu.Config{})
+	e := setup(t, hetznertest.Config{})
 	ctx := context.Background()
 	if b := e.d.Budget(); b != (cloud.Budget{}) {
 		t.Errorf("Budget before any call = %+v", b)
@@ -434,7 +434,7 @@ func TestListCalls(t *testing.T) {
 		{51, 0, 2},
 	} {
 		t.Run(fmt.Sprintf("%d servers", tc.servers), func(t *testing.T) {
-			e := setup(t, emu.Config{})
+			e := setup(t, hetznertest.Config{})
 			for i := 0; i < tc.servers; i++ {
 				e.running(t, fmt.Sprintf("i-%d", i))
 			}
@@ -457,7 +457,7 @@ func TestListCalls(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	e := setup(t, emu.Config{})
+	e := setup(t, hetznertest.Config{})
 	e.running(t, "i-1")
 	id := e.running(t, "i-2")
 	e.emu.Faults().Reset()
@@ -475,7 +475,7 @@ func TestFind(t *testing.T) {
 
 // TestCallsPerMethod measures the calls of each method in the normal case.
 func TestCallsPerMethod(t *testing.T) {
-	e := setup(t, emu.Config{ActionDuration: 20 * time.Millisecond}, func(c *Config) {
+	e := setup(t, hetznertest.Config{ActionDuration: 20 * time.Millisecond}, func(c *Config) {
 		c.PollInterval = 15 * time.Millisecond
 	})
 	ctx := context.Background()
@@ -525,7 +525,7 @@ func TestSSHKeys(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("empty user data: cloud-config", func(t *testing.T) {
-		e := setup(t, emu.Config{})
+		e := setup(t, hetznertest.Config{})
 		req := request("i-1", "a")
 		req.SSHKeys = []string{key, key}
 		if _, err := e.d.Create(ctx, req); err != nil {
@@ -540,7 +540,7 @@ func TestSSHKeys(t *testing.T) {
 		}
 	})
 	t.Run("tenant user data: key resources", func(t *testing.T) {
-		e := setup(t, emu.Config{})
+		e := setup(t, hetznertest.Config{})
 		script := "#!/bin/sh\necho hi\n"
 		for i, wantPosts := range []int{1, 0} {
 			e.emu.Faults().Reset()
@@ -564,7 +564,7 @@ func TestSSHKeys(t *testing.T) {
 		}
 	})
 	t.Run("key made elsewhere meanwhile", func(t *testing.T) {
-		e := setup(t, emu.Config{})
+		e := setup(t, hetznertest.Config{})
 		req := request("i-1", "a")
 		req.SSHKeys, req.UserData = []string{key}, "#cloud-config\n"
 		if _, err := e.d.Create(ctx, req); err != nil {
@@ -572,7 +572,7 @@ func TestSSHKeys(t *testing.T) {
 		}
 		// Another driver races us: the key appears between our GET and
 		// our POST, which then fails with uniqueness_error.
-		e.emu.Faults().Inject(faults.Fault{Match: "GET /v1/ssh_keys", Count: 1, Status: 200,
+		e.emu.Faults().Inject(cloudtest.Fault{Match: "GET /v1/ssh_keys", Count: 1, Status: 200,
 			Body: `{"ssh_keys":[],"meta":{"pagination":{"page":1,"per_page":25,"last_page":1,"total_entries":0}}}`})
 		req = request("i-2", "b")
 		req.SSHKeys, req.UserData = []string{key}, "#cloud-config\n"
@@ -585,7 +585,7 @@ func TestSSHKeys(t *testing.T) {
 	})
 	for _, bad := range []string{"not a key", `command="ls" ` + key, key + "\n" + key} {
 		t.Run("invalid "+bad[:8], func(t *testing.T) {
-			e := setup(t, emu.Config{})
+			e := setup(t, hetznertest.Config{})
 			req := request("i-1", "a")
 			req.SSHKeys = []string{bad}
 			_, err := e.d.Create(ctx, req)
@@ -600,7 +600,7 @@ func TestSSHKeys(t *testing.T) {
 // BenchmarkSweep100 lists a project of 100 of our servers, as one sweep
 // does, and reports the calls a sweep makes (pages of 50).
 func BenchmarkSweep100(b *testing.B) {
-	e := setup(b, emu.Config{RateLimit: 1 << 30, RefillPerSecond: 1 << 30})
+	e := setup(b, hetznertest.Config{RateLimit: 1 << 30, RefillPerSecond: 1 << 30})
 	for i := range 100 {
 		if _, err := e.emu.AddServer(fmt.Sprintf("s-%03d", i), map[string]string{cloud.Label: fmt.Sprintf("instance-%03d", i)}); err != nil {
 			b.Fatal(err)

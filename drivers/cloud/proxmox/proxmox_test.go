@@ -15,19 +15,19 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 	"github.com/better-compute/vps/drivers/cloud/proxmox"
-	"github.com/better-compute/vps/emulator/faults"
-	emu "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 )
 
 // setup serves an emulator and returns a driver on it; tweak adjusts both
 // configurations first.
-func setup(t testing.TB, tweak ...func(*emu.Config, *proxmox.Config)) (*proxmox.Driver, *emu.Emulator) {
+func setup(t testing.TB, tweak ...func(*proxmoxtest.Config, *proxmox.Config)) (*proxmox.Driver, *proxmoxtest.Emulator) {
 	t.Helper()
-	ec := emu.Config{TaskDuration: 20 * time.Millisecond}
+	ec := proxmoxtest.Config{TaskDuration: 20 * time.Millisecond}
 	dc := proxmox.Config{
-		Token:           emu.DefaultTokenID + "=" + emu.DefaultSecret,
-		Template:        emu.DefaultTemplate,
+		Token:           proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
+		Template:        proxmoxtest.DefaultTemplate,
 		Timeout:         2 * time.Second,
 		PollInterval:    5 * time.Millisecond,
 		ShutdownTimeout: 300 * time.Millisecond,
@@ -36,7 +36,7 @@ func setup(t testing.TB, tweak ...func(*emu.Config, *proxmox.Config)) (*proxmox.
 	for _, f := range tweak {
 		f(&ec, &dc)
 	}
-	e := emu.New(ec)
+	e := proxmoxtest.New(ec)
 	srv := httptest.NewServer(e.Handler())
 	t.Cleanup(srv.Close)
 	dc.Endpoint = srv.URL + "/api2/json"
@@ -81,7 +81,7 @@ func listed(t *testing.T, d *proxmox.Driver, id string) (cloud.Server, bool) {
 	return cloud.Server{}, false
 }
 
-func vm(t *testing.T, e *emu.Emulator, serverID string) emu.VMView {
+func vm(t *testing.T, e *proxmoxtest.Emulator, serverID string) proxmoxtest.VMView {
 	t.Helper()
 	id, _ := strconv.Atoi(serverID)
 	v, ok := e.VM(id)
@@ -173,12 +173,12 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreateOptions(t *testing.T) {
-	d, e := setup(t, func(_ *emu.Config, c *proxmox.Config) {
+	d, e := setup(t, func(_ *proxmoxtest.Config, c *proxmox.Config) {
 		c.CIUser, c.Bridge, c.IPConfig = "bc", "vmbr1", "ip=192.0.2.10/24,gw=192.0.2.1"
 	})
 	req := request(false)
 	req.DiskGB = 1 // smaller than the template's 2G: the clone keeps 2G
-	req.Image = strconv.Itoa(emu.DefaultTemplate)
+	req.Image = strconv.Itoa(proxmoxtest.DefaultTemplate)
 	srv := create(t, d, req)
 	v := vm(t, e, srv.ID)
 	if v.Config["ciuser"] != "bc" || v.Config["ipconfig0"] != "ip=192.0.2.10/24,gw=192.0.2.1" ||
@@ -197,7 +197,7 @@ func TestStop(t *testing.T) {
 		{"guest ignores ACPI", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, e := setup(t, func(c *emu.Config, _ *proxmox.Config) { c.IgnoreShutdown = tc.ignoreShutdown })
+			d, e := setup(t, func(c *proxmoxtest.Config, _ *proxmox.Config) { c.IgnoreShutdown = tc.ignoreShutdown })
 			srv := create(t, d, request(true))
 			e.Faults().Reset()
 			if err := d.Stop(context.Background(), srv.ID); err != nil {
@@ -276,7 +276,7 @@ func TestMissingServer(t *testing.T) {
 }
 
 func TestQuota(t *testing.T) {
-	d, e := setup(t, func(c *emu.Config, _ *proxmox.Config) { c.MaxVMs = 1 })
+	d, e := setup(t, func(c *proxmoxtest.Config, _ *proxmox.Config) { c.MaxVMs = 1 })
 	create(t, d, request(false))
 	_, err := d.Create(context.Background(), request(false))
 	wantKind(t, err, cloud.Quota)
@@ -320,7 +320,7 @@ func TestCreateRefused(t *testing.T) {
 // TestCreateCleansUp: a clone whose configuration is refused is deleted.
 func TestCreateCleansUp(t *testing.T) {
 	d, e := setup(t)
-	e.Faults().Inject(faults.Fault{Match: "PUT /api2/json/nodes/pve/qemu/{id}/config", Count: 1, Status: 400,
+	e.Faults().Inject(cloudtest.Fault{Match: "PUT /api2/json/nodes/pve/qemu/{id}/config", Count: 1, Status: 400,
 		Body: `{"data":null,"errors":{"memory":"value must have a maximum value of 4194304"}}`})
 	_, err := d.Create(context.Background(), request(false))
 	wantKind(t, err, cloud.Invalid)
@@ -337,7 +337,7 @@ func TestCreateCleansUp(t *testing.T) {
 func TestNextIDRace(t *testing.T) {
 	d, e := setup(t)
 	taken := e.AddVM("other", nil)
-	e.Faults().Inject(faults.Fault{Match: "GET /api2/json/cluster/nextid", Count: 1, Status: 200,
+	e.Faults().Inject(cloudtest.Fault{Match: "GET /api2/json/cluster/nextid", Count: 1, Status: 200,
 		Body: `{"data":"` + strconv.Itoa(taken) + `"}`})
 	_, err := d.Create(context.Background(), request(false))
 	wantKind(t, err, cloud.Retryable)
@@ -364,7 +364,7 @@ func TestInjectedErrors(t *testing.T) {
 		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
 			d, e := setup(t)
 			e.AddVM("bc-"+uuid.NewString(), []string{cloud.Label})
-			e.Faults().Inject(faults.Fault{Match: "cluster/resources", Count: 1, Status: tc.status, Body: tc.body})
+			e.Faults().Inject(cloudtest.Fault{Match: "cluster/resources", Count: 1, Status: tc.status, Body: tc.body})
 			_, err := d.List(context.Background())
 			wantKind(t, err, tc.want)
 			servers, err := d.List(context.Background())
@@ -376,8 +376,8 @@ func TestInjectedErrors(t *testing.T) {
 }
 
 func TestStall(t *testing.T) {
-	d, e := setup(t, func(_ *emu.Config, c *proxmox.Config) { c.Timeout = 100 * time.Millisecond })
-	e.Faults().Inject(faults.Fault{Match: "cluster/resources", Count: 1, Delay: 2 * time.Second})
+	d, e := setup(t, func(_ *proxmoxtest.Config, c *proxmox.Config) { c.Timeout = 100 * time.Millisecond })
+	e.Faults().Inject(cloudtest.Fault{Match: "cluster/resources", Count: 1, Delay: 2 * time.Second})
 	start := time.Now()
 	_, err := d.List(context.Background())
 	wantKind(t, err, cloud.Retryable)
@@ -388,13 +388,13 @@ func TestStall(t *testing.T) {
 
 func TestWrongSecret(t *testing.T) {
 	const secret = "0f0e0d0c-dead-beef-0000-123456789abc"
-	d, _ := setup(t, func(_ *emu.Config, c *proxmox.Config) { c.Token = emu.DefaultTokenID + "=" + secret })
+	d, _ := setup(t, func(_ *proxmoxtest.Config, c *proxmox.Config) { c.Token = proxmoxtest.DefaultTokenID + "=" + secret })
 	ctx := context.Background()
 	_, listErr := d.List(ctx)
 	_, createErr := d.Create(ctx, request(false))
 	for _, err := range []error{listErr, createErr, d.Start(ctx, "100")} {
 		wantKind(t, err, cloud.Invalid)
-		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), emu.DefaultSecret) {
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), proxmoxtest.DefaultSecret) {
 			t.Fatalf("secret in %q", err)
 		}
 	}
@@ -464,7 +464,7 @@ func TestListIsOneCall(t *testing.T) {
 
 // TestDeleteLocked: a VM still being cloned cannot be deleted yet.
 func TestDeleteLocked(t *testing.T) {
-	d, e := setup(t, func(c *emu.Config, p *proxmox.Config) {
+	d, e := setup(t, func(c *proxmoxtest.Config, p *proxmox.Config) {
 		c.TaskDuration = time.Second
 		p.TaskTimeout = 50 * time.Millisecond
 	})

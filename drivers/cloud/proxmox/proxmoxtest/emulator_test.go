@@ -1,4 +1,4 @@
-package proxmox_test
+package proxmoxtest_test
 
 import (
 	"context"
@@ -9,32 +9,32 @@ import (
 
 	pve "github.com/luthermonson/go-proxmox"
 
-	emu "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 )
 
 // setup serves an emulator and returns it with a go-proxmox client on it.
-func setup(t *testing.T, cfg emu.Config) (*emu.Emulator, *pve.Client) {
+func setup(t *testing.T, cfg proxmoxtest.Config) (*proxmoxtest.Emulator, *pve.Client) {
 	e, c, _ := serve(t, cfg)
 	return e, c
 }
 
 // serve is setup returning the API's URL too.
-func serve(t *testing.T, cfg emu.Config) (*emu.Emulator, *pve.Client, string) {
+func serve(t *testing.T, cfg proxmoxtest.Config) (*proxmoxtest.Emulator, *pve.Client, string) {
 	t.Helper()
 	if cfg.TaskDuration == 0 {
 		cfg.TaskDuration = 20 * time.Millisecond
 	}
-	e := emu.New(cfg)
+	e := proxmoxtest.New(cfg)
 	srv := httptest.NewServer(e.Handler())
 	t.Cleanup(srv.Close)
 	c := pve.NewClient(srv.URL+"/api2/json", pve.WithHTTPClient(srv.Client()),
-		pve.WithAPIToken(emu.DefaultTokenID, emu.DefaultSecret))
+		pve.WithAPIToken(proxmoxtest.DefaultTokenID, proxmoxtest.DefaultSecret))
 	return e, c, srv.URL + "/api2/json"
 }
 
 func handle(c *pve.Client, vmid int) *pve.VirtualMachine {
 	v := &pve.VirtualMachine{}
-	v.New(c, emu.DefaultNode, vmid)
+	v.New(c, proxmoxtest.DefaultNode, vmid)
 	return v
 }
 
@@ -51,7 +51,7 @@ func wait(t *testing.T, task *pve.Task) string {
 func cloneOne(t *testing.T, c *pve.Client, name string) int {
 	t.Helper()
 	ctx := context.Background()
-	id, task, err := handle(c, emu.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{Name: name, Full: true, Storage: emu.DefaultStorage})
+	id, task, err := handle(c, proxmoxtest.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{Name: name, Full: true, Storage: proxmoxtest.DefaultStorage})
 	if err != nil {
 		t.Fatalf("clone: %v", err)
 	}
@@ -62,7 +62,7 @@ func cloneOne(t *testing.T, c *pve.Client, name string) int {
 }
 
 func TestLifecycle(t *testing.T) {
-	e, c := setup(t, emu.Config{TaskDuration: 100 * time.Millisecond})
+	e, c := setup(t, proxmoxtest.Config{TaskDuration: 100 * time.Millisecond})
 	ctx := context.Background()
 
 	cl, _ := c.Cluster(ctx)
@@ -70,7 +70,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || id != 100 {
 		t.Fatalf("nextid = %d, %v", id, err)
 	}
-	_, task, err := handle(c, emu.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: id, Name: "web-1", Full: true, Storage: emu.DefaultStorage})
+	_, task, err := handle(c, proxmoxtest.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: id, Name: "web-1", Full: true, Storage: proxmoxtest.DefaultStorage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestLifecycle(t *testing.T) {
 	if exit := wait(t, task); exit != "OK" {
 		t.Fatalf("clone: %s", exit)
 	}
-	vm, err := (&pve.Node{}).New(c, emu.DefaultNode).VirtualMachine(ctx, id)
+	vm, err := (&pve.Node{}).New(c, proxmoxtest.DefaultNode).VirtualMachine(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestLifecycle(t *testing.T) {
 
 // TestErrors checks that pve's error messages reach go-proxmox's errors.
 func TestErrors(t *testing.T) {
-	_, c, url := serve(t, emu.Config{})
+	_, c, url := serve(t, proxmoxtest.Config{})
 	ctx := context.Background()
 	id := cloneOne(t, c, "web-1")
 	task, err := handle(c, id).Start(ctx)
@@ -141,7 +141,7 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"clone onto a used VMID", func() error {
-			_, _, err := handle(c, emu.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: id, Name: "x"})
+			_, _, err := handle(c, proxmoxtest.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: id, Name: "x"})
 			return err
 		}, "500 VM 100 already exists on node 'pve'"},
 		{"missing VM", func() error { _, err := handle(c, 4242).Start(ctx); return err },
@@ -152,7 +152,7 @@ func TestErrors(t *testing.T) {
 			return handle(c, id).ConfigSync(ctx, pve.VirtualMachineOption{Name: "sshkeys", Value: "ssh-ed25519+AAAA"})
 		}, "bad request: 400 Parameter verification failed. - {\"sshkeys\":\"invalid format - invalid urlencoded string: ssh-ed25519+AAAA\"}"},
 		{"unknown storage", func() error {
-			_, _, err := handle(c, emu.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: 200, Storage: "nfs"})
+			_, _, err := handle(c, proxmoxtest.DefaultTemplate).Clone(ctx, &pve.VirtualMachineCloneOptions{NewID: 200, Storage: "nfs"})
 			return err
 		}, "500 storage 'nfs' does not exist"},
 		{"unknown method", func() error { return c.Get(ctx, "/nodes/pve/qemu/100/feature", nil) },
@@ -168,7 +168,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	t.Run("wrong secret", func(t *testing.T) {
-		bad := pve.NewClient(url, pve.WithAPIToken(emu.DefaultTokenID, "wrong"))
+		bad := pve.NewClient(url, pve.WithAPIToken(proxmoxtest.DefaultTokenID, "wrong"))
 		if _, err := bad.Version(ctx); !pve.IsNotAuthorized(err) {
 			t.Fatalf("err = %v", err)
 		}
@@ -176,7 +176,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestSSHKeysStoredEncoded(t *testing.T) {
-	e, c := setup(t, emu.Config{})
+	e, c := setup(t, proxmoxtest.Config{})
 	id := cloneOne(t, c, "web-1")
 	keys := []string{"ssh-ed25519 AAAAC3Nz+/= alice@laptop", "ssh-rsa AAAAB3 bob"}
 	if err := handle(c, id).ConfigSync(context.Background(),
@@ -194,7 +194,7 @@ func TestSSHKeysStoredEncoded(t *testing.T) {
 }
 
 func TestIgnoreShutdown(t *testing.T) {
-	e, c := setup(t, emu.Config{IgnoreShutdown: true})
+	e, c := setup(t, proxmoxtest.Config{IgnoreShutdown: true})
 	ctx := context.Background()
 	id := cloneOne(t, c, "web-1")
 	task, _ := handle(c, id).Start(ctx)
@@ -240,9 +240,9 @@ func TestIgnoreShutdown(t *testing.T) {
 }
 
 func TestMaxVMs(t *testing.T) {
-	e, c := setup(t, emu.Config{MaxVMs: 1})
+	e, c := setup(t, proxmoxtest.Config{MaxVMs: 1})
 	cloneOne(t, c, "web-1")
-	_, task, err := handle(c, emu.DefaultTemplate).Clone(context.Background(), &pve.VirtualMachineCloneOptions{Name: "web-2", Full: true})
+	_, task, err := handle(c, proxmoxtest.DefaultTemplate).Clone(context.Background(), &pve.VirtualMachineCloneOptions{Name: "web-2", Full: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestMaxVMs(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
-	e, c := setup(t, emu.Config{})
+	e, c := setup(t, proxmoxtest.Config{})
 	id := cloneOne(t, c, "web-1")
 	other := e.AddVM("db-1", []string{"prod", "db"})
 	cl, _ := c.Cluster(context.Background())
@@ -270,7 +270,7 @@ func TestResources(t *testing.T) {
 	for _, r := range rs {
 		got[r.VMID] = r
 	}
-	if r := got[emu.DefaultTemplate]; r == nil || r.Template != 1 || r.Type != "qemu" {
+	if r := got[proxmoxtest.DefaultTemplate]; r == nil || r.Template != 1 || r.Type != "qemu" {
 		t.Errorf("template: %+v", r)
 	}
 	if r := got[uint64(id)]; r == nil || r.Name != "web-1" || r.Status != "stopped" || r.Template != 0 || r.Node != "pve" {

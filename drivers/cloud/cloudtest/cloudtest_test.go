@@ -1,4 +1,4 @@
-package faults
+package cloudtest
 
 import (
 	"io"

@@ -1,8 +1,10 @@
-// Package proxmox emulates the part of the Proxmox VE API that the Proxmox
-// provider driver uses, closely enough that the real go-proxmox client can
-// be driven against it: API-token authentication, VMID allocation, cloning
+// Package proxmoxtest emulates the part of the Proxmox VE API that the
+// proxmox driver beside it uses, statefully and in memory, closely enough
+// that the real go-proxmox client can be driven against it in tests and in
+// `better-compute dev`: API-token authentication, VMID allocation, cloning
 // a template, VM configuration (cloud-init included), disk resize, power
-// actions, deletion, and the tasks (UPIDs) all of these run as.
+// actions, deletion, and the tasks (UPIDs) all of these run as. Its
+// failures are injected with cloudtest (Emulator.Faults).
 //
 // Every response is wrapped as Proxmox wraps it, {"data": ...}. Errors are
 // shaped as pveproxy shapes them: the message is the HTTP status line's
@@ -42,7 +44,7 @@
 // MaxVMs is not a Proxmox feature: Proxmox has no VM count quota. The
 // emulator stands in for a node out of room with a clone task that fails
 // with "clone failed: quota exceeded - maximum of N VMs reached".
-package proxmox
+package proxmoxtest
 
 import (
 	"fmt"
@@ -52,7 +54,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/better-compute/vps/emulator/faults"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 )
 
 // Config configures an Emulator. Zero fields take the defaults (see
@@ -133,7 +135,7 @@ func (c Config) defaults() Config {
 // Emulator is a stateful Proxmox VE API. It is safe for concurrent use.
 type Emulator struct {
 	cfg    Config
-	faults *faults.Injector
+	faults *cloudtest.Injector
 
 	mu      sync.Mutex
 	vms     map[int]*vm
@@ -167,7 +169,7 @@ func New(cfg Config) *Emulator {
 	cfg = cfg.defaults()
 	e := &Emulator{
 		cfg:    cfg,
-		faults: faults.New(),
+		faults: cloudtest.New(),
 		vms:    map[int]*vm{},
 		tasks:  map[string]*task{},
 		pid:    0x1000,
@@ -199,7 +201,7 @@ func New(cfg Config) *Emulator {
 func (e *Emulator) Handler() http.Handler { return e.handler }
 
 // Faults is the injector in front of the API, with its call counter.
-func (e *Emulator) Faults() *faults.Injector { return e.faults }
+func (e *Emulator) Faults() *cloudtest.Injector { return e.faults }
 
 // Config returns the emulator's configuration, defaults applied.
 func (e *Emulator) Config() Config {

@@ -1,7 +1,8 @@
-// Package hetzner emulates the part of the Hetzner Cloud API
-// (docs.hetzner.cloud) that the Hetzner provider driver uses, statefully and
-// in memory, so the real hcloud-go client can be driven against it in tests
-// and in `better-compute dev`.
+// Package hetznertest emulates the part of the Hetzner Cloud API
+// (docs.hetzner.cloud) that the hetzner driver beside it uses, statefully
+// and in memory, so the real hcloud-go client can be driven against it in
+// tests and in `better-compute dev`, as net/http/httptest serves net/http's
+// clients. Its failures are injected with cloudtest (Emulator.Faults).
 //
 // Served under /v1:
 //
@@ -42,7 +43,7 @@
 // RateLimit-Reset from a token bucket; an empty bucket answers 429
 // rate_limit_exceeded with Retry-After. Errors have the documented body
 // {"error":{"code","message","details"}}.
-package hetzner
+package hetznertest
 
 import (
 	"fmt"
@@ -51,7 +52,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/better-compute/vps/emulator/faults"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 )
 
 // DefaultToken is the API token the emulator accepts when Config.Token is
@@ -128,7 +129,7 @@ func (c Config) withDefaults() Config {
 // use.
 type Emulator struct {
 	cfg     Config
-	faults  *faults.Injector
+	faults  *cloudtest.Injector
 	handler http.Handler
 
 	mu             sync.Mutex
@@ -153,7 +154,7 @@ func New(cfg Config) *Emulator {
 	now := time.Now
 	e := &Emulator{
 		cfg:            cfg,
-		faults:         faults.New(),
+		faults:         cloudtest.New(),
 		now:            now,
 		serverLimit:    cfg.ServerLimit,
 		ignoreShutdown: cfg.IgnoreShutdown,
@@ -175,7 +176,7 @@ func (e *Emulator) Handler() http.Handler { return e.handler }
 // Faults is the injector in front of the API: inject failures with it and
 // read the call counts ("METHOD /v1/servers/{id}") from it. ErrorBody makes
 // a failure's body in Hetzner's shape.
-func (e *Emulator) Faults() *faults.Injector { return e.faults }
+func (e *Emulator) Faults() *cloudtest.Injector { return e.faults }
 
 // ServerView is a server as the test hooks show it.
 type ServerView struct {

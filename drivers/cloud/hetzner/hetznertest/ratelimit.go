@@ -1,4 +1,4 @@
-package hetzner
+package hetznertest
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package hetzner
+package hetznertest
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/emulator/faults"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 )
 
 type env struct {
@@ -322,7 +322,7 @@ func TestSSHKeys(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	e := setup(t, Config{})
-	e.emu.Faults().Inject(faults.Fault{Match: "POST /v1/servers", Count: 1, Status: 503, Body: ErrorBody("unavailable", "down")})
+	e.emu.Faults().Inject(cloudtest.Fault{Match: "POST /v1/servers", Count: 1, Status: 503, Body: ErrorBody("unavailable", "down")})
 	code, body, _ := e.call(t, "POST", "/v1/servers", map[string]any{"name": "a", "server_type": "cx22", "image": "debian-12"})
 	if code != 503 || errCode(body) != "unavailable" {
 		t.Errorf("%d %v", code, body)

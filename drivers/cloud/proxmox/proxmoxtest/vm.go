@@ -1,4 +1,4 @@
-package proxmox
+package proxmoxtest
 
 import (
 	"crypto/sha1"

@@ -1,7 +1,9 @@
-// Package faults injects failures into an emulator's HTTP handler and
+// Package cloudtest is test support for the cloud drivers, as
+// net/http/httptest is for net/http: it injects failures into a provider
+// emulator's HTTP handler (hetzner/hetznertest, proxmox/proxmoxtest) and
 // counts the calls it serves, so tests can show a driver backs off,
 // retries and stays within its call budget.
-package faults
+package cloudtest
 
 import (
 	"net/http"
