@@ -5,6 +5,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,9 +34,16 @@ type Config struct {
 	// HostSilentAfter is how long a host may go without reporting before it
 	// counts as silent. Default 30s.
 	HostSilentAfter time.Duration
-	// Providers are the provider kinds accounts may use (the original's
-	// providers option). Default: hetzner and proxmox.
+	// Providers are the provider kinds accounts may use. Default: hetzner
+	// and proxmox.
 	Providers []string
+	// ProviderSettings check a provider account's settings before they are
+	// stored, by provider kind: each gets them as they will be stored, a
+	// JSON object, and returns an *apierr.Error naming the setting at
+	// fault (settings.endpoint). The process wiring passes the drivers'
+	// own checks (app.ProviderSettings): nothing in the API imports a
+	// driver. A kind with no check here has its settings stored unchecked.
+	ProviderSettings map[string]func(json.RawMessage) error
 }
 
 // Service carries out API operations against Postgres.
@@ -46,8 +54,9 @@ type Service struct {
 	images ImageResolver
 	log    *slog.Logger
 
-	silentAfter time.Duration
-	providers   []string
+	silentAfter      time.Duration
+	providers        []string
+	providerSettings map[string]func(json.RawMessage) error
 }
 
 // New returns a Service on db.
@@ -65,7 +74,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 		cfg.Providers = []string{ProviderHetzner, ProviderProxmox}
 	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
-		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers}
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -57,11 +56,7 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
 	}
-	var settings map[string]any
-	if err := json.Unmarshal(row.Settings, &settings); err != nil {
-		return nil, fmt.Errorf("read settings of provider account %s: %w", row.ID, err)
-	}
-	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: settings})
+	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
 		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
 	}

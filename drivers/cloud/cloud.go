@@ -14,6 +14,7 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -108,9 +109,9 @@ type Account struct {
 	// Provider is the kind: "hetzner" or "proxmox".
 	Provider    string
 	Credentials string
-	// Settings are the account's, as registered (see control's
-	// ProviderAccountInput).
-	Settings map[string]any
+	// Settings are the account's as the API stored them, a JSON object,
+	// which the driver's package decodes (ParseSettings).
+	Settings json.RawMessage
 }
 
 // Factory makes the driver of an account.
