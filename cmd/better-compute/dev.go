@@ -25,8 +25,8 @@ func runDev(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Listen, "listen", app.DefaultListen, "HTTP `address` to listen on")
 	stateDir := fs.String("state-dir", ".dev", "`directory` for the dev secret, operator token and private Postgres")
 	simHosts := fs.Int("sim", 0, "run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
-	hetznerAddr := fs.String("hetzner-emulator", "127.0.0.1:8091", "with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none)")
-	proxmoxAddr := fs.String("proxmox-emulator", "127.0.0.1:8092", "with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none)")
+	hetznerAddr := fs.String("hetzner-emulator", devenv.DefaultHetznerAddr, "with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none; the default falls back to a free port when taken)")
+	proxmoxAddr := fs.String("proxmox-emulator", devenv.DefaultProxmoxAddr, "with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none; the default falls back to a free port when taken)")
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Logger = log
