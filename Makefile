@@ -25,7 +25,7 @@ bench:
 	$(GO) test -run '^$$' -bench CreateInstance -benchtime 3000x ./graph/
 	$(GO) test -run '^$$' -bench CreateToRunning -benchtime 200x ./e2e/
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
-	$(GO) test -run '^$$' -bench Sweep100 ./drivers/hetzner/ ./drivers/proxmox/
+	$(GO) test -run '^$$' -bench Sweep100 ./drivers/cloud/hetzner/ ./drivers/cloud/proxmox/
 	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
 
 # The console's pictures in docs/console, for docs/console.md.

@@ -120,7 +120,8 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	if err := migrations.Current(ctx, s.db); err != nil {
 		return err
 	}
-	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter, Providers: cfg.Providers})
+	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter,
+		Providers: cfg.Providers, ProviderSettings: ProviderSettings()})
 	if cfg.BootstrapToken != "" {
 		if err := s.Service.EnsureBootstrapToken(ctx, cfg.BootstrapToken); err != nil {
 			return err

@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 
+	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/conf"
 )
 
@@ -20,11 +21,12 @@ type DevConfig struct {
 	SimHosts int
 	// HetznerEmulator is where, with SimHosts, an emulated Hetzner Cloud API
 	// is served, with a provider pool on it (--hetzner-emulator); "" for
-	// none. Default DefaultHetznerEmulator.
+	// none. Default devenv.DefaultHetznerAddr, or a
+	// free port when that is taken.
 	HetznerEmulator string
 	// ProxmoxEmulator is where, with SimHosts, an emulated Proxmox VE API is
 	// served, with a provider pool on it (--proxmox-emulator); "" for none.
-	// Default DefaultProxmoxEmulator.
+	// Default devenv.DefaultProxmoxAddr, or a free port when that is taken.
 	ProxmoxEmulator string
 }
 
@@ -33,12 +35,6 @@ const (
 	// DefaultDevStateDir is relative to where dev runs, so each checkout
 	// has its own.
 	DefaultDevStateDir = ".dev"
-	// DefaultHetznerEmulator is where dev --sim serves an emulated Hetzner
-	// Cloud API.
-	DefaultHetznerEmulator = "127.0.0.1:8091"
-	// DefaultProxmoxEmulator is where dev --sim serves an emulated Proxmox
-	// VE API.
-	DefaultProxmoxEmulator = "127.0.0.1:8092"
 )
 
 // devMakes says what dev makes for the variables serve requires, when they
@@ -69,8 +65,8 @@ func (c *DevConfig) Flags(fs *flag.FlagSet) {
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,
 		"run `N` simulated hosts (fake hypervisors) and a reconciler in-process, with demo data")
-	fs.StringVar(&c.HetznerEmulator, "hetzner-emulator", DefaultHetznerEmulator,
-		"with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none)")
-	fs.StringVar(&c.ProxmoxEmulator, "proxmox-emulator", DefaultProxmoxEmulator,
-		"with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none)")
+	fs.StringVar(&c.HetznerEmulator, "hetzner-emulator", devenv.DefaultHetznerAddr,
+		"with --sim, serve an emulated Hetzner Cloud API on `address` with a provider pool on it (\"\" for none; the default falls back to a free port when taken)")
+	fs.StringVar(&c.ProxmoxEmulator, "proxmox-emulator", devenv.DefaultProxmoxAddr,
+		"with --sim, serve an emulated Proxmox VE API on `address` with a provider pool on it (\"\" for none; the default falls back to a free port when taken)")
 }

@@ -1,14 +1,16 @@
 package app
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
-	"github.com/better-compute/vps/drivers/hetzner"
-	"github.com/better-compute/vps/drivers/provider"
-	"github.com/better-compute/vps/drivers/proxmox"
+	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/drivers/cloud/hetzner"
+	"github.com/better-compute/vps/drivers/cloud/proxmox"
 )
 
 // DriverOptions tune every provider driver of a reconciler.
@@ -26,27 +28,49 @@ type DriverOptions struct {
 
 // Drivers returns the factory that makes a provider account's driver from
 // its settings.
-func Drivers(o DriverOptions) provider.Factory {
-	return func(a provider.Account) (provider.Driver, error) {
-		str := func(key string) string { s, _ := a.Settings[key].(string); return s }
+func Drivers(o DriverOptions) cloud.Factory {
+	return func(a cloud.Account) (cloud.Driver, error) {
 		switch a.Provider {
 		case control.ProviderHetzner:
+			s, err := hetzner.ParseSettings(a.Settings)
+			if err != nil {
+				return nil, err
+			}
 			return hetzner.New(hetzner.Config{
-				Token: a.Credentials, Endpoint: str("endpoint"), Location: str("location"),
+				Token: a.Credentials, Endpoint: s.Endpoint, Location: s.Location,
 				Timeout: o.Timeout, PollInterval: o.PollInterval, ShutdownTimeout: o.ShutdownTimeout,
 			})
 		case control.ProviderProxmox:
-			template, err := strconv.Atoi(fmt.Sprint(a.Settings["template"]))
+			s, err := proxmox.ParseSettings(a.Settings)
 			if err != nil {
-				return nil, fmt.Errorf("proxmox template %v: %w", a.Settings["template"], err)
+				return nil, err
 			}
-			insecure, _ := a.Settings["insecure"].(bool)
 			return proxmox.New(proxmox.Config{
-				Endpoint: str("endpoint"), Token: a.Credentials, Node: str("node"), Storage: str("storage"), Template: template,
-				InsecureSkipVerify: insecure,
+				Endpoint: s.Endpoint, Token: a.Credentials, Node: s.Node, Storage: s.Storage, Template: s.Template,
+				InsecureSkipVerify: s.Insecure,
 				Timeout:            o.Timeout, PollInterval: o.PollInterval, ShutdownTimeout: o.ShutdownTimeout,
 			})
 		}
 		return nil, fmt.Errorf("no driver for provider %q", a.Provider)
+	}
+}
+
+// ProviderSettings are the checks control runs on a provider account's
+// settings before it stores them: each driver's ParseSettings, whose
+// errors become INVALID_INPUT on the setting at fault.
+func ProviderSettings() map[string]func(json.RawMessage) error {
+	return map[string]func(json.RawMessage) error{
+		control.ProviderHetzner: settingsCheck(hetzner.ParseSettings),
+		control.ProviderProxmox: settingsCheck(proxmox.ParseSettings),
+	}
+}
+
+func settingsCheck[S any](parse func(json.RawMessage) (S, error)) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		_, err := parse(raw)
+		if e := (*cloud.SettingsError)(nil); errors.As(err, &e) {
+			return apierr.Invalid(e.Field, "%s", e.Message)
+		}
+		return err
 	}
 }

@@ -2,30 +2,41 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
-	"github.com/better-compute/vps/drivers/provider"
-	hetznerem "github.com/better-compute/vps/emulator/hetzner"
-	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 )
 
 // TestDrivers: an account's settings, as the API stores them, make a driver
 // that reaches its provider.
 func TestDrivers(t *testing.T) {
-	hz := httptest.NewServer(hetznerem.New(hetznerem.Config{}).Handler())
+	hz := httptest.NewServer(hetznertest.New(hetznertest.Config{}).Handler())
 	t.Cleanup(hz.Close)
-	px := httptest.NewServer(proxmoxem.New(proxmoxem.Config{}).Handler())
+	px := httptest.NewServer(proxmoxtest.New(proxmoxtest.Config{}).Handler())
 	t.Cleanup(px.Close)
 	make := Drivers(DriverOptions{})
+	stored := func(settings map[string]any) json.RawMessage {
+		b, err := json.Marshal(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	cases := []struct {
 		name string
-		acct provider.Account
+		acct cloud.Account
 	}{
-		{"hetzner", provider.Account{Provider: "hetzner", Credentials: hetznerem.DefaultToken,
-			Settings: map[string]any{"endpoint": hz.URL + "/v1", "location": "fsn1"}}},
-		{"proxmox, template as a JSON number", provider.Account{Provider: "proxmox", Credentials: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
-			Settings: map[string]any{"endpoint": px.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": float64(9000)}}},
+		{"hetzner", cloud.Account{Provider: "hetzner", Credentials: hetznertest.DefaultToken,
+			Settings: stored(map[string]any{"endpoint": hz.URL + "/v1", "location": "fsn1"})}},
+		{"proxmox, template as a JSON number", cloud.Account{Provider: "proxmox", Credentials: proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
+			Settings: stored(map[string]any{"endpoint": px.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": float64(9000)})}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -38,9 +49,39 @@ func TestDrivers(t *testing.T) {
 			}
 		})
 	}
+	t.Run("settings the API refuses", func(t *testing.T) {
+		_, err := make(cloud.Account{Provider: "proxmox", Credentials: proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
+			Settings: stored(map[string]any{"endpoint": px.URL + "/api2/json", "node": "pve", "storage": "local-lvm"})})
+		if err == nil || !strings.Contains(err.Error(), "settings.template") {
+			t.Fatalf("made a driver without a template: %v", err)
+		}
+	})
 	t.Run("unknown provider", func(t *testing.T) {
-		if _, err := make(provider.Account{Provider: "aws"}); err == nil {
+		if _, err := make(cloud.Account{Provider: "aws"}); err == nil {
 			t.Fatal("made a driver for aws")
 		}
 	})
+}
+
+// TestProviderSettings: the checks control runs are the drivers', their
+// faults INVALID_INPUT on the setting, with the driver's message.
+func TestProviderSettings(t *testing.T) {
+	checks := ProviderSettings()
+	for _, c := range []struct {
+		provider, settings, field, message string
+	}{
+		{"hetzner", `{"location": "fsn1"}`, "", ""},
+		{"hetzner", `{"endpoint": "ftp://x"}`, "settings.endpoint", "must be the API URL, such as https://api.hetzner.cloud/v1"},
+		{"proxmox", `{"endpoint": "https://pve:8006", "node": "n", "storage": "s", "template": 9000}`, "", ""},
+		{"proxmox", `{"endpoint": "https://pve:8006", "node": "n", "storage": "s", "template": 5}`, "settings.template", "must be the VMID of the template to clone (100 or more)"},
+	} {
+		err := checks[c.provider](json.RawMessage(c.settings))
+		var e *apierr.Error
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s %s: %v", c.provider, c.settings, err)
+		case c.field != "" && (!errors.As(err, &e) || e.Code != apierr.InvalidInput || e.Field != c.field || e.Message != c.message):
+			t.Errorf("%s %s: %#v; want INVALID_INPUT on %s: %s", c.provider, c.settings, err, c.field, c.message)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -34,7 +33,8 @@ type ProviderAccountInput struct {
 	// token, or the Proxmox API token ("USER@REALM!TOKENID=SECRET").
 	Credentials string
 	// Settings are the provider's: Hetzner's location; Proxmox's endpoint,
-	// node, storage and template.
+	// node, storage and template. They are stored as JSON, once
+	// Config.ProviderSettings has checked them.
 	Settings map[string]any
 }
 
@@ -70,7 +70,8 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 			return apierr.Invalid("provider", "this deployment allows provider accounts of %s", strings.Join(s.providers, ", "))
 		}
 		id := ids.New()
-		sealed, settings, err := s.accountSecrets(id, in.Provider, in.Credentials, in.Settings)
+		settings := settingsJSON(in.Settings)
+		sealed, err := s.accountSecrets(id, in.Provider, in.Credentials, settings)
 		if err != nil {
 			return err
 		}
@@ -88,26 +89,33 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 	return acct, err
 }
 
-// accountSecrets validates an account's credentials and settings and
-// returns them as stored: the credentials sealed to the account's ID.
-func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, settings map[string]any) (sealed, settingsJSON []byte, err error) {
+// accountSecrets validates an account's credentials and settings (JSON, as
+// stored) and returns the credentials sealed to the account's ID.
+func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, settings []byte) (sealed []byte, err error) {
 	switch {
 	case strings.TrimSpace(credentials) == "":
-		return nil, nil, apierr.Invalid("credentials", "are required")
+		return nil, apierr.Invalid("credentials", "are required")
 	case len(credentials) > 4096:
-		return nil, nil, apierr.Invalid("credentials", "at most 4096 bytes")
+		return nil, apierr.Invalid("credentials", "at most 4096 bytes")
 	}
-	if err := checkProviderSettings(provider, settings); err != nil {
-		return nil, nil, err
-	}
-	settingsJSON, err = json.Marshal(settings)
-	if err != nil || settings == nil {
-		settingsJSON = []byte("{}")
+	if check := s.providerSettings[provider]; check != nil {
+		if err := check(settings); err != nil {
+			return nil, err
+		}
 	}
 	if s.sealer == nil {
-		return nil, nil, fmt.Errorf("no sealer configured for credentials")
+		return nil, fmt.Errorf("no sealer configured for credentials")
 	}
-	return s.sealer.Seal([]byte(credentials), id[:]), settingsJSON, nil
+	return s.sealer.Seal([]byte(credentials), id[:]), nil
+}
+
+// settingsJSON is an account's settings as stored: a JSON object.
+func settingsJSON(settings map[string]any) []byte {
+	b, err := json.Marshal(settings)
+	if err != nil || settings == nil {
+		return []byte("{}")
+	}
+	return b
 }
 
 // UpdateProviderAccountInput replaces an account's credentials or
@@ -138,17 +146,15 @@ func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAc
 			}
 			credentials = string(open)
 		}
-		settings := in.Settings
-		if settings == nil {
-			if err := json.Unmarshal(cur.Settings, &settings); err != nil {
-				return fmt.Errorf("read settings: %w", err)
-			}
+		settings := cur.Settings
+		if in.Settings != nil {
+			settings = settingsJSON(in.Settings)
 		}
-		sealed, settingsJSON, err := s.accountSecrets(cur.ID, cur.Provider, credentials, settings)
+		sealed, err := s.accountSecrets(cur.ID, cur.Provider, credentials, settings)
 		if err != nil {
 			return err
 		}
-		if acct, err = q.UpdateProviderAccount(ctx, sqlc.UpdateProviderAccountParams{ID: cur.ID, CredentialsSealed: sealed, Settings: settingsJSON}); err != nil {
+		if acct, err = q.UpdateProviderAccount(ctx, sqlc.UpdateProviderAccountParams{ID: cur.ID, CredentialsSealed: sealed, Settings: settings}); err != nil {
 			return fmt.Errorf("update provider account: %w", err)
 		}
 		// Never the credentials: only that they changed.
@@ -180,59 +186,6 @@ func (s *Service) lockOwnedAccount(ctx context.Context, q *sqlc.Queries, ev *aud
 		ev.TenantID = *acct.TenantID
 	}
 	return acct, nil
-}
-
-// checkProviderSettings validates the settings a provider needs.
-func checkProviderSettings(provider string, settings map[string]any) error {
-	str := func(key string) (string, bool) {
-		v, ok := settings[key].(string)
-		return strings.TrimSpace(v), ok && strings.TrimSpace(v) != ""
-	}
-	isURL := func(key string) bool {
-		v, ok := str(key)
-		u, err := url.Parse(v)
-		return ok && err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-	}
-	switch provider {
-	case ProviderHetzner:
-		if _, present := settings["location"]; present {
-			if _, ok := str("location"); !ok {
-				return apierr.Invalid("settings.location", "must be a location name such as fsn1")
-			}
-		}
-		if _, present := settings["endpoint"]; present && !isURL("endpoint") {
-			return apierr.Invalid("settings.endpoint", "must be the API URL, such as https://api.hetzner.cloud/v1")
-		}
-	case ProviderProxmox:
-		if !isURL("endpoint") {
-			return apierr.Invalid("settings.endpoint", "must be the API URL, such as https://pve.example.com:8006/api2/json")
-		}
-		for _, key := range []string{"node", "storage"} {
-			if _, ok := str(key); !ok {
-				return apierr.Invalid("settings."+key, "is required")
-			}
-		}
-		if t, ok := wholeNumber(settings["template"]); !ok || t < 100 {
-			return apierr.Invalid("settings.template", "must be the VMID of the template to clone (100 or more)")
-		}
-	}
-	return nil
-}
-
-// wholeNumber reads a JSON number, however the decoder kept it.
-func wholeNumber(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	case float64:
-		return int64(n), n == float64(int64(n))
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	}
-	return 0, false
 }
 
 // ProviderAccount returns an account the caller may see.

@@ -2,7 +2,9 @@ package control_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/better-compute/vps/apierr"
@@ -27,5 +29,46 @@ func TestProvidersAllowed(t *testing.T) {
 	}
 	if _, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "h", Provider: control.ProviderHetzner, Credentials: "t"}); err != nil {
 		t.Fatalf("hetzner: %v", err)
+	}
+}
+
+// TestProviderSettingsChecked: an account's settings go, as they will be
+// stored, through the check the deployment gives for its provider, whose
+// fault is the API's answer; an update that leaves them out checks the
+// stored ones.
+func TestProviderSettingsChecked(t *testing.T) {
+	sealer, _ := seal.New("test")
+	var checked []string
+	check := func(raw json.RawMessage) error {
+		checked = append(checked, string(raw))
+		if strings.Contains(string(raw), "ftp:") {
+			return apierr.Invalid("settings.endpoint", "must be the API URL")
+		}
+		return nil
+	}
+	svc := control.New(testenv.DB(t), control.Config{Sealer: sealer, ProviderSettings: map[string]func(json.RawMessage) error{control.ProviderHetzner: check}})
+	ctx := iam.WithPrincipal(context.Background(), control.System)
+	_, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "h", Provider: control.ProviderHetzner, Credentials: "t",
+		Settings: map[string]any{"endpoint": "ftp://x"}})
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Code != apierr.InvalidInput || e.Field != "settings.endpoint" {
+		t.Fatalf("refused settings: %v", err)
+	}
+	acct, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "h", Provider: control.ProviderHetzner, Credentials: "t",
+		Settings: map[string]any{"location": "fsn1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := "t2"
+	if _, err := svc.UpdateProviderAccount(ctx, control.UpdateProviderAccountInput{ID: acct.ID, Credentials: &rotated}); err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) != 3 || checked[1] != `{"location":"fsn1"}` || !strings.Contains(checked[2], `"fsn1"`) {
+		t.Fatalf("checked %q", checked)
+	}
+	// No check for a provider: its settings are stored as given.
+	if _, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "p", Provider: control.ProviderProxmox, Credentials: "t",
+		Settings: map[string]any{"endpoint": "ftp://x"}}); err != nil {
+		t.Fatalf("proxmox, unchecked: %v", err)
 	}
 }

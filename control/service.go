@@ -5,6 +5,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,13 @@ type Config struct {
 	// Providers are the provider kinds accounts may use, as a deployment
 	// lists them. Default: DefaultProviders.
 	Providers []string
+	// ProviderSettings check a provider account's settings before they are
+	// stored, by provider kind: each gets them as they will be stored, a
+	// JSON object, and returns an *apierr.Error naming the setting at
+	// fault (settings.endpoint). The process wiring passes the drivers'
+	// own checks (app.ProviderSettings): nothing in the API imports a
+	// driver. A kind with no check here has its settings stored unchecked.
+	ProviderSettings map[string]func(json.RawMessage) error
 }
 
 // DefaultProviders returns the default Config.Providers: every provider
@@ -52,8 +60,9 @@ type Service struct {
 	images ImageResolver
 	log    *slog.Logger
 
-	silentAfter time.Duration
-	providers   []string
+	silentAfter      time.Duration
+	providers        []string
+	providerSettings map[string]func(json.RawMessage) error
 }
 
 // New returns a Service on db.
@@ -71,7 +80,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 		cfg.Providers = DefaultProviders()
 	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
-		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers}
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

@@ -7,32 +7,48 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
-	hetznerem "github.com/better-compute/vps/emulator/hetzner"
-	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
+)
+
+// The emulators' default addresses. When one is taken (another dev runs, or
+// anything else listens there), StartEmulators serves that emulator on a
+// free port instead.
+const (
+	DefaultHetznerAddr = "127.0.0.1:8091"
+	DefaultProxmoxAddr = "127.0.0.1:8092"
 )
 
 // StartEmulators serves the Hetzner Cloud and Proxmox VE emulators on the
-// given loopback addresses until ctx ends. Their state lives in memory: a
-// restart of dev forgets their servers, and instances on them go LOST.
+// given loopback addresses until ctx ends; Emulated says where they are. A
+// default address that is taken falls back to a free port on the same
+// host; any other address that is taken is an error. Their state lives in
+// memory: a restart of dev forgets their servers, and instances on them go
+// LOST.
 func StartEmulators(ctx context.Context, log *slog.Logger, hetznerAddr, proxmoxAddr string) (Emulated, error) {
-	e := Emulated{HetznerToken: hetznerem.DefaultToken, ProxmoxToken: proxmoxem.DefaultTokenID + "=" + proxmoxem.DefaultSecret,
-		ProxmoxTemplate: proxmoxem.DefaultTemplate}
+	e := Emulated{HetznerToken: hetznertest.DefaultToken, ProxmoxToken: proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret,
+		ProxmoxTemplate: proxmoxtest.DefaultTemplate}
 	// Slow enough to watch an instance go through its states.
-	hz := hetznerem.New(hetznerem.Config{ActionDuration: time.Second})
-	px := proxmoxem.New(proxmoxem.Config{TaskDuration: time.Second})
+	hz := hetznertest.New(hetznertest.Config{ActionDuration: time.Second})
+	px := proxmoxtest.New(proxmoxtest.Config{TaskDuration: time.Second})
 	for _, s := range []struct {
-		addr, path string
-		h          http.Handler
-		url        *string
+		name, addr, path string
+		fallback         bool
+		h                http.Handler
+		url              *string
 	}{
-		{hetznerAddr, "/v1", hz.Handler(), &e.HetznerURL},
-		{proxmoxAddr, "/api2/json", px.Handler(), &e.ProxmoxURL},
+		{"Hetzner Cloud", hetznerAddr, "/v1", hetznerAddr == DefaultHetznerAddr, hz.Handler(), &e.HetznerURL},
+		{"Proxmox VE", proxmoxAddr, "/api2/json", proxmoxAddr == DefaultProxmoxAddr, px.Handler(), &e.ProxmoxURL},
 	} {
-		ln, err := net.Listen("tcp", s.addr)
+		ln, err := listen(s.addr, s.fallback)
 		if err != nil {
-			return e, fmt.Errorf("listen for an emulator on %s: %w", s.addr, err)
+			return e, fmt.Errorf("listen for the %s emulator on %s: %w", s.name, s.addr, err)
+		}
+		if got := ln.Addr().String(); got != s.addr {
+			log.Warn("emulator address taken: serving on a free port", "emulator", s.name, "taken", s.addr, "addr", got)
 		}
 		*s.url = "http://" + ln.Addr().String() + s.path
 		srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
@@ -44,4 +60,18 @@ func StartEmulators(ctx context.Context, log *slog.Logger, hetznerAddr, proxmoxA
 		context.AfterFunc(ctx, func() { srv.Close() })
 	}
 	return e, nil
+}
+
+// listen listens on addr or, with fallback, when addr is taken, on a free
+// port of the same host.
+func listen(addr string, fallback bool) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil || !fallback || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	host, _, splitErr := net.SplitHostPort(addr)
+	if splitErr != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, "0"))
 }

@@ -33,7 +33,8 @@ const (
 )
 
 // SeedProviders makes, once, a shared provider account and pool on each
-// emulator, and a flavor and image mapped onto both.
+// emulator, and a flavor and image mapped onto both. An account an earlier
+// dev made is pointed at where the emulators are now.
 func SeedProviders(ctx context.Context, svc *control.Service, e Emulated) error {
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "dev-seed"), control.System)
 	accounts := []control.ProviderAccountInput{
@@ -52,8 +53,14 @@ func SeedProviders(ctx context.Context, svc *control.Service, e Emulated) error 
 		var was map[string]any
 		json.Unmarshal(acct.Settings, &was)
 		if was["endpoint"] != in.Settings["endpoint"] {
-			return fmt.Errorf("provider account %s, made by an earlier dev, points at %v, not at the emulator's %v: run dev with the emulator addresses it had",
-				in.Name, was["endpoint"], in.Settings["endpoint"])
+			// An earlier dev served its emulator elsewhere (its default
+			// address was taken, or another was asked for). The servers it
+			// held died with it wherever it was: point the account here.
+			acct, err = svc.UpdateProviderAccount(ctx, control.UpdateProviderAccountInput{ID: acct.ID, Settings: in.Settings})
+			if err != nil {
+				return fmt.Errorf("point provider account %s, made by an earlier dev at %v, at the emulator's %v: %w",
+					in.Name, was["endpoint"], in.Settings["endpoint"], err)
+			}
 		}
 		name := ProviderPools[in.Provider]
 		_, err = findOr(ctx, svc.Pools, func(p sqlc.Pool) bool { return p.Name == name }, func() (sqlc.Pool, error) {

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/proxmox"
 	"github.com/google/uuid"
 
-	"github.com/better-compute/vps/emulator/faults"
-	hetznerem "github.com/better-compute/vps/emulator/hetzner"
-	proxmoxem "github.com/better-compute/vps/emulator/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/cloudtest"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 	"github.com/better-compute/vps/ids"
 )
 
@@ -31,7 +31,7 @@ type cloud struct {
 	settings    map[string]any
 	serverType  string
 	image       string
-	faults      *faults.Injector
+	faults      *cloudtest.Injector
 	// servers lists what the provider has: server ID → our label.
 	servers func() map[string]string
 	// remove deletes a server behind our back; add makes one with a label.
@@ -49,7 +49,7 @@ type cloud struct {
 	arrivedWithin func(wait, margin time.Duration) int
 	// addresses: the provider tells its servers' public addresses.
 	addresses bool
-	// listRoute is the call that lists servers (faults.Route's form).
+	// listRoute is the call that lists servers (cloudtest.Route's form).
 	listRoute string
 	// wrongCredentials are refused by the provider.
 	wrongCredentials string
@@ -124,13 +124,13 @@ func (h *holder) served(code int) int {
 }
 
 func hetznerCloud(t testing.TB) *cloud {
-	return hetznerCloudWith(t, hetznerem.Config{RateLimit: 100_000, RefillPerSecond: 1000})
+	return hetznerCloudWith(t, hetznertest.Config{RateLimit: 100_000, RefillPerSecond: 1000})
 }
 
-func hetznerCloudWith(t testing.TB, cfg hetznerem.Config) *cloud {
+func hetznerCloudWith(t testing.TB, cfg hetznertest.Config) *cloud {
 	const token = "hcloud-e2e-token-SECRET-4242424242424242424242"
 	cfg.Token, cfg.ActionDuration = token, 20*time.Millisecond
-	em := hetznerem.New(cfg)
+	em := hetznertest.New(cfg)
 	h := &holder{}
 	srv := httptest.NewServer(h.wrap(func(r *http.Request) bool { return r.Method == "POST" && r.URL.Path == "/v1/servers" }, em.Handler()))
 	t.Cleanup(srv.Close)
@@ -165,15 +165,15 @@ func hetznerCloudWith(t testing.TB, cfg hetznerem.Config) *cloud {
 
 func proxmoxCloud(t testing.TB) *cloud {
 	const tokenID, secret = "root@pam!e2e", "0b7e4c1a-SECRET-4f5e-9d2a-5c3b1e0f9a77"
-	em := proxmoxem.New(proxmoxem.Config{TokenID: tokenID, Secret: secret, TaskDuration: 20 * time.Millisecond})
+	em := proxmoxtest.New(proxmoxtest.Config{TokenID: tokenID, Secret: secret, TaskDuration: 20 * time.Millisecond})
 	h := &holder{}
 	srv := httptest.NewServer(h.wrap(func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/clone") }, em.Handler()))
 	t.Cleanup(srv.Close)
 	return &cloud{
 		kind: "PROXMOX", credentials: tokenID + "=" + secret, listRoute: "GET /api2/json/cluster/resources",
 		wrongCredentials: tokenID + "=ffffffff-WRONG-SECRET-0000-777777777777",
-		settings:         map[string]any{"endpoint": srv.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": proxmoxem.DefaultTemplate},
-		serverType:       "", image: fmt.Sprint(proxmoxem.DefaultTemplate),
+		settings:         map[string]any{"endpoint": srv.URL + "/api2/json", "node": "pve", "storage": "local-lvm", "template": proxmoxtest.DefaultTemplate},
+		serverType:       "", image: fmt.Sprint(proxmoxtest.DefaultTemplate),
 		faults: em.Faults(),
 		servers: func() map[string]string {
 			out := map[string]string{}
@@ -347,8 +347,8 @@ func TestProviderFaults(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
 			c := providerCluster(t, cl, 1)
-			cl.faults.Inject(faults.Fault{Match: "POST", Count: 6, Status: 503, Body: `{}`})
-			cl.faults.Inject(faults.Fault{Match: "GET", Count: 3, Delay: 2 * time.Second}) // past the 1s timeout
+			cl.faults.Inject(cloudtest.Fault{Match: "POST", Count: 6, Status: 503, Body: `{}`})
+			cl.faults.Inject(cloudtest.Fault{Match: "GET", Count: 3, Delay: 2 * time.Second}) // past the 1s timeout
 			c.createAll("flaky", 10, "RUNNING")
 			t.Logf("converged through 5xx and timeouts in %v", c.settle(60*time.Second))
 			if _, failed := cl.faults.Total(); failed != 6 {
@@ -384,10 +384,10 @@ func TestProviderFaults(t *testing.T) {
 // provider refuses only a few of its calls.
 func TestProviderRateLimit(t *testing.T) {
 	t.Parallel()
-	cl := hetznerCloudWith(t, hetznerem.Config{RateLimit: 20, RefillPerSecond: 10})
+	cl := hetznerCloudWith(t, hetznertest.Config{RateLimit: 20, RefillPerSecond: 10})
 	c := providerCluster(t, cl, 1)
-	cl.faults.Inject(faults.Fault{Match: "POST /v1/servers", Count: 3, Status: 429,
-		Header: http.Header{"Retry-After": {"1"}}, Body: hetznerem.ErrorBody("rate_limit_exceeded", "rate limit exceeded")})
+	cl.faults.Inject(cloudtest.Fault{Match: "POST /v1/servers", Count: 3, Status: 429,
+		Header: http.Header{"Retry-After": {"1"}}, Body: hetznertest.ErrorBody("rate_limit_exceeded", "rate limit exceeded")})
 	ids := c.createAll("paced", 30, "RUNNING")
 	for _, id := range ids[:10] {
 		c.set("stopInstance", id)

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph"
@@ -62,7 +63,8 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := control.New(db, control.Config{Sealer: sealer, Logger: log})
+	// The settings checks the deployment wires in: the drivers'.
+	svc := control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings()})
 	cfg := graph.HandlerConfig{Service: svc, DB: db, Logger: log}
 	if tune != nil {
 		tune(&cfg)

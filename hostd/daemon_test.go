@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/fake"
+	"github.com/better-compute/vps/drivers/runtime/fake"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )

@@ -3,14 +3,13 @@ package reconciler
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -22,7 +21,7 @@ type account struct {
 	id       uuid.UUID
 	tenantID *uuid.UUID
 	provider string
-	driver   provider.Driver
+	driver   cloud.Driver
 	// version is what the driver was made from; an account updated since
 	// (its token rotated) gets a new driver.
 	version [sha256.Size]byte
@@ -57,11 +56,7 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
 	}
-	var settings map[string]any
-	if err := json.Unmarshal(row.Settings, &settings); err != nil {
-		return nil, fmt.Errorf("read settings of provider account %s: %w", row.ID, err)
-	}
-	d, err := r.cfg.Drivers(provider.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: settings})
+	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
 		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
 	}
@@ -85,14 +80,14 @@ func (r *Reconciler) cachedAccount(id uuid.UUID) (*account, bool) {
 // error saying how long to wait, without waiting: callers hold row locks.
 func (a *account) call(ctx context.Context, what string, fn func(context.Context) error) error {
 	if wait := a.hold(); wait > 0 {
-		return fmt.Errorf("%s: %w", what, &provider.Error{Kind: provider.RateLimited, RetryAfter: wait,
+		return fmt.Errorf("%s: %w", what, &cloud.Error{Kind: cloud.RateLimited, RetryAfter: wait,
 			Message: fmt.Sprintf("pacing calls to %s to stay within its rate limit", a.provider)})
 	}
 	err := fn(ctx)
 	a.mu.Lock()
 	a.inflight--
 	a.mu.Unlock()
-	if d := provider.RetryAfter(err); d > 0 {
+	if d := cloud.RetryAfter(err); d > 0 {
 		a.pause(d)
 	}
 	if err != nil {
@@ -130,7 +125,7 @@ func (a *account) pause(d time.Duration) {
 // spacing is the least time between calls the budget allows: none while
 // more than a tenth of it remains, then the time it takes to refill one
 // request, so calls never outrun the provider's refill.
-func spacing(b provider.Budget, now time.Time) time.Duration {
+func spacing(b cloud.Budget, now time.Time) time.Duration {
 	if b.Limit <= 0 || b.Remaining > b.Limit/10 || !b.Reset.After(now) {
 		return 0
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 )
 
 // TestPacing: calls are spaced only once the stated budget runs low, then
@@ -15,15 +15,15 @@ func TestPacing(t *testing.T) {
 	full := now.Add(time.Hour) // Hetzner: 3,600 an hour, one a second
 	cases := []struct {
 		name          string
-		b             provider.Budget
+		b             cloud.Budget
 		gap, interval time.Duration
 	}{
-		{"no rate limit stated", provider.Budget{}, 0, 10 * time.Second},
-		{"plenty left", provider.Budget{Limit: 3600, Remaining: 3000, Reset: now.Add(600 * time.Second)}, 0, 10 * time.Second},
-		{"under half", provider.Budget{Limit: 3600, Remaining: 1000, Reset: now.Add(2600 * time.Second)}, 0, 50 * time.Second},
-		{"nearly spent", provider.Budget{Limit: 3600, Remaining: 0, Reset: full}, time.Second, 50 * time.Second},
-		{"overdrawn by calls in flight", provider.Budget{Limit: 3600, Remaining: -8, Reset: full}, time.Second, 50 * time.Second},
-		{"reset passed", provider.Budget{Limit: 3600, Remaining: 0, Reset: now.Add(-time.Second)}, 0, 50 * time.Second},
+		{"no rate limit stated", cloud.Budget{}, 0, 10 * time.Second},
+		{"plenty left", cloud.Budget{Limit: 3600, Remaining: 3000, Reset: now.Add(600 * time.Second)}, 0, 10 * time.Second},
+		{"under half", cloud.Budget{Limit: 3600, Remaining: 1000, Reset: now.Add(2600 * time.Second)}, 0, 50 * time.Second},
+		{"nearly spent", cloud.Budget{Limit: 3600, Remaining: 0, Reset: full}, time.Second, 50 * time.Second},
+		{"overdrawn by calls in flight", cloud.Budget{Limit: 3600, Remaining: -8, Reset: full}, time.Second, 50 * time.Second},
+		{"reset passed", cloud.Budget{Limit: 3600, Remaining: 0, Reset: now.Add(-time.Second)}, 0, 50 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

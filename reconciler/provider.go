@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -25,7 +25,7 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 		server:  inst.ProviderServerID != nil,
 	}
 	if inst.ProviderStatus != nil {
-		f.status = provider.Status(*inst.ProviderStatus)
+		f.status = cloud.Status(*inst.ProviderStatus)
 	}
 	st, ok := decideProvider(f)
 	if !ok {
@@ -77,12 +77,12 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 // refusal (quota, invalid) is the instance's ERROR, a server gone is LOST or,
 // when deleting, done; anything else is retried.
 func failed(st providerStep, err error) (providerStep, error) {
-	var pe *provider.Error
+	var pe *cloud.Error
 	errors.As(err, &pe)
-	switch provider.KindOf(err) {
-	case provider.Quota, provider.Invalid:
+	switch cloud.KindOf(err) {
+	case cloud.Quota, cloud.Invalid:
 		return providerStep{to: lifecycle.Error, reason: fmt.Sprintf("the provider refused to %s its server: %s", st.call, pe.Message)}, nil
-	case provider.NotFound:
+	case cloud.NotFound:
 		if st.call == callDelete {
 			return st, nil
 		}
@@ -95,7 +95,7 @@ func failed(st providerStep, err error) (providerStep, error) {
 type observation struct {
 	server    *string
 	serverAt  *time.Time
-	status    provider.Status
+	status    cloud.Status
 	addresses []string
 	at        time.Time
 }
@@ -121,22 +121,22 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 	var err error
 	switch c {
 	case callCreate:
-		var srv provider.Server
+		var srv cloud.Server
 		if srv, err = r.createServer(ctx, q, a, inst); err == nil {
 			now := time.Now()
 			obs.server, obs.serverAt, obs.status, obs.addresses = &srv.ID, &now, srv.Status, srv.Addresses
 		}
 	case callStart:
 		if err = a.call(ctx, "start server", func(ctx context.Context) error { return a.driver.Start(ctx, *inst.ProviderServerID) }); err == nil {
-			obs.status = provider.StatusRunning
+			obs.status = cloud.StatusRunning
 		}
 	case callStop:
 		if err = a.call(ctx, "stop server", func(ctx context.Context) error { return a.driver.Stop(ctx, *inst.ProviderServerID) }); err == nil {
-			obs.status = provider.StatusStopped
+			obs.status = cloud.StatusStopped
 		}
 	case callDelete:
 		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, *inst.ProviderServerID) })
-		if err == nil || provider.KindOf(err) == provider.NotFound {
+		if err == nil || cloud.KindOf(err) == cloud.NotFound {
 			obs.server, obs.serverAt, obs.status, obs.addresses = nil, nil, "", nil
 		}
 	}
@@ -146,29 +146,29 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 
 // createServer makes the instance's server, unless a create whose commit
 // was lost already made it: the label says whose a server is.
-func (r *Reconciler) createServer(ctx context.Context, q *sqlc.Queries, a *account, inst sqlc.Instance) (provider.Server, error) {
-	var found []provider.Server
+func (r *Reconciler) createServer(ctx context.Context, q *sqlc.Queries, a *account, inst sqlc.Instance) (cloud.Server, error) {
+	var found []cloud.Server
 	err := a.call(ctx, "look up server", func(ctx context.Context) (err error) {
 		found, err = a.driver.Find(ctx, inst.ID.String())
 		return err
 	})
 	if err != nil {
-		return provider.Server{}, err
+		return cloud.Server{}, err
 	}
 	for _, s := range found {
 		if !s.Incomplete {
 			return s, nil // a second one is the orphan sweep's
 		}
 		err := a.call(ctx, "delete half-made server", func(ctx context.Context) error { return a.driver.Delete(ctx, s.ID) })
-		if err != nil && provider.KindOf(err) != provider.NotFound {
-			return provider.Server{}, err
+		if err != nil && cloud.KindOf(err) != cloud.NotFound {
+			return cloud.Server{}, err
 		}
 	}
 	cat, err := q.ProviderCatalog(ctx, sqlc.ProviderCatalogParams{Provider: a.provider, FlavorID: inst.FlavorID, ImageID: inst.ImageID})
 	if err != nil {
-		return provider.Server{}, fmt.Errorf("read provider catalog: %w", err)
+		return cloud.Server{}, fmt.Errorf("read provider catalog: %w", err)
 	}
-	req := provider.CreateRequest{
+	req := cloud.CreateRequest{
 		InstanceID: inst.ID.String(),
 		Name:       serverName(inst),
 		ServerType: cat.ServerType,
@@ -182,11 +182,11 @@ func (r *Reconciler) createServer(ctx context.Context, q *sqlc.Queries, a *accou
 	if inst.UserDataSealed != nil {
 		ud, err := r.cfg.Sealer.Open(inst.UserDataSealed, inst.ID[:])
 		if err != nil {
-			return provider.Server{}, fmt.Errorf("open user data: %w", err)
+			return cloud.Server{}, fmt.Errorf("open user data: %w", err)
 		}
 		req.UserData = string(ud)
 	}
-	var srv provider.Server
+	var srv cloud.Server
 	err = a.call(ctx, "create server", func(ctx context.Context) (err error) {
 		srv, err = a.driver.Create(ctx, req)
 		return err

@@ -1,12 +1,12 @@
 package reconciler
 
 import (
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/lifecycle"
 )
 
 // statusAbsent is what a sweep records for a server it no longer lists.
-const statusAbsent provider.Status = "absent"
+const statusAbsent cloud.Status = "absent"
 
 // providerFacts are what the next step of a provider-pool instance depends on.
 type providerFacts struct {
@@ -15,7 +15,7 @@ type providerFacts struct {
 	// server: a server was made for it and not yet deleted.
 	server bool
 	// status is the server's, as the last call or sweep saw it.
-	status provider.Status
+	status cloud.Status
 }
 
 // call is the request a step makes of the provider.
@@ -73,9 +73,9 @@ func decideProvider(f providerFacts) (providerStep, bool) {
 	case lost:
 		// Its server is listed again (a provider's hiccup, a migration).
 		switch {
-		case f.server && f.status == provider.StatusRunning:
+		case f.server && f.status == cloud.StatusRunning:
 			return providerStep{to: running, reason: "its server is back"}, true
-		case f.server && f.status == provider.StatusStopped:
+		case f.server && f.status == cloud.StatusStopped:
 			return providerStep{to: stopped, reason: "its server is back"}, true
 		}
 		return providerStep{}, false
@@ -83,7 +83,7 @@ func decideProvider(f providerFacts) (providerStep, bool) {
 	if f.server && f.status == statusAbsent {
 		return providerStep{to: lost, reason: "its server no longer exists at the provider"}, true
 	}
-	on, off := f.status == provider.StatusRunning, f.status == provider.StatusStopped
+	on, off := f.status == cloud.StatusRunning, f.status == cloud.StatusStopped
 	wantOn := f.desired == lifecycle.WantRunning
 	switch f.state {
 	case provisioning:

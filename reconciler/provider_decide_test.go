@@ -3,14 +3,14 @@ package reconciler
 import (
 	"testing"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/lifecycle"
 )
 
 func TestDecideProvider(t *testing.T) {
 	t.Parallel()
 	const (
-		on, off, booting, gone = provider.StatusRunning, provider.StatusStopped, provider.StatusStarting, statusAbsent
+		on, off, booting, gone = cloud.StatusRunning, cloud.StatusStopped, cloud.StatusStarting, statusAbsent
 		run, stop, del         = lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted
 	)
 	cases := []struct {
@@ -63,7 +63,7 @@ func TestDecideProviderConverges(t *testing.T) {
 		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Deleting}
 	for _, s := range states {
 		for _, d := range []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted} {
-			for _, status := range []provider.Status{provider.StatusRunning, provider.StatusStopped} {
+			for _, status := range []cloud.Status{cloud.StatusRunning, cloud.StatusStopped} {
 				if s == lifecycle.Deleting && d != lifecycle.WantDeleted {
 					continue // deletion is final
 				}
@@ -78,8 +78,8 @@ func TestDecideProviderConverges(t *testing.T) {
 						t.Fatalf("from %+v: no rest after 20 steps: %v", start, path)
 					}
 					st, ok := decideProvider(f)
-					if !ok && f.status == provider.StatusStarting {
-						f.status = provider.StatusRunning // a sweep sees it boot
+					if !ok && f.status == cloud.StatusStarting {
+						f.status = cloud.StatusRunning // a sweep sees it boot
 						continue
 					}
 					if !ok {
@@ -87,14 +87,14 @@ func TestDecideProviderConverges(t *testing.T) {
 					}
 					switch st.call {
 					case callCreate:
-						f.server, f.status, st.to = true, provider.StatusStarting, lifecycle.Provisioning
+						f.server, f.status, st.to = true, cloud.StatusStarting, lifecycle.Provisioning
 						if d == lifecycle.WantStopped {
-							f.status = provider.StatusStopped
+							f.status = cloud.StatusStopped
 						}
 					case callStart:
-						f.status = provider.StatusRunning
+						f.status = cloud.StatusRunning
 					case callStop:
-						f.status = provider.StatusStopped
+						f.status = cloud.StatusStopped
 					case callDelete:
 						f.server, f.status = false, ""
 					}

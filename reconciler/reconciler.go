@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
@@ -54,7 +54,7 @@ type Config struct {
 	Sealer *seal.Sealer
 	// Drivers makes the driver of a provider account. Without it, instances
 	// of provider pools wait.
-	Drivers provider.Factory
+	Drivers cloud.Factory
 	// SweepInterval is how often each provider account's servers are
 	// listed, by all reconcilers together. Default 10s: 360 of the 3,600
 	// requests an hour Hetzner allows a project.

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/audit"
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -52,7 +52,7 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 
 // sweepInterval stretches the interval fivefold while less than half the
 // rate-limit budget remains, leaving the rest to the instances' own calls.
-func sweepInterval(base time.Duration, b provider.Budget) time.Duration {
+func sweepInterval(base time.Duration, b cloud.Budget) time.Duration {
 	if b.Limit > 0 && b.Remaining < b.Limit/2 {
 		return 5 * base
 	}
@@ -62,7 +62,7 @@ func sweepInterval(base time.Duration, b provider.Budget) time.Duration {
 // sweepAccount makes one list call and acts on what it returns.
 func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 	listedAt := time.Now()
-	var servers []provider.Server
+	var servers []cloud.Server
 	err := a.call(ctx, "list servers", func(ctx context.Context) (err error) {
 		servers, err = a.driver.List(ctx)
 		return err
@@ -79,7 +79,7 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 	for _, in := range insts {
 		mine[in.ID.String()] = in
 	}
-	var orphans, others []provider.Server
+	var orphans, others []cloud.Server
 	listed := map[uuid.UUID]bool{}
 	for _, srv := range servers {
 		in, ok := mine[srv.InstanceID]
@@ -112,7 +112,7 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 }
 
 // observe records a server's status and wakes its instance when it changed.
-func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID, serverID string, status provider.Status, addrs []string, listedAt time.Time) error {
+func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID, serverID string, status cloud.Status, addrs []string, listedAt time.Time) error {
 	s := string(status)
 	if addrs == nil {
 		addrs = []string{}
@@ -128,7 +128,7 @@ func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID,
 }
 
 // unowned returns the servers whose label names no live instance at all.
-func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []provider.Server) ([]provider.Server, error) {
+func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []cloud.Server) ([]cloud.Server, error) {
 	var ids []uuid.UUID
 	for _, s := range servers {
 		if id, err := uuid.Parse(s.InstanceID); err == nil {
@@ -143,7 +143,7 @@ func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []pro
 	for _, id := range live {
 		alive[id.String()] = true
 	}
-	var out []provider.Server
+	var out []cloud.Server
 	for _, s := range servers {
 		if !alive[s.InstanceID] {
 			out = append(out, s)
@@ -154,7 +154,7 @@ func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []pro
 
 // sweepOrphans notes the orphans seen now, forgets those no longer seen,
 // and deletes those seen for the grace period, auditing each deletion.
-func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *account, orphans []provider.Server) error {
+func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *account, orphans []cloud.Server) error {
 	ids := make([]string, len(orphans))
 	for i, s := range orphans {
 		ids[i] = s.ID
@@ -171,7 +171,7 @@ func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *accou
 	}
 	for _, o := range due {
 		err := a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
-		if err != nil && provider.KindOf(err) != provider.NotFound {
+		if err != nil && cloud.KindOf(err) != cloud.NotFound {
 			return err
 		}
 		err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/drivers/provider"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -108,11 +108,11 @@ func (r *Reconciler) work(ctx context.Context) {
 // tenant, and how long the provider asked us to wait. An internal error's
 // details stay in the log.
 func retryReason(err error) (string, time.Duration) {
-	var pe *provider.Error
+	var pe *cloud.Error
 	if !errors.As(err, &pe) {
 		return "retrying after an internal error", 0
 	}
-	if pe.Kind == provider.RateLimited {
+	if pe.Kind == cloud.RateLimited {
 		return fmt.Sprintf("waiting for the provider's rate limit (%s)", pe.Message), pe.RetryAfter
 	}
 	return fmt.Sprintf("retrying after the provider failed: %s", pe.Message), 0

@@ -5,28 +5,64 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/devenv"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/migrations"
 )
 
-// TestDev runs `better-compute dev` as a newcomer would, with nothing
-// configured, and checks it serves within 10 seconds and answers a query
-// with the token it printed.
-func TestDev(t *testing.T) {
+// devProcess is a `better-compute dev` under test, its stdout read line
+// by line.
+type devProcess struct {
+	stderr *lockedBuffer
+	lines  chan string
+	// started is when it was started.
+	started time.Time
+}
+
+// lockedBuffer is dev's stderr, read while dev writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startDev runs `better-compute dev` with args as a newcomer would, with
+// nothing configured, in a state directory of its own, and stops it when
+// the test ends.
+func startDev(t *testing.T, args ...string) *devProcess {
+	t.Helper()
 	stateDir := t.TempDir()
-	cmd := exec.Command(binary(t), "dev", "--sim", "2", "--listen", "127.0.0.1:0", "--state-dir", stateDir)
+	cmd := exec.Command(binary(t), append([]string{"dev", "--listen", "127.0.0.1:0", "--state-dir", stateDir}, args...)...)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
@@ -35,13 +71,13 @@ func TestDev(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	d := &devProcess{stderr: &lockedBuffer{}, lines: make(chan string, 1000)}
+	cmd.Stderr = d.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	d.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,33 +90,56 @@ func TestDev(t *testing.T) {
 			conn.Close(context.Background())
 		}
 	})
-
-	printed := make(chan map[string]string, 1)
 	go func() {
-		got := map[string]string{}
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			key, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-			switch {
-			case ok && (key == "GraphQL" || key == "Operator token"):
-				got[key] = strings.TrimSpace(value)
-			case ok && key == "Member token":
-				got[key], _, _ = strings.Cut(strings.TrimSpace(value), " ")
-			case strings.HasPrefix(strings.TrimSpace(sc.Text()), "curl -s"):
-				got["curl"] = strings.TrimSpace(sc.Text())
+			d.lines <- sc.Text()
+		}
+		close(d.lines)
+	}()
+	return d
+}
+
+// read passes dev's stdout, line by line, to done until it returns true;
+// it fails the test after timeout, naming what is awaited.
+func (d *devProcess) read(t *testing.T, timeout time.Duration, awaited string, done func(line string) bool) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-d.lines:
+			if !ok {
+				t.Fatalf("dev exited before it printed %s; stderr:\n%s", awaited, d.stderr.String())
 			}
-			if len(got) == 4 {
-				printed <- got
+			if done(line) {
 				return
 			}
+		case <-deadline:
+			t.Fatalf("dev printed no %s within %v; stderr:\n%s", awaited, timeout, d.stderr.String())
 		}
-	}()
-	var got map[string]string
-	select {
-	case got = <-printed:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("dev printed no URL and token within 10 s; stderr:\n%s", stderr.String())
 	}
+}
+
+// TestDev runs `better-compute dev` as a newcomer would, with nothing
+// configured, and checks it serves within 10 seconds and answers a query
+// with the token it printed. Its emulators listen on free ports, so that it
+// needs no port to be free.
+func TestDev(t *testing.T) {
+	dev := startDev(t, "--sim", "2", "--hetzner-emulator", "127.0.0.1:0", "--proxmox-emulator", "127.0.0.1:0")
+	start := dev.started
+	got := map[string]string{}
+	dev.read(t, 10*time.Second, "URL and token", func(line string) bool {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		switch {
+		case ok && (key == "GraphQL" || key == "Operator token"):
+			got[key] = strings.TrimSpace(value)
+		case ok && key == "Member token":
+			got[key], _, _ = strings.Cut(strings.TrimSpace(value), " ")
+		case strings.HasPrefix(strings.TrimSpace(line), "curl -s"):
+			got["curl"] = strings.TrimSpace(line)
+		}
+		return len(got) == 4
+	})
 
 	req, _ := http.NewRequest("POST", got["GraphQL"], strings.NewReader(`{"query":"{ viewer { principal { role } } }"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -126,7 +185,7 @@ func TestDev(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("not RUNNING %s: %s\n%s", where, b, stderr.String())
+				t.Fatalf("not RUNNING %s: %s\n%s", where, b, dev.stderr.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -173,6 +232,52 @@ func TestDev(t *testing.T) {
 				t.Fatalf("create in %s: %s", c.pool, b)
 			}
 			waitRunning(t, "in "+c.pool, created.Data.CreateInstance.Instance.ID, c.address)
+		}
+	})
+
+	t.Run("with 8091 and 8092 taken, dev serves its emulators on free ports and prints them", func(t *testing.T) {
+		for _, addr := range []string{devenv.DefaultHetznerAddr, devenv.DefaultProxmoxAddr} {
+			ln, err := net.Listen("tcp", addr)
+			switch {
+			case err == nil:
+				t.Cleanup(func() { ln.Close() })
+			case errors.Is(err, syscall.EADDRINUSE): // another process holds it: as good
+			default:
+				t.Fatal(err)
+			}
+		}
+		other := startDev(t, "--sim", "1")
+		printed := regexp.MustCompile(`^Emulated providers: Hetzner Cloud at (\S+), Proxmox VE at (\S+)\.$`)
+		var urls []string
+		other.read(t, 30*time.Second, "emulated providers", func(line string) bool {
+			if m := printed.FindStringSubmatch(line); m != nil {
+				urls = m[1:]
+			}
+			return urls != nil
+		})
+		for i, c := range []struct {
+			taken, path, query, auth string
+		}{
+			{devenv.DefaultHetznerAddr, "/v1", "/servers", "Bearer " + hetznertest.DefaultToken},
+			{devenv.DefaultProxmoxAddr, "/api2/json", "/cluster/resources", "PVEAPIToken=" + proxmoxtest.DefaultTokenID + "=" + proxmoxtest.DefaultSecret},
+		} {
+			u, err := url.Parse(urls[i])
+			if err != nil || u.Host == c.taken || u.Hostname() != "127.0.0.1" || u.Path != c.path {
+				t.Fatalf("dev printed %s; want an emulator on another port of 127.0.0.1 than %s, %v", urls[i], c.taken, err)
+			}
+			req, _ := http.NewRequest("GET", urls[i]+c.query, nil)
+			req.Header.Set("Authorization", c.auth)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %s", req.URL, resp.Status)
+			}
+		}
+		if !strings.Contains(other.stderr.String(), "emulator address taken") {
+			t.Errorf("dev did not say the emulators moved; stderr:\n%s", other.stderr.String())
 		}
 	})
 }

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/better-compute/vps/app"
-	"github.com/better-compute/vps/drivers/fake"
-	"github.com/better-compute/vps/drivers/imagecache"
-	"github.com/better-compute/vps/drivers/libvirt"
+	"github.com/better-compute/vps/drivers/runtime/fake"
+	"github.com/better-compute/vps/drivers/runtime/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/libvirt"
 	"github.com/better-compute/vps/hostd"
 )
 

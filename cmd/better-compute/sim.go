@@ -8,7 +8,7 @@ import (
 
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/devenv"
-	"github.com/better-compute/vps/drivers/fake"
+	"github.com/better-compute/vps/drivers/runtime/fake"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/ids"
 )

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks OUTDIR/guest.qcow2 without libvirt: boots it under QEMU (TCG) as
 # the libvirt driver attaches it (virtio disk, seed on a SATA CD-ROM, virtio
-# NIC), with a NoCloud seed in the format of drivers/nocloud/seed.go, runs
-# `uname -a` over SSH, prints the time from QEMU's start to that login, then
-# presses the ACPI power button and waits for the guest to power off.
+# NIC), with a NoCloud seed in the format of drivers/runtime/nocloud/seed.go,
+# runs `uname -a` over SSH, prints the time from QEMU's start to that login,
+# then presses the ACPI power button and waits for the guest to power off.
 # QEMU user networking: the seed gives 10.0.2.15/24 via 10.0.2.2 and
 # 127.0.0.1:$SSH_PORT (default 2222) is forwarded to the guest's port 22.
 #

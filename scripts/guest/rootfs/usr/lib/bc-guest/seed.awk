@@ -1,5 +1,5 @@
 # Flattens the NoCloud meta-data and network-config that
-# drivers/nocloud/seed.go writes into lines the init reads:
+# drivers/runtime/nocloud/seed.go writes into lines the init reads:
 #   hostname NAME       local-hostname
 #   key LINE            each item of public-keys
 #   mac MAC             ethernets.*.match.macaddress

@@ -1,0 +1,118 @@
+// Package cloud is what the reconciler asks of a cloud provider (Hetzner
+// Cloud, Proxmox VE) to run the instances of a provider pool: servers
+// carrying our instance ID as a label, created idempotently (look up by
+// label before creating), observed in one list call per account. Drivers
+// classify their errors (errors.go) so the reconciler knows whether to
+// retry, slow down, or give up.
+//
+// The drivers are the packages below it, one per provider (hetzner,
+// proxmox), each with an emulator of its provider's API beside it as a
+// test-support package (hetzner/hetznertest, proxmox/proxmoxtest), the way
+// net/http/httptest sits beside net/http; cloudtest injects faults into
+// those emulators.
+package cloud
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Label is the label (Hetzner) or tag (Proxmox) carrying our instance ID on
+// every server a driver makes.
+const Label = "better-compute-instance"
+
+// Status is a server's power state as the provider reports it.
+type Status string
+
+// The statuses drivers map their provider's onto.
+const (
+	StatusStarting Status = "starting"
+	StatusRunning  Status = "running"
+	StatusStopping Status = "stopping"
+	StatusStopped  Status = "stopped"
+	StatusDeleting Status = "deleting"
+	StatusUnknown  Status = "unknown"
+)
+
+// Server is a server at the provider that carries our label.
+type Server struct {
+	// ID is the provider's ID of the server.
+	ID string
+	// InstanceID is our instance's UUID, from the label.
+	InstanceID string
+	Status     Status
+	// Addresses are its public IPv4 and IPv6 addresses, when it has any.
+	Addresses []string
+	// Incomplete: the create that made it stopped before configuring it
+	// (Proxmox: cloned, not yet configured). It is never adopted: it is
+	// deleted and made again.
+	Incomplete bool
+}
+
+// CreateRequest asks for a server for an instance.
+type CreateRequest struct {
+	InstanceID string
+	// Name becomes the server's name and hostname.
+	Name string
+	// ServerType is the flavor's server type at the provider (Hetzner) or
+	// is unused (Proxmox sizes the clone from CPU and memory).
+	ServerType string
+	Vcpus      int
+	MemoryMB   int64
+	DiskGB     int64
+	// Image is the image's name at the provider, or the template to clone.
+	Image    string
+	SSHKeys  []string
+	UserData string
+	// PowerOn starts the server once created.
+	PowerOn bool
+}
+
+// Driver manages the servers of one provider account.
+type Driver interface {
+	// Create makes a server for req and returns it; it does not wait for
+	// the server to run. Callers look the instance up with List first, so
+	// a create repeated after a crash finds the first server.
+	Create(ctx context.Context, req CreateRequest) (Server, error)
+	// List returns every server of the account that carries our label.
+	List(ctx context.Context) ([]Server, error)
+	// Find returns the servers carrying an instance's label (normally none
+	// or one), in as few calls as the provider allows: the look-up before
+	// a create.
+	Find(ctx context.Context, instanceID string) ([]Server, error)
+	// Start powers a server on.
+	Start(ctx context.Context, serverID string) error
+	// Stop shuts a server down, powering it off if it does not stop.
+	Stop(ctx context.Context, serverID string) error
+	// Delete removes a server; deleting one that is gone succeeds.
+	Delete(ctx context.Context, serverID string) error
+	// Budget is what the provider last said of the account's rate limit.
+	Budget() Budget
+}
+
+// Budget is an account's rate limit as the provider's response headers last
+// stated it. The zero Budget means the provider states none (Proxmox).
+type Budget struct {
+	// Limit is how many requests the bucket holds.
+	Limit int
+	// Remaining is how many may be made now.
+	Remaining int
+	// Reset is when the bucket is full again.
+	Reset time.Time
+}
+
+// Account is what a driver is made from: a provider account with its
+// credentials opened.
+type Account struct {
+	ID string
+	// Provider is the kind: "hetzner" or "proxmox".
+	Provider    string
+	Credentials string
+	// Settings are the account's as the API stored them, a JSON object,
+	// which the driver's package decodes (ParseSettings).
+	Settings json.RawMessage
+}
+
+// Factory makes the driver of an account.
+type Factory func(Account) (Driver, error)

@@ -1,0 +1,586 @@
+// Package proxmox is the cloud.Driver of Proxmox VE, on the go-proxmox
+// client: a server is a full clone of a template VM, configured through
+// cloud-init (cores, memory, SSH keys, ipconfig0), on one node of the
+// cluster. Its ID is its VMID.
+//
+// Identity: see identity.go (name "bc-<instance ID>", tag
+// "better-compute-instance").
+//
+// Calls in the normal case (N: task status polls, one per PollInterval
+// while the task runs):
+//
+//	List    1   GET /cluster/resources?type=vm
+//	Find    1   the same, filtered by instance ID
+//	Create  3 + N, + 1 + N with DiskGB, + 1 with PowerOn: GET /cluster/nextid,
+//	        POST clone, polls, [PUT resize, polls], PUT config, [POST status/start]
+//	Start   1 + N: POST status/start, polls
+//	Stop    1 + N: POST status/shutdown {timeout}, polls; when the guest has
+//	        not stopped within ShutdownTimeout, + 1 + N: POST status/stop
+//	        {overrule-shutdown=1}, polls
+//	Delete  1 + N: DELETE ?purge=1&destroy-unreferenced-disks=1, polls; a
+//	        running VM is refused first, then + 1 + N stop + 1 + N delete
+//
+// Create does not wait for the start task: the server is returned
+// starting. Stop's overrule-shutdown needs Proxmox VE 8.1 or later.
+//
+// Statuses: List maps pve's "running" to running and "stopped" to stopped,
+// a VM locked by its clone to starting, and anything else to unknown. pve
+// tells a paused VM from a running one only in status/current
+// (qmpstatus), which List does not read: a paused VM is listed as running.
+// Addresses are always empty: Proxmox knows a VM's addresses only through
+// the QEMU guest agent, which would cost a call per VM.
+//
+// User data: not supported. Proxmox takes custom cloud-init user data only
+// as a "snippets" file on a storage (cicustom=user=local:snippets/…), and
+// its API has no way to upload one, so Create refuses a request with
+// UserData as Invalid rather than drop it silently. The SSH keys go through
+// Proxmox's own cloud-init (sshkeys), for the image's default user unless
+// Config.CIUser names another.
+//
+// Disk: with DiskGB, the template's boot disk (Config.Disk) is resized to
+// DiskGB GiB; when the template's disk is already larger, Proxmox refuses
+// to shrink it and the clone keeps the larger disk.
+//
+// Errors are classified (errors.go): 401/403 and 400 are Invalid, 404 and
+// "does not exist" NotFound (Invalid in Create, where it means the
+// template, storage or node is missing), "already exists" (two creates
+// given the same VMID by /cluster/nextid), locks, 5xx, timeouts and network
+// errors Retryable, 429 RateLimited, and "quota", "insufficient free space"
+// or "No space left on device" Quota. Messages are Proxmox's words; the
+// token's secret is never part of an error.
+package proxmox
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pve "github.com/luthermonson/go-proxmox"
+
+	"github.com/better-compute/vps/drivers/cloud"
+)
+
+// Config configures a Driver. Zero fields take the defaults (see New).
+type Config struct {
+	// Endpoint is the API URL, such as https://pve.example.com:8006/api2/json;
+	// "/api2/json" is added when the path does not end with it.
+	Endpoint string
+	// Token is the API token, USER@REALM!TOKENID=SECRET.
+	Token string
+	// Node is the node VMs are cloned on and acted on. Default "pve".
+	Node string
+	// Storage is where the full clones' disks go. Default "local-lvm".
+	Storage string
+	// Template is the VMID of the template cloned when CreateRequest.Image
+	// is empty (Image, when set, is a template VMID).
+	Template int
+	// Disk is the template's boot disk, resized to CreateRequest.DiskGB.
+	// Default "scsi0".
+	Disk string
+	// CIUser is the cloud-init user the SSH keys are installed for. Default
+	// empty: the image's default user, as with the NoCloud seeds of hosts.
+	CIUser string
+	// IPConfig is the VM's cloud-init ipconfig0. Default "ip=dhcp".
+	IPConfig string
+	// Bridge, when set, replaces the template's NIC (net0) by a virtio NIC
+	// on this bridge; by default the clone keeps the template's NIC with a
+	// fresh MAC address.
+	Bridge string
+	// HTTPClient makes the requests; it is copied, not changed. Default: a
+	// client with dial, TLS handshake and response header timeouts.
+	HTTPClient *http.Client
+	// InsecureSkipVerify turns off TLS certificate verification of the
+	// default client, for a lab node's self-signed certificate. Ignored
+	// with HTTPClient (give that one the node's CA instead).
+	InsecureSkipVerify bool
+	// Timeout bounds each request. Default 30 s.
+	Timeout time.Duration
+	// PollInterval is how often a task's status is polled. Default 500 ms.
+	PollInterval time.Duration
+	// ShutdownTimeout is how long Stop waits for an ACPI shutdown before
+	// it powers the VM off. Default 60 s.
+	ShutdownTimeout time.Duration
+	// TaskTimeout bounds the wait for any other task (clone, start, stop,
+	// delete). Default 10 min.
+	TaskTimeout time.Duration
+}
+
+// Driver is a cloud.Driver for one Proxmox VE node.
+type Driver struct {
+	cfg     Config
+	client  *pve.Client
+	cloneMu sync.Mutex // see clone
+}
+
+var _ cloud.Driver = (*Driver)(nil)
+
+// New returns a driver for cfg. It makes no request.
+func New(cfg Config) (*Driver, error) {
+	u, err := url.Parse(strings.TrimRight(cfg.Endpoint, "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, errors.New("proxmox: Endpoint must be the API URL, such as https://pve.example.com:8006/api2/json")
+	}
+	if !strings.HasSuffix(u.Path, "/api2/json") {
+		u.Path += "/api2/json"
+	}
+	cfg.Endpoint = u.String()
+	tokenID, secret, found := strings.Cut(cfg.Token, "=")
+	if !found || secret == "" || !strings.Contains(tokenID, "@") || !strings.Contains(tokenID, "!") {
+		// Never echo the token: it holds the secret.
+		return nil, errors.New("proxmox: Token must be an API token, USER@REALM!TOKENID=SECRET")
+	}
+	if cfg.Node == "" {
+		cfg.Node = "pve"
+	}
+	if cfg.Storage == "" {
+		cfg.Storage = "local-lvm"
+	}
+	if cfg.Disk == "" {
+		cfg.Disk = "scsi0"
+	}
+	if cfg.IPConfig == "" {
+		cfg.IPConfig = "ip=dhcp"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 500 * time.Millisecond
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 60 * time.Second
+	}
+	if cfg.TaskTimeout <= 0 {
+		cfg.TaskTimeout = 10 * time.Minute
+	}
+	var hc http.Client
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	} else {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.TLSHandshakeTimeout = 10 * time.Second
+		tr.ResponseHeaderTimeout = cfg.Timeout
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify}
+		hc.Transport = tr
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = statusTransport{base: base}
+	client := pve.NewClient(cfg.Endpoint,
+		pve.WithHTTPClient(&hc),
+		pve.WithAPIToken(tokenID, secret),
+		pve.WithUserAgent("better-compute"))
+	return &Driver{cfg: cfg, client: client}, nil
+}
+
+// Budget is zero: Proxmox states no rate limit.
+func (d *Driver) Budget() cloud.Budget { return cloud.Budget{} }
+
+// call runs one request bounded by the request timeout and classifies its
+// error.
+func (d *Driver) call(ctx context.Context, f func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return &cloud.Error{Kind: cloud.Retryable,
+			Message: fmt.Sprintf("no answer from Proxmox within %s", d.cfg.Timeout), Err: err}
+	}
+	return classify(err)
+}
+
+// vm is a handle on a VM of the node; it makes no request.
+func (d *Driver) vm(vmid int) *pve.VirtualMachine {
+	v := &pve.VirtualMachine{}
+	v.New(d.client, d.cfg.Node, vmid)
+	return v
+}
+
+func (d *Driver) vmPath(vmid int) string { return fmt.Sprintf("/nodes/%s/qemu/%d", d.cfg.Node, vmid) }
+
+// wait polls t until it ends, returning its error exit status as a
+// classified error; ended is false when max passed first. Up to three
+// retryable poll failures in a row are tolerated.
+func (d *Driver) wait(ctx context.Context, t *pve.Task, max time.Duration) (ended bool, err error) {
+	if t == nil {
+		return true, nil
+	}
+	node := t.Node
+	if node == "" {
+		node = d.cfg.Node
+	}
+	path := fmt.Sprintf("/nodes/%s/tasks/%s/status", node, t.UPID)
+	deadline := time.Now().Add(max)
+	failures := 0
+	for {
+		timer := time.NewTimer(d.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false, classify(ctx.Err())
+		case <-timer.C:
+		}
+		var st struct {
+			Status     string `json:"status"`
+			ExitStatus string `json:"exitstatus"`
+		}
+		err := d.call(ctx, func(ctx context.Context) error { return d.client.Get(ctx, path, &st) })
+		switch {
+		case err != nil && is(err, cloud.Retryable) && failures < 3 && time.Now().Before(deadline):
+			failures++
+			continue
+		case err != nil:
+			return false, err
+		}
+		failures = 0
+		if st.Status == "stopped" {
+			if st.ExitStatus == "OK" || strings.HasPrefix(st.ExitStatus, "WARNINGS") {
+				return true, nil
+			}
+			return true, classify(&taskError{UPID: t.UPID, Exit: st.ExitStatus})
+		}
+		if !time.Now().Before(deadline) {
+			return false, nil
+		}
+	}
+}
+
+// run waits for t within TaskTimeout; a task still running then is a
+// retryable error.
+func (d *Driver) run(ctx context.Context, t *pve.Task, what string) error {
+	ended, err := d.wait(ctx, t, d.cfg.TaskTimeout)
+	if err == nil && !ended {
+		return &cloud.Error{Kind: cloud.Retryable,
+			Message: fmt.Sprintf("%s (task %s) still running after %s", what, t.UPID, d.cfg.TaskTimeout)}
+	}
+	return err
+}
+
+// parseID reads a server ID, a VMID.
+func parseID(serverID string) (int, error) {
+	id, err := strconv.Atoi(serverID)
+	if err != nil || id < 100 {
+		return 0, invalid("%q is not a Proxmox VMID", serverID)
+	}
+	return id, nil
+}
+
+// resource is a row of /cluster/resources, the fields List reads
+// (go-proxmox's ClusterResource has no lock).
+type resource struct {
+	Type     string             `json:"type"`
+	VMID     pve.StringOrUint64 `json:"vmid"`
+	Name     string             `json:"name"`
+	Node     string             `json:"node"`
+	Status   string             `json:"status"`
+	Tags     string             `json:"tags"`
+	Template pve.StringOrUint64 `json:"template"`
+	Lock     string             `json:"lock"`
+}
+
+// List returns our VMs on every node of the cluster, in one call.
+func (d *Driver) List(ctx context.Context) ([]cloud.Server, error) {
+	var rs []resource
+	if err := d.call(ctx, func(ctx context.Context) error {
+		return d.client.Get(ctx, "/cluster/resources?type=vm", &rs)
+	}); err != nil {
+		return nil, err
+	}
+	out := []cloud.Server{}
+	for _, r := range rs {
+		if r.Type != "qemu" || r.Template != 0 {
+			continue
+		}
+		id, ours := InstanceID(r.Name)
+		if !ours {
+			continue
+		}
+		out = append(out, cloud.Server{ID: strconv.FormatUint(uint64(r.VMID), 10), InstanceID: id, Status: status(r), Incomplete: incomplete(r)})
+	}
+	slices.SortFunc(out, func(a, b cloud.Server) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Find returns our VMs carrying instanceID, from the same one call as
+// List: /cluster/resources cannot filter by name or tag.
+func (d *Driver) Find(ctx context.Context, instanceID string) ([]cloud.Server, error) {
+	all, err := d.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []cloud.Server{}
+	for _, s := range all {
+		if s.InstanceID == instanceID {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// incomplete: a clone not yet configured, still locked by its clone or
+// without our tag.
+func incomplete(r resource) bool {
+	return r.Lock == "clone" || r.Lock == "create" || !hasTag(r.Tags)
+}
+
+// status maps a VM's pve status (see the package doc).
+func status(r resource) cloud.Status {
+	switch {
+	case r.Lock == "clone" || r.Lock == "create":
+		return cloud.StatusStarting
+	case !hasTag(r.Tags):
+		return cloud.StatusUnknown
+	case r.Status == "running":
+		return cloud.StatusRunning
+	case r.Status == "stopped":
+		return cloud.StatusStopped
+	}
+	return cloud.StatusUnknown
+}
+
+// Create clones the template for req, configures the clone and starts it
+// when req.PowerOn. See the package doc for what it sets.
+func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Server, error) {
+	name, ok := VMName(req.InstanceID)
+	if !ok {
+		return cloud.Server{}, invalid("instance ID %q cannot be carried in a VM name", req.InstanceID)
+	}
+	if req.UserData != "" {
+		return cloud.Server{}, invalid("user data is not supported on Proxmox VE: its API cannot upload the cloud-init snippet it needs")
+	}
+	if req.Vcpus < 1 || req.MemoryMB < 16 {
+		return cloud.Server{}, invalid("a VM needs at least 1 vCPU and 16 MiB of memory (got %d, %d)", req.Vcpus, req.MemoryMB)
+	}
+	template := d.cfg.Template
+	if req.Image != "" {
+		n, err := strconv.Atoi(req.Image)
+		if err != nil {
+			return cloud.Server{}, invalid("image %q is not the VMID of a Proxmox template", req.Image)
+		}
+		template = n
+	}
+	if template < 100 {
+		return cloud.Server{}, invalid("no template to clone: the image and the account's template are unset")
+	}
+
+	desc := "better-compute instance " + req.InstanceID
+	if req.Name != "" {
+		desc += " (" + req.Name + ")"
+	}
+	vmid, clone, err := d.clone(ctx, template, name, desc)
+	if err != nil {
+		return cloud.Server{}, createError(err)
+	}
+	// A clone that fails is removed by Proxmox; one still running past
+	// TaskTimeout is listed (starting) and finished by nobody but pve.
+	if err := d.run(ctx, clone, "clone of template "+strconv.Itoa(template)); err != nil {
+		return cloud.Server{}, createError(err)
+	}
+	if err := d.configure(ctx, vmid, req); err != nil {
+		d.cleanup(ctx, vmid)
+		return cloud.Server{}, createError(err)
+	}
+	srv := cloud.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, Status: cloud.StatusStopped}
+	if req.PowerOn {
+		if err := d.call(ctx, func(ctx context.Context) error {
+			_, err := d.vm(vmid).Start(ctx)
+			return err
+		}); err != nil {
+			return cloud.Server{}, err
+		}
+		srv.Status = cloud.StatusStarting
+	}
+	return srv, nil
+}
+
+// clone asks for a free VMID and clones the template onto it. nextid only
+// proposes an ID, so two creates asking at once would collide: this driver
+// asks and claims one at a time (other processes' creates may still
+// collide, which is Retryable).
+func (d *Driver) clone(ctx context.Context, template int, name, desc string) (vmid int, task *pve.Task, err error) {
+	d.cloneMu.Lock()
+	defer d.cloneMu.Unlock()
+	cluster := (&pve.Cluster{}).New(d.client)
+	if err := d.call(ctx, func(ctx context.Context) (err error) {
+		vmid, err = cluster.NextID(ctx)
+		return err
+	}); err != nil {
+		return 0, nil, err
+	}
+	err = d.call(ctx, func(ctx context.Context) (err error) {
+		_, task, err = d.vm(template).Clone(ctx, &pve.VirtualMachineCloneOptions{
+			NewID: vmid, Name: name, Description: desc, Full: true, Storage: d.cfg.Storage,
+		})
+		return err
+	})
+	return vmid, task, err
+}
+
+// createError makes a missing template, storage or node Invalid: in
+// Create, "does not exist" is a configuration that stays wrong.
+func createError(err error) error {
+	var pe *cloud.Error
+	if errors.As(err, &pe) && pe.Kind == cloud.NotFound {
+		return &cloud.Error{Kind: cloud.Invalid, Message: pe.Message, Err: pe.Err}
+	}
+	return err
+}
+
+// configure resizes the clone's disk and sets its configuration, the tag
+// last of all (one config update holds everything).
+func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateRequest) error {
+	if req.DiskGB > 0 {
+		var t *pve.Task
+		err := d.call(ctx, func(ctx context.Context) (err error) {
+			t, err = d.vm(vmid).ResizeDisk(ctx, d.cfg.Disk, fmt.Sprintf("%dG", req.DiskGB))
+			return err
+		})
+		if err == nil {
+			err = d.run(ctx, t, "resize of "+d.cfg.Disk)
+		}
+		if err != nil && !says(err, "shrinking disks is not supported") {
+			return err
+		}
+	}
+	opts := []pve.VirtualMachineOption{
+		{Name: "cores", Value: req.Vcpus},
+		{Name: "memory", Value: req.MemoryMB},
+		{Name: "ipconfig0", Value: d.cfg.IPConfig},
+		{Name: "tags", Value: Tag},
+	}
+	if d.cfg.CIUser != "" {
+		opts = append(opts, pve.VirtualMachineOption{Name: "ciuser", Value: d.cfg.CIUser})
+	}
+	if d.cfg.Bridge != "" {
+		opts = append(opts, pve.VirtualMachineOption{Name: "net0", Value: "virtio,bridge=" + d.cfg.Bridge})
+	}
+	var keys []string
+	for _, k := range req.SSHKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		// One key a line, every reserved character percent-encoded (pve
+		// refuses '+' for a space).
+		opts = append(opts, pve.VirtualMachineOption{Name: "sshkeys", Value: pve.EncodeSSHKeys(keys...)})
+	}
+	return d.call(ctx, func(ctx context.Context) error { return d.vm(vmid).ConfigSync(ctx, opts...) })
+}
+
+// cleanup deletes a clone whose configuration failed, best effort and even
+// when ctx is done; a clone it cannot delete is listed as half made.
+func (d *Driver) cleanup(ctx context.Context, vmid int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	_ = d.destroy(ctx, vmid)
+}
+
+// Start powers a VM on and waits for its start task.
+func (d *Driver) Start(ctx context.Context, serverID string) error {
+	vmid, err := parseID(serverID)
+	if err != nil {
+		return err
+	}
+	var t *pve.Task
+	if err := d.call(ctx, func(ctx context.Context) (err error) {
+		t, err = d.vm(vmid).Start(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := d.run(ctx, t, "start"); err != nil && !says(err, "already running") {
+		return err
+	}
+	return nil
+}
+
+// Stop shuts a VM down by ACPI and powers it off when it has not stopped
+// within ShutdownTimeout.
+func (d *Driver) Stop(ctx context.Context, serverID string) error {
+	vmid, err := parseID(serverID)
+	if err != nil {
+		return err
+	}
+	secs := int((d.cfg.ShutdownTimeout + time.Second - 1) / time.Second)
+	var t *pve.Task
+	err = d.call(ctx, func(ctx context.Context) error {
+		var upid pve.UPID
+		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/shutdown", map[string]any{"timeout": secs}, &upid)
+		t = pve.NewTask(upid, d.client)
+		return err
+	})
+	switch {
+	case says(err, "not running"):
+		return nil
+	case err != nil:
+		return err
+	}
+	ended, err := d.wait(ctx, t, d.cfg.ShutdownTimeout)
+	switch {
+	case ended && err == nil:
+		return nil
+	case is(err, cloud.NotFound), ctx.Err() != nil:
+		return err
+	}
+	// The guest ignored ACPI (the task is still running or failed with
+	// "got timeout"): power it off, aborting the shutdown task.
+	return d.powerOff(ctx, vmid)
+}
+
+// powerOff stops a VM hard and waits for the stop task.
+func (d *Driver) powerOff(ctx context.Context, vmid int) error {
+	var t *pve.Task
+	if err := d.call(ctx, func(ctx context.Context) error {
+		var upid pve.UPID
+		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/stop", map[string]any{"overrule-shutdown": 1}, &upid)
+		t = pve.NewTask(upid, d.client)
+		return err
+	}); err != nil {
+		return err
+	}
+	return d.run(ctx, t, "stop")
+}
+
+// Delete powers a VM off if it runs and destroys it with its disks; a VM
+// that is gone is deleted.
+func (d *Driver) Delete(ctx context.Context, serverID string) error {
+	vmid, err := parseID(serverID)
+	if err != nil {
+		return err
+	}
+	err = d.destroy(ctx, vmid)
+	if says(err, "is running") {
+		if err = d.powerOff(ctx, vmid); err == nil {
+			err = d.destroy(ctx, vmid)
+		}
+	}
+	if is(err, cloud.NotFound) {
+		return nil
+	}
+	return err
+}
+
+// destroy deletes a stopped VM and waits for the task.
+func (d *Driver) destroy(ctx context.Context, vmid int) error {
+	var t *pve.Task
+	if err := d.call(ctx, func(ctx context.Context) (err error) {
+		t, err = d.vm(vmid).Delete(ctx, &pve.VirtualMachineDeleteOptions{Purge: true, DestroyUnreferencedDisks: true})
+		return err
+	}); err != nil {
+		return err
+	}
+	return d.run(ctx, t, "delete")
+}

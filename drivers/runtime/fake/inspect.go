@@ -1,0 +1,60 @@
+package fake
+
+import (
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
+	"github.com/better-compute/vps/hostproto"
+)
+
+// Calls counts the calls made for one instance, failed and no-op calls
+// included, so that a test can prove that something was never done twice.
+type Calls struct {
+	Define, Start, Shutdown, Pause, Resume, Undefine int
+}
+
+// Calls returns the calls made so far for instance id. They survive the
+// domain: Undefine and DestroyByHand do not reset them.
+func (h *Hypervisor) Calls(id string) Calls {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[id]
+}
+
+// count applies inc to the calls of id; h.mu must be held.
+func (h *Hypervisor) count(id string, inc func(*Calls)) {
+	c := h.calls[id]
+	inc(&c)
+	h.calls[id] = c
+}
+
+// Spec returns the spec domain id was defined with.
+func (h *Hypervisor) Spec(id string) (hostproto.InstanceSpec, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.domains[id]
+	if !ok {
+		return hostproto.InstanceSpec{}, false
+	}
+	return cloneSpec(d.spec), true
+}
+
+// Seed returns the NoCloud seed of domain id.
+func (h *Hypervisor) Seed(id string) (nocloud.Seed, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.domains[id]
+	if !ok {
+		return nocloud.Seed{}, false
+	}
+	return d.seed, true
+}
+
+// Overlay returns the path of the overlay of domain id.
+func (h *Hypervisor) Overlay(id string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.domains[id]
+	if !ok {
+		return "", false
+	}
+	return d.overlay, true
+}

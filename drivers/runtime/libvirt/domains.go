@@ -1,0 +1,255 @@
+package libvirt
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+
+	"github.com/better-compute/vps/drivers/runtime/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/nocloud"
+	"github.com/better-compute/vps/hostd"
+	"github.com/better-compute/vps/hostproto"
+)
+
+// Domains implements hostd.Runtime: the domains carrying our metadata.
+func (r *Runtime) Domains(ctx context.Context) ([]hostd.Domain, error) {
+	all, _, err := r.l.ConnectListAllDomains(1, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	var out []hostd.Domain
+	for _, d := range all {
+		if !strings.HasPrefix(d.Name, "bc-") {
+			continue
+		}
+		id, ok := r.owner(d)
+		if !ok {
+			continue // not ours, whatever its name
+		}
+		state, reason, err := r.l.DomainGetState(d, 0)
+		if golibvirt.IsNotFound(err) {
+			continue // gone meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("state of %s: %w", id, err)
+		}
+		out = append(out, hostd.Domain{ID: id, State: domainState(golibvirt.DomainState(state)), Reason: stateReason(golibvirt.DomainState(state), reason)})
+	}
+	return out, nil
+}
+
+// owner reads the instance ID from a domain's metadata.
+func (r *Runtime) owner(d golibvirt.Domain) (string, bool) {
+	raw, err := r.l.DomainGetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{metadataNS}, 0)
+	if err != nil {
+		return "", false
+	}
+	var o ownership
+	if xml.Unmarshal([]byte(raw), &o) != nil || o.Instance == "" || domainName(o.Instance) != d.Name || o.StateDir != r.cfg.StateDir {
+		return "", false
+	}
+	return o.Instance, true
+}
+
+func domainState(s golibvirt.DomainState) hostd.DomainState {
+	switch s {
+	case golibvirt.DomainRunning, golibvirt.DomainBlocked:
+		return hostd.DomainRunning
+	case golibvirt.DomainPaused, golibvirt.DomainPmsuspended:
+		return hostd.DomainPaused
+	}
+	return hostd.DomainStopped
+}
+
+func stateReason(s golibvirt.DomainState, reason int32) string {
+	switch {
+	case s == golibvirt.DomainCrashed:
+		return "crashed"
+	case s == golibvirt.DomainShutoff && golibvirt.DomainShutoffReason(reason) == golibvirt.DomainShutoffCrashed:
+		return "crashed"
+	case s == golibvirt.DomainShutoff && golibvirt.DomainShutoffReason(reason) == golibvirt.DomainShutoffDestroyed:
+		return "destroyed"
+	}
+	return ""
+}
+
+// Define implements hostd.Runtime. Every step can be repeated: a daemon
+// that died between two of them finds the overlay made and makes the seed
+// again, and a defined domain is left as it is.
+func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error {
+	r.defines.Lock()
+	defer r.defines.Unlock()
+	if _, ok, err := r.lookup(spec.ID); err != nil || ok {
+		return err
+	}
+	base, err := r.cfg.Images.Get(ctx, spec.Image)
+	if err != nil {
+		if errors.Is(err, imagecache.ErrInvalidImage) {
+			return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+		}
+		return fmt.Errorf("define %s: image: %w", spec.ID, err)
+	}
+	if err := r.makeOverlay(ctx, spec, base); err != nil {
+		return fmt.Errorf("define %s: %w", spec.ID, err)
+	}
+	if err := nocloud.New(spec).WriteISO(ctx, r.seed(spec.ID)); err != nil {
+		return fmt.Errorf("define %s: %w", spec.ID, err)
+	}
+	desc, err := r.domainXML(spec, base)
+	if err != nil {
+		return fmt.Errorf("define %s: describe domain: %w", spec.ID, err)
+	}
+	if _, err := r.l.DomainDefineXML(desc); err != nil {
+		return fmt.Errorf("define %s: %w", spec.ID, err)
+	}
+	return nil
+}
+
+// makeOverlay makes the instance's disk: a qcow2 overlay of DiskGB over the
+// base image, or a blank disk when the image is an ISO.
+func (r *Runtime) makeOverlay(ctx context.Context, spec hostproto.InstanceSpec, base string) error {
+	path := r.overlay(spec.ID)
+	if _, err := os.Stat(path); err == nil {
+		return nil // made before a crash
+	}
+	size := strconv.FormatInt(max(spec.DiskGB, 1), 10) + "G"
+	args := []string{"create", "-q", "-f", "qcow2"}
+	if spec.Image.Format != "iso" {
+		args = append(args, "-F", spec.Image.Format, "-b", base)
+	}
+	args = append(args, path+".tmp", size)
+	if out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput(); err != nil {
+		os.Remove(path + ".tmp")
+		return fmt.Errorf("make overlay: %w: %s", err, out)
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+// Start implements hostd.Runtime; starting a running domain does nothing.
+func (r *Runtime) Start(ctx context.Context, id string) error {
+	d, err := r.must(id)
+	if err != nil {
+		return err
+	}
+	if state, _, err := r.l.DomainGetState(d, 0); err == nil && golibvirt.DomainState(state) == golibvirt.DomainRunning {
+		return nil
+	}
+	if err := r.l.DomainCreate(d); err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	return nil
+}
+
+// Shutdown implements hostd.Runtime: an ACPI shutdown, then, after timeout,
+// destroy.
+func (r *Runtime) Shutdown(ctx context.Context, id string, timeout time.Duration) error {
+	d, err := r.must(id)
+	if err != nil {
+		return err
+	}
+	state, _, err := r.l.DomainGetState(d, 0)
+	if err != nil {
+		return fmt.Errorf("shut down %s: %w", id, err)
+	}
+	switch golibvirt.DomainState(state) {
+	case golibvirt.DomainShutoff, golibvirt.DomainCrashed:
+		return nil
+	case golibvirt.DomainPaused:
+		return r.destroy(d, id) // a frozen guest cannot hear ACPI
+	}
+	if err := r.l.DomainShutdown(d); err != nil {
+		return fmt.Errorf("shut down %s: %w", id, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		state, _, err := r.l.DomainGetState(d, 0)
+		if err == nil && golibvirt.DomainState(state) == golibvirt.DomainShutoff {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	r.log.WarnContext(ctx, "guest did not shut down in time; destroying it", "instance", id, "timeout", timeout)
+	return r.destroy(d, id)
+}
+
+func (r *Runtime) destroy(d golibvirt.Domain, id string) error {
+	if err := r.l.DomainDestroy(d); err != nil && !isNotRunning(err) {
+		return fmt.Errorf("destroy %s: %w", id, err)
+	}
+	return nil
+}
+
+// Pause implements hostd.Runtime.
+func (r *Runtime) Pause(ctx context.Context, id string) error {
+	d, err := r.must(id)
+	if err != nil {
+		return err
+	}
+	if err := r.l.DomainSuspend(d); err != nil {
+		return fmt.Errorf("pause %s: %w", id, err)
+	}
+	return nil
+}
+
+// Resume implements hostd.Runtime.
+func (r *Runtime) Resume(ctx context.Context, id string) error {
+	d, err := r.must(id)
+	if err != nil {
+		return err
+	}
+	if err := r.l.DomainResume(d); err != nil {
+		return fmt.Errorf("resume %s: %w", id, err)
+	}
+	return nil
+}
+
+// Undefine implements hostd.Runtime: destroy, undefine, and remove the
+// overlay, seed and console log, whether or not the domain still exists, so
+// a crash between defining and undefining leaks no disk.
+func (r *Runtime) Undefine(ctx context.Context, id string) error {
+	d, ok, err := r.lookup(id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := r.destroy(d, id); err != nil {
+			return err
+		}
+		if err := r.l.DomainUndefineFlags(d, golibvirt.DomainUndefineNvram); err != nil && !golibvirt.IsNotFound(err) {
+			return fmt.Errorf("undefine %s: %w", id, err)
+		}
+	}
+	for _, path := range []string{r.overlay(id), r.seed(id), r.console(id)} {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("undefine %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// must finds the domain of id, or says it does not exist.
+func (r *Runtime) must(id string) (golibvirt.Domain, error) {
+	d, ok, err := r.lookup(id)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: no such domain", id)
+	}
+	return d, err
+}
+
+// isNotRunning is libvirt's answer to destroying a domain that is off.
+func isNotRunning(err error) bool {
+	var lerr golibvirt.Error
+	return errors.As(err, &lerr) && lerr.Code == uint32(golibvirt.ErrOperationInvalid)
+}
