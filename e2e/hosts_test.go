@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // TestSilentHost freezes a host process: its instances go LOST once it is
@@ -44,7 +46,7 @@ func TestSilentHost(t *testing.T) {
 	}
 
 	frozen.signal(syscall.SIGSTOP)
-	waitFor(t, 30*time.Second, "instances of the frozen host LOST", func() bool {
+	testenv.Eventually(t, 30*time.Second, "instances of the frozen host LOST", func() bool {
 		return c.count("instances WHERE host_id = $1 AND state = 'LOST' AND state_reason = 'host hv-0 stopped reporting'", host) == on
 	})
 	if n := c.count("instances WHERE host_id <> $1 AND state = 'RUNNING'", host); n != 6-on {
@@ -54,7 +56,7 @@ func TestSilentHost(t *testing.T) {
 		t.Fatalf("liveness: hv-0 %v, hv-1 %v", view["hv-0"]["alive"], view["hv-1"]["alive"])
 	}
 	frozen.signal(syscall.SIGCONT)
-	waitFor(t, 30*time.Second, "instances back to RUNNING", func() bool {
+	testenv.Eventually(t, 30*time.Second, "instances back to RUNNING", func() bool {
 		return c.count("instances WHERE host_id = $1 AND state = 'RUNNING'", host) == on
 	})
 }
@@ -65,7 +67,7 @@ func TestHostCannotStart(t *testing.T) {
 	t.Parallel()
 	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10, hostArgs: []string{"--fake-fail-starts", "no KVM here"}})
 	c.create("vm", "RUNNING")
-	waitFor(t, 30*time.Second, "the instance to be given up on hv-0", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the instance to be given up on hv-0", func() bool {
 		return c.count("instances WHERE state = 'PENDING' AND avoid_host_id IS NOT NULL AND state_reason LIKE '%host hv-0 could not start it%'") == 1
 	})
 	healthy := c.adopt("hv-good", 10)
@@ -82,16 +84,5 @@ func TestHostCannotStart(t *testing.T) {
 	}
 	if n := c.count("ip_leases"); n != 1 {
 		t.Fatalf("leases = %d: the address should be kept across the recreate", n)
-	}
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // libvirtHost gives the cluster a host that runs real domains through
@@ -84,7 +85,7 @@ func TestCorruptImage(t *testing.T) {
 		map[string]any{"u": url}, "registerImage", "image", "id")
 	c.image = bad
 	id := c.create("vm", "RUNNING")
-	waitFor(t, 60*time.Second, "ERROR with the checksum as the reason", func() bool {
+	testenv.Eventually(t, 60*time.Second, "ERROR with the checksum as the reason", func() bool {
 		return c.count("instances WHERE state = 'ERROR' AND state_reason LIKE '%sha256 mismatch%'") == 1
 	})
 	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output(); strings.Contains(string(out), id) {

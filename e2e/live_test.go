@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // TestSubscriptionLifecycle sees each state of an instance's life, in
@@ -188,7 +190,7 @@ func TestSlowClient(t *testing.T) {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
 	stop := toggle(t, c, c.member, ids)
-	waitFor(t, 60*time.Second, "the slow client to be dropped", func() bool {
+	testenv.Eventually(t, 60*time.Second, "the slow client to be dropped", func() bool {
 		return metric(t, c.url, "bc_live_slow_subscribers_total") >= 1
 	})
 	// It reads at last: what it was sent, then the slow-consumer close.

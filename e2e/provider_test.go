@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/drivers/cloud/proxmox"
 	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // cloud is an emulated provider a test runs a provider pool on, through the
@@ -270,7 +271,7 @@ func TestProviderChurn(t *testing.T) {
 			cl := p.make(t)
 			c := providerCluster(t, cl, 2)
 			churn(t, c, 100, nil)
-			waitFor(t, 10*time.Second, "no server left at the provider", func() bool { return len(cl.servers()) == 0 })
+			testenv.Eventually(t, 10*time.Second, "no server left at the provider", func() bool { return len(cl.servers()) == 0 })
 			total, failed := cl.faults.Total()
 			t.Logf("%s: %d calls for 100 instance lifecycles with churn (%d failed): %v", p.name, total, failed, cl.faults.Calls())
 		})
@@ -299,7 +300,7 @@ func TestProviderCreateCrash(t *testing.T) {
 			cl.block(nil)
 			close(release)
 			c.reconcs[0].start()
-			waitFor(t, 30*time.Second, "RUNNING", func() bool { s, _ := c.instanceState(id); return s == "RUNNING" })
+			testenv.Eventually(t, 30*time.Second, "RUNNING", func() bool { s, _ := c.instanceState(id); return s == "RUNNING" })
 			servers := cl.ours()
 			uid := uuidOf(t, id)
 			if len(servers) != 1 {
@@ -358,7 +359,7 @@ func TestProviderFaults(t *testing.T) {
 			cl.limit(len(cl.ours()) + 2)
 			ids := c.createAll("over", 4, "RUNNING")
 			errored := 0
-			waitFor(t, 30*time.Second, "2 RUNNING and 2 in ERROR", func() bool {
+			testenv.Eventually(t, 30*time.Second, "2 RUNNING and 2 in ERROR", func() bool {
 				running, errs := 0, 0
 				for _, id := range ids {
 					switch s, reason := c.instanceState(id); s {
@@ -425,14 +426,14 @@ func TestProviderDrift(t *testing.T) {
 					cl.remove(sid)
 				}
 			}
-			waitFor(t, 10*time.Second, "LOST", func() bool { s, _ := c.instanceState(ids[0]); return s == "LOST" })
+			testenv.Eventually(t, 10*time.Second, "LOST", func() bool { s, _ := c.instanceState(ids[0]); return s == "LOST" })
 			if s, _ := c.instanceState(ids[1]); s != "RUNNING" {
 				t.Fatalf("the other instance is %s", s)
 			}
 
 			stray := uuid.NewString()
 			cl.add(stray)
-			waitFor(t, 15*time.Second, "the orphan deleted", func() bool {
+			testenv.Eventually(t, 15*time.Second, "the orphan deleted", func() bool {
 				for _, label := range cl.ours() {
 					if label == stray {
 						return false
@@ -444,7 +445,7 @@ func TestProviderDrift(t *testing.T) {
 			audited := func() int {
 				return c.count("audit_events WHERE action = 'providerAccount.deleteOrphan' AND details->>'instanceLabel' = $1", stray)
 			}
-			waitFor(t, 10*time.Second, "the orphan's deletion audited", func() bool { return audited() > 0 })
+			testenv.Eventually(t, 10*time.Second, "the orphan's deletion audited", func() bool { return audited() > 0 })
 			if n := audited(); n != 1 {
 				t.Fatalf("%d audit events for the orphan, want 1", n)
 			}
@@ -472,12 +473,12 @@ func credentialsStaySecret(t *testing.T, cl *cloud) {
 	wrong := cl.wrongCredentials
 	bad := c.providerPool(cl, "wrong", wrong)
 	refused := c.create("refused", "RUNNING")
-	waitFor(t, 30*time.Second, "ERROR", func() bool { s, _ := c.instanceState(refused); return s == "ERROR" })
+	testenv.Eventually(t, 30*time.Second, "ERROR", func() bool { s, _ := c.instanceState(refused); return s == "ERROR" })
 	// The token is rotated: the reconciler makes the account's driver anew.
 	c.must(c.member, `mutation($in: UpdateProviderAccountInput!) { updateProviderAccount(input: $in) { providerAccount { id } } }`,
 		map[string]any{"in": map[string]any{"id": bad, "credentials": cl.credentials}}, "updateProviderAccount", "providerAccount", "id")
 	accepted := c.create("accepted", "RUNNING")
-	waitFor(t, 30*time.Second, "RUNNING with the rotated token", func() bool { s, _ := c.instanceState(accepted); return s == "RUNNING" })
+	testenv.Eventually(t, 30*time.Second, "RUNNING with the rotated token", func() bool { s, _ := c.instanceState(accepted); return s == "RUNNING" })
 
 	var seen strings.Builder
 	for _, q := range []string{

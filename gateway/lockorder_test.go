@@ -8,6 +8,7 @@ import (
 
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // TestReportLockOrder: a report arriving while the reconciler holds an
@@ -38,18 +39,11 @@ func TestReportLockOrder(t *testing.T) {
 		reported <- resp.StatusCode
 	}()
 	// Wait until the report's transaction waits on the instance's row.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "the report to wait on the instance's row", func() bool {
 		var waiting int
 		e.db.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(&waiting)
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the report never waited on the instance's row")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return waiting > 0
+	})
 	if _, err := tx.Exec(ctx, "UPDATE hosts SET spec_generation = spec_generation + 1 WHERE id = $1", e.host); err != nil {
 		t.Fatalf("bump the host's generation: %v", err)
 	}

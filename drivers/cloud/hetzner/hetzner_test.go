@@ -18,6 +18,7 @@ import (
 	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 const token = "s3cret-token-value"
@@ -55,18 +56,6 @@ func setup(t testing.TB, ecfg hetznertest.Config, opts ...func(*Config)) env {
 		t.Fatal(err)
 	}
 	return env{emu: e, d: d, cfg: cfg}
-}
-
-// eventually polls cond until it holds or 5s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func request(instance, name string) cloud.CreateRequest {
@@ -137,7 +126,7 @@ func TestCreate(t *testing.T) {
 			if got := e.status(t, s.ID); got != cloud.StatusStarting {
 				t.Errorf("List right after Create: status %q, want starting", got)
 			}
-			eventually(t, string(tc.final), func() bool { return e.status(t, s.ID) == tc.final })
+			testenv.Eventually(t, 5*time.Second, string(tc.final), func() bool { return e.status(t, s.ID) == tc.final })
 			servers := e.emu.Servers()
 			if len(servers) != 1 || servers[0].Labels[cloud.Label] != req.InstanceID || servers[0].Name != "web-1" {
 				t.Errorf("emulator has %+v", servers)
@@ -193,7 +182,7 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "stopped", func() bool { return e.status(t, s.ID) == cloud.StatusStopped })
+	testenv.Eventually(t, 5*time.Second, "stopped", func() bool { return e.status(t, s.ID) == cloud.StatusStopped })
 	if err := e.d.Start(ctx, s.ID); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -492,7 +481,7 @@ func TestCallsPerMethod(t *testing.T) {
 		}, 1},
 		{"List", func() error { _, err := e.d.List(ctx); return err }, 1},
 		{"Stop", func() error {
-			eventually(t, "running", func() bool { return e.emu.Servers()[0].Status == "running" })
+			testenv.Eventually(t, 5*time.Second, "running", func() bool { return e.emu.Servers()[0].Status == "running" })
 			e.emu.Faults().Reset()
 			return e.d.Stop(ctx, id)
 		}, 8},

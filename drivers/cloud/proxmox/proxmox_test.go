@@ -18,6 +18,7 @@ import (
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 	"github.com/better-compute/vps/drivers/cloud/proxmox"
 	"github.com/better-compute/vps/drivers/cloud/proxmox/proxmoxtest"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // setup serves an emulator and returns a driver on it; tweak adjusts both
@@ -52,18 +53,6 @@ var keys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI+k/z= alice@laptop", "
 func request(powerOn bool) cloud.CreateRequest {
 	return cloud.CreateRequest{InstanceID: uuid.NewString(), Name: "web-1", Vcpus: 2, MemoryMB: 2048,
 		DiskGB: 10, SSHKeys: keys, PowerOn: powerOn}
-}
-
-// eventually polls cond until it holds or 5 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // listed returns our server with id, if List shows it.
@@ -112,7 +101,7 @@ func create(t *testing.T, d *proxmox.Driver, req cloud.CreateRequest) cloud.Serv
 	if req.PowerOn {
 		want = cloud.StatusRunning
 	}
-	eventually(t, "server "+string(want), func() bool { s, _ := listed(t, d, srv.ID); return s.Status == want })
+	testenv.Eventually(t, 5*time.Second, "server "+string(want), func() bool { s, _ := listed(t, d, srv.ID); return s.Status == want })
 	return srv
 }
 
@@ -136,7 +125,7 @@ func TestCreate(t *testing.T) {
 			if srv.InstanceID != req.InstanceID || srv.Status != tc.returned || srv.ID == "" {
 				t.Fatalf("created %+v", srv)
 			}
-			eventually(t, string(tc.then), func() bool {
+			testenv.Eventually(t, 5*time.Second, string(tc.then), func() bool {
 				s, ok := listed(t, d, srv.ID)
 				return ok && s.Status == tc.then && s.InstanceID == req.InstanceID && len(s.Addresses) == 0
 			})
@@ -519,7 +508,7 @@ func TestCallCounts(t *testing.T) {
 	count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, map[string]int{
 		"GET /api2/json/cluster/nextid": 1, "POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
 		"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1})
-	eventually(t, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
+	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
 	count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
 	count("Find", func() error { _, err := d.Find(ctx, srv.InstanceID); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
 	count("Stop (ACPI)", func() error { return d.Stop(ctx, srv.ID) }, map[string]int{"POST " + vmPath + "/status/shutdown": 1})

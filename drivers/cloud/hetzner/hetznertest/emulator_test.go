@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 type env struct {
@@ -65,17 +66,6 @@ func errCode(body map[string]any) string {
 	return c
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func (e env) status(t *testing.T, id int64) string {
 	t.Helper()
 	code, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/servers/%d", id), nil)
@@ -91,7 +81,7 @@ func (e env) status(t *testing.T, id int64) string {
 func (e env) walk(t *testing.T, id int64, statuses ...string) {
 	t.Helper()
 	for _, want := range statuses {
-		eventually(t, want, func() bool { return e.status(t, id) == want })
+		testenv.Eventually(t, 5*time.Second, want, func() bool { return e.status(t, id) == want })
 	}
 }
 
@@ -165,7 +155,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		e.walk(t, id, s.statuses...)
 		actionID := int64(body["action"].(map[string]any)["id"].(float64))
-		eventually(t, "action success", func() bool {
+		testenv.Eventually(t, 5*time.Second, "action success", func() bool {
 			_, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/actions?id=%d&id=999", actionID), nil)
 			actions := body["actions"].([]any)
 			return len(actions) == 1 && actions[0].(map[string]any)["status"] == "success"
@@ -197,7 +187,7 @@ func TestIgnoreShutdown(t *testing.T) {
 	id, _ := e.emu.AddServer("a", nil)
 	_, body, _ := e.call(t, "POST", fmt.Sprintf("/v1/servers/%d/actions/shutdown", id), nil)
 	actionID := int64(body["action"].(map[string]any)["id"].(float64))
-	eventually(t, "action success", func() bool {
+	testenv.Eventually(t, 5*time.Second, "action success", func() bool {
 		_, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/actions/%d", actionID), nil)
 		return body["action"].(map[string]any)["status"] == "success"
 	})
