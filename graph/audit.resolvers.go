@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -61,7 +62,7 @@ func (r *auditEventResolver) Details(ctx context.Context, obj *sqlc.AuditEvent) 
 	return m, nil
 }
 
-// AuditEvent returns AuditEventResolver implementation.
-func (r *Resolver) AuditEvent() AuditEventResolver { return &auditEventResolver{r} }
+// AuditEvent returns generated.AuditEventResolver implementation.
+func (r *Resolver) AuditEvent() generated.AuditEventResolver { return &auditEventResolver{r} }
 
 type auditEventResolver struct{ *Resolver }

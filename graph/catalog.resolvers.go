@@ -9,6 +9,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -54,11 +55,11 @@ func (r *imageResolver) ProviderImages(ctx context.Context, obj *sqlc.Image) (ma
 	return jsonMap(obj.ProviderImages)
 }
 
-// Flavor returns FlavorResolver implementation.
-func (r *Resolver) Flavor() FlavorResolver { return &flavorResolver{r} }
+// Flavor returns generated.FlavorResolver implementation.
+func (r *Resolver) Flavor() generated.FlavorResolver { return &flavorResolver{r} }
 
-// Image returns ImageResolver implementation.
-func (r *Resolver) Image() ImageResolver { return &imageResolver{r} }
+// Image returns generated.ImageResolver implementation.
+func (r *Resolver) Image() generated.ImageResolver { return &imageResolver{r} }
 
 type (
 	flavorResolver struct{ *Resolver }

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -45,11 +46,11 @@ func (r *tenantResolver) Quota(ctx context.Context, obj *sqlc.Tenant) (model.Quo
 	}, nil
 }
 
-// Principal returns PrincipalResolver implementation.
-func (r *Resolver) Principal() PrincipalResolver { return &principalResolver{r} }
+// Principal returns generated.PrincipalResolver implementation.
+func (r *Resolver) Principal() generated.PrincipalResolver { return &principalResolver{r} }
 
-// Tenant returns TenantResolver implementation.
-func (r *Resolver) Tenant() TenantResolver { return &tenantResolver{r} }
+// Tenant returns generated.TenantResolver implementation.
+func (r *Resolver) Tenant() generated.TenantResolver { return &tenantResolver{r} }
 
 type (
 	principalResolver struct{ *Resolver }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -108,11 +109,11 @@ func (r *poolResolver) IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPP
 	return out, nil
 }
 
-// Host returns HostResolver implementation.
-func (r *Resolver) Host() HostResolver { return &hostResolver{r} }
+// Host returns generated.HostResolver implementation.
+func (r *Resolver) Host() generated.HostResolver { return &hostResolver{r} }
 
-// Pool returns PoolResolver implementation.
-func (r *Resolver) Pool() PoolResolver { return &poolResolver{r} }
+// Pool returns generated.PoolResolver implementation.
+func (r *Resolver) Pool() generated.PoolResolver { return &poolResolver{r} }
 
 type (
 	hostResolver struct{ *Resolver }

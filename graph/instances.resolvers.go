@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
@@ -67,7 +68,7 @@ func (r *instanceResolver) Host(ctx context.Context, obj *model.Instance) (*sqlc
 	return loadPtr(ctx, loadersFrom(ctx).hosts, obj.HostID)
 }
 
-// Instance returns InstanceResolver implementation.
-func (r *Resolver) Instance() InstanceResolver { return &instanceResolver{r} }
+// Instance returns generated.InstanceResolver implementation.
+func (r *Resolver) Instance() generated.InstanceResolver { return &instanceResolver{r} }
 
 type instanceResolver struct{ *Resolver }

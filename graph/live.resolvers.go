@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 )
 
@@ -16,7 +17,7 @@ func (r *subscriptionResolver) InstanceEvents(ctx context.Context, filter *model
 	return r.watch(ctx, filter, deref(includeCurrent))
 }
 
-// Subscription returns SubscriptionResolver implementation.
-func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+// Subscription returns generated.SubscriptionResolver implementation.
+func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 
 type subscriptionResolver struct{ *Resolver }

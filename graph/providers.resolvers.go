@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -80,7 +81,9 @@ func (r *queryResolver) ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAc
 	return r.svc.ProviderAccounts(ctx)
 }
 
-// ProviderAccount returns ProviderAccountResolver implementation.
-func (r *Resolver) ProviderAccount() ProviderAccountResolver { return &providerAccountResolver{r} }
+// ProviderAccount returns generated.ProviderAccountResolver implementation.
+func (r *Resolver) ProviderAccount() generated.ProviderAccountResolver {
+	return &providerAccountResolver{r}
+}
 
 type providerAccountResolver struct{ *Resolver }

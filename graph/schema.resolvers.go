@@ -10,6 +10,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
@@ -374,11 +375,11 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 	return conn, nil
 }
 
-// Mutation returns MutationResolver implementation.
-func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
+// Mutation returns generated.MutationResolver implementation.
+func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
-// Query returns QueryResolver implementation.
-func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
+// Query returns generated.QueryResolver implementation.
+func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
 type (
 	mutationResolver struct{ *Resolver }
