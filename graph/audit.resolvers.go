@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
@@ -60,6 +62,54 @@ func (r *auditEventResolver) Details(ctx context.Context, obj *sqlc.AuditEvent) 
 		return nil, fmt.Errorf("decode audit details %d: %w", obj.ID, err)
 	}
 	return m, nil
+}
+
+// AuditEvents is the resolver for the auditEvents field.
+func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error) {
+	var f control.AuditFilter
+	if filter != nil {
+		var d decoder
+		if f.TenantID = d.ptrID(ids.Tenant, "filter.tenantId", filter.TenantID); d.err != nil {
+			return model.AuditEventConnection{}, d.err
+		}
+		if filter.TargetID != nil {
+			_, target, ok := ids.Parse(*filter.TargetID)
+			if !ok {
+				return model.AuditEventConnection{}, apierr.Invalid("filter.targetId", "not a valid ID")
+			}
+			f.TargetID = &target
+		}
+		f.Action = filter.Action
+		if filter.Outcome != nil {
+			o := enumString(filter.Outcome)
+			f.Outcome = &o
+		}
+	}
+	page := control.Page[int64]{First: deref(first)}
+	if after != nil {
+		n, ok := ids.DecodeSeq(ids.AuditEvent, *after)
+		if !ok {
+			return model.AuditEventConnection{}, apierr.Invalid("after", "not a cursor of this list")
+		}
+		page.After = &n
+	}
+	items, hasNext, err := r.svc.AuditEvents(ctx, f, page)
+	if err != nil {
+		return model.AuditEventConnection{}, err
+	}
+	conn := model.AuditEventConnection{Nodes: items, Edges: make([]model.AuditEventEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
+	for i, ev := range items {
+		conn.Edges[i] = model.AuditEventEdge{Cursor: ids.EncodeSeq(ids.AuditEvent, ev.ID), Node: ev}
+	}
+	if n := len(items); n > 0 {
+		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
+	}
+	if wantsField(ctx, "totalCount") {
+		if conn.TotalCount, err = r.svc.CountAuditEvents(ctx, f); err != nil {
+			return model.AuditEventConnection{}, err
+		}
+	}
+	return conn, nil
 }
 
 // AuditEvent returns generated.AuditEventResolver implementation.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
@@ -53,6 +54,47 @@ func (r *imageResolver) Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tena
 // ProviderImages is the resolver for the providerImages field.
 func (r *imageResolver) ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error) {
 	return jsonMap(obj.ProviderImages)
+}
+
+// CreateFlavor is the resolver for the createFlavor field.
+func (r *mutationResolver) CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error) {
+	types, err := stringMap("providerServerTypes", input.ProviderServerTypes)
+	if err != nil {
+		return model.FlavorPayload{}, r.svc.Reject(ctx, control.ActCreateFlavor, err)
+	}
+	f, err := r.svc.CreateFlavor(ctx, control.FlavorInput{
+		Name: input.Name, Vcpus: int32(input.Vcpus), MemoryMB: int64(input.MemoryMb), DiskGB: int32(input.DiskGb),
+		GPUModel: deref(input.GpuModel), GPUCount: int32(deref(input.GpuCount)), ProviderTypes: types,
+	})
+	return model.FlavorPayload{Flavor: f}, err
+}
+
+// RegisterImage is the resolver for the registerImage field.
+func (r *mutationResolver) RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error) {
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, d.err)
+	}
+	mapped, err := stringMap("providerImages", input.ProviderImages)
+	if err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, err)
+	}
+	img, err := r.svc.RegisterImage(ctx, control.ImageInput{
+		Name: input.Name, SourceURL: input.SourceURL, SHA256: input.Sha256, Format: enumString(&input.Format),
+		Visibility: enumString(&input.Visibility), TenantID: tenant, Verified: deref(input.Verified), ProviderImages: mapped,
+	})
+	return model.ImagePayload{Image: img}, err
+}
+
+// Flavors is the resolver for the flavors field.
+func (r *queryResolver) Flavors(ctx context.Context) ([]sqlc.Flavor, error) {
+	return r.svc.Flavors(ctx)
+}
+
+// Images is the resolver for the images field.
+func (r *queryResolver) Images(ctx context.Context) ([]sqlc.Image, error) {
+	return r.svc.Images(ctx)
 }
 
 // Flavor returns generated.FlavorResolver implementation.

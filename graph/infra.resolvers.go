@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
@@ -54,6 +55,74 @@ func (r *hostResolver) Allocated(ctx context.Context, obj *sqlc.Host) (model.Hos
 // Alive is the resolver for the alive field.
 func (r *hostResolver) Alive(ctx context.Context, obj *sqlc.Host) (bool, error) {
 	return r.svc.HostAlive(*obj), nil
+}
+
+// CreatePool is the resolver for the createPool field.
+func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error) {
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	account := d.optID(ids.ProviderAccount, "providerAccountId", input.ProviderAccountID)
+	if d.err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreatePool, d.err)
+	}
+	pool, err := r.svc.CreatePool(ctx, control.PoolInput{
+		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
+		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
+		ProviderAccountID: account,
+	})
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// CreateIPPool is the resolver for the createIpPool field.
+func (r *mutationResolver) CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreateIPPool, err)
+	}
+	_, err = r.svc.CreateIPPool(ctx, control.IPPoolInput{
+		PoolID: poolID, CIDR: input.Cidr, Gateway: input.Gateway, RangeStart: input.RangeStart, RangeEnd: input.RangeEnd, DNS: input.DNS,
+	})
+	if err != nil {
+		return model.PoolPayload{}, err
+	}
+	pool, err := r.svc.Pool(ctx, poolID)
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// CreateHost is the resolver for the createHost field.
+func (r *mutationResolver) CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.CreateHostPayload{}, r.svc.Reject(ctx, control.ActCreateHost, err)
+	}
+	out, err := r.svc.CreateHost(ctx, poolID, input.Name)
+	return model.CreateHostPayload{Host: out.Host, Credential: out.Credential}, err
+}
+
+// SetHostCapacity is the resolver for the setHostCapacity field.
+func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostCapacity, err)
+	}
+	gpus := make([]control.GPU, len(input.Gpus))
+	for i, g := range input.Gpus {
+		gpus[i] = control.GPU{Address: g.Address, Vendor: g.Vendor, Model: g.Model}
+	}
+	host, err := r.svc.SetHostCapacity(ctx, control.HostCapacityInput{
+		HostID: hostID, Vcpus: int32(input.Vcpus), MemoryMB: int64(input.MemoryMb), DiskGB: int64(input.DiskGb), GPUs: gpus,
+	})
+	return model.HostPayload{Host: host}, err
+}
+
+// SetHostDraining is the resolver for the setHostDraining field.
+func (r *mutationResolver) SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostDraining, err)
+	}
+	host, err := r.svc.SetHostDraining(ctx, hostID, input.Draining)
+	return model.HostPayload{Host: host}, err
 }
 
 // ID is the resolver for the id field.
@@ -107,6 +176,16 @@ func (r *poolResolver) IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPP
 		}
 	}
 	return out, nil
+}
+
+// Pools is the resolver for the pools field.
+func (r *queryResolver) Pools(ctx context.Context) ([]sqlc.Pool, error) {
+	return r.svc.Pools(ctx)
+}
+
+// Hosts is the resolver for the hosts field.
+func (r *queryResolver) Hosts(ctx context.Context) ([]sqlc.Host, error) {
+	return r.svc.Hosts(ctx)
 }
 
 // Host returns generated.HostResolver implementation.

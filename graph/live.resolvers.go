@@ -8,7 +8,6 @@ package graph
 import (
 	"context"
 
-	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 )
 
@@ -16,8 +15,3 @@ import (
 func (r *subscriptionResolver) InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error) {
 	return r.watch(ctx, filter, deref(includeCurrent))
 }
-
-// Subscription returns generated.SubscriptionResolver implementation.
-func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
-
-type subscriptionResolver struct{ *Resolver }

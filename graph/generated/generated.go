@@ -448,11 +448,11 @@ type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
 	Instance(ctx context.Context, id string) (model.Instance, error)
 	Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error)
-	Flavors(ctx context.Context) ([]sqlc.Flavor, error)
-	Images(ctx context.Context) ([]sqlc.Image, error)
+	Tenants(ctx context.Context) ([]sqlc.Tenant, error)
 	Pools(ctx context.Context) ([]sqlc.Pool, error)
 	Hosts(ctx context.Context) ([]sqlc.Host, error)
-	Tenants(ctx context.Context) ([]sqlc.Tenant, error)
+	Flavors(ctx context.Context) ([]sqlc.Flavor, error)
+	Images(ctx context.Context) ([]sqlc.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
 	ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error)
 }
@@ -1862,114 +1862,140 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
-	{Name: "../schema/audit.graphqls", Input: `enum Outcome {
-  SUCCESS
-  FAILURE
-}
+	{Name: "../schema/schema.graphqls", Input: `"An RFC 3339 timestamp in UTC."
+scalar DateTime
+"A JSON object."
+scalar Map
 
-type AuditEvent implements Node {
+"An object with a typed, opaque ID such as ins_…"
+interface Node {
   id: ID!
-  at: DateTime!
-  "The principal's ID; null for the server's own commands."
-  principalId: ID
-  "The principal's name (a token's); members see an operator acting on their tenant as \"an operator\". Null for the server's own commands."
-  principalName: String
-  tenantId: ID
-  action: String!
-  targetType: String!
-  targetId: ID
-  requestId: String!
-  outcome: Outcome!
-  "The error code of a failed attempt; empty on success."
-  errorCode: String!
-  details: Map!
 }
 
-input AuditEventFilter {
-  "Operators only; members always see their own tenant."
-  tenantId: ID
-  action: String
-  targetId: ID
-  outcome: Outcome
+type PageInfo {
+  hasNextPage: Boolean!
+  endCursor: String
 }
 
-type AuditEventConnection {
-  edges: [AuditEventEdge!]!
-  nodes: [AuditEvent!]!
+# The root types hold what belongs to no one domain; each schema file
+# extends them with its own fields (its resolvers land in its own
+# *.resolvers.go).
+type Query {
+  "Who the caller is."
+  viewer: Viewer!
+  "Any object by its ID; another tenant's object is NOT_FOUND."
+  node(id: ID!): Node
+}
+
+type Mutation
+
+type Subscription
+`, BuiltIn: false},
+	{Name: "../schema/instances.graphqls", Input: `enum InstanceState {
+  PENDING
+  PROVISIONING
+  STARTING
+  RUNNING
+  STOPPING
+  STOPPED
+  PAUSED
+  REBOOTING
+  DELETING
+  DELETED
+  ERROR
+  LOST
+}
+
+enum DesiredState {
+  RUNNING
+  STOPPED
+  PAUSED
+  DELETED
+}
+
+type Instance implements Node {
+  id: ID!
+  name: String!
+  tenant: Tenant!
+  pool: Pool!
+  flavor: Flavor!
+  image: Image
+  imageVerified: Boolean!
+  sshKeys: [SshKey!]!
+  desiredState: DesiredState!
+  state: InstanceState!
+  stateReason: String!
+  addresses: [String!]!
+  "Operators only; null for members."
+  host: Host
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  "Increases with every change; clients order and dedupe by it."
+  version: Int!
+}
+
+type SshKey {
+  type: String!
+  fingerprint: String!
+  comment: String!
+}
+
+input InstanceFilter {
+  poolId: ID
+  state: InstanceState
+  desiredState: DesiredState
+  name: String
+  "Leave DELETED instances out (the console's lists do)."
+  excludeDeleted: Boolean
+}
+
+type InstanceConnection {
+  edges: [InstanceEdge!]!
+  nodes: [Instance!]!
   pageInfo: PageInfo!
   totalCount: Int!
 }
 
-type AuditEventEdge {
+type InstanceEdge {
   cursor: String!
-  node: AuditEvent!
-}
-`, BuiltIn: false},
-	{Name: "../schema/catalog.graphqls", Input: `enum ImageFormat {
-  RAW
-  QCOW2
-  ISO
+  node: Instance!
 }
 
-enum Visibility {
-  PUBLIC
-  TENANT
-}
-
-type Flavor implements Node {
-  id: ID!
-  name: String!
-  vcpus: Int!
-  memoryMb: Int!
-  diskGb: Int!
-  gpuModel: String
-  gpuCount: Int!
-  "Its server type at each provider, by provider kind: {hetzner: \"cx22\"}."
-  providerServerTypes: Map!
-}
-
-type Image implements Node {
-  id: ID!
-  name: String!
-  sourceUrl: String!
-  sha256: String!
-  format: ImageFormat!
-  visibility: Visibility!
-  tenant: Tenant
-  verified: Boolean!
-  "Its image or template at each provider, by provider kind: {hetzner: \"debian-12\", proxmox: \"9000\"}."
-  providerImages: Map!
-  createdAt: DateTime!
-}
-
-input CreateFlavorInput {
-  name: String!
-  vcpus: Int!
-  memoryMb: Int!
-  diskGb: Int!
-  gpuModel: String
-  gpuCount: Int
-  providerServerTypes: Map
-}
-
-type FlavorPayload {
-  flavor: Flavor!
-}
-
-input RegisterImageInput {
-  name: String!
-  sourceUrl: String!
-  sha256: String!
-  format: ImageFormat!
-  visibility: Visibility!
-  "The owner, for visibility TENANT."
+input CreateInstanceInput {
+  "Operators name the tenant; members may leave it out."
   tenantId: ID
-  verified: Boolean
-  providerImages: Map
+  poolId: ID!
+  flavorId: ID!
+  imageId: ID!
+  name: String!
+  "authorized_keys lines; at least one."
+  sshKeys: [String!]!
+  "Up to 64 KiB; sealed at rest and never readable back."
+  userData: String
+  "RUNNING (default) or STOPPED."
+  desiredState: DesiredState
+  "Repeating a key returns the first result."
+  idempotencyKey: String
 }
 
-type ImagePayload {
-  image: Image!
+input InstanceIdInput {
+  id: ID!
+}
+
+type InstancePayload {
+  instance: Instance!
+}
+
+extend type Query {
+  instance(id: ID!): Instance!
+  instances(first: Int, after: String, filter: InstanceFilter): InstanceConnection!
+}
+
+extend type Mutation {
+  createInstance(input: CreateInstanceInput!): InstancePayload!
+  startInstance(input: InstanceIdInput!): InstancePayload!
+  stopInstance(input: InstanceIdInput!): InstancePayload!
+  deleteInstance(input: InstanceIdInput!): InstancePayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/iam.graphqls", Input: `enum Role {
@@ -2063,6 +2089,20 @@ input RevokeApiTokenInput {
 
 type ApiTokenPayload {
   apiToken: ApiToken!
+}
+
+extend type Query {
+  "Operators only."
+  tenants: [Tenant!]!
+}
+
+extend type Mutation {
+  "Operators only, as is everything below."
+  createTenant(input: CreateTenantInput!): TenantPayload!
+  deleteTenant(input: DeleteTenantInput!): TenantPayload!
+  setQuota(input: SetQuotaInput!): TenantPayload!
+  createApiToken(input: CreateApiTokenInput!): CreateApiTokenPayload!
+  revokeApiToken(input: RevokeApiTokenInput!): ApiTokenPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/infra.graphqls", Input: `enum Placement {
@@ -2193,103 +2233,149 @@ input SetHostDrainingInput {
 type HostPayload {
   host: Host!
 }
+
+extend type Query {
+  "The pools the caller may use."
+  pools: [Pool!]!
+  "Operators only."
+  hosts: [Host!]!
+}
+
+extend type Mutation {
+  createPool(input: CreatePoolInput!): PoolPayload!
+  createIpPool(input: CreateIpPoolInput!): PoolPayload!
+  "Adopts a host; the credential in the payload is shown once."
+  createHost(input: CreateHostInput!): CreateHostPayload!
+  setHostCapacity(input: SetHostCapacityInput!): HostPayload!
+  "A draining host gets nothing new placed on it; what runs there keeps running."
+  setHostDraining(input: SetHostDrainingInput!): HostPayload!
+}
 `, BuiltIn: false},
-	{Name: "../schema/instances.graphqls", Input: `enum InstanceState {
-  PENDING
-  PROVISIONING
-  STARTING
-  RUNNING
-  STOPPING
-  STOPPED
-  PAUSED
-  REBOOTING
-  DELETING
-  DELETED
-  ERROR
-  LOST
+	{Name: "../schema/catalog.graphqls", Input: `enum ImageFormat {
+  RAW
+  QCOW2
+  ISO
 }
 
-enum DesiredState {
-  RUNNING
-  STOPPED
-  PAUSED
-  DELETED
+enum Visibility {
+  PUBLIC
+  TENANT
 }
 
-type Instance implements Node {
+type Flavor implements Node {
   id: ID!
   name: String!
-  tenant: Tenant!
-  pool: Pool!
-  flavor: Flavor!
-  image: Image
-  imageVerified: Boolean!
-  sshKeys: [SshKey!]!
-  desiredState: DesiredState!
-  state: InstanceState!
-  stateReason: String!
-  addresses: [String!]!
-  "Operators only; null for members."
-  host: Host
+  vcpus: Int!
+  memoryMb: Int!
+  diskGb: Int!
+  gpuModel: String
+  gpuCount: Int!
+  "Its server type at each provider, by provider kind: {hetzner: \"cx22\"}."
+  providerServerTypes: Map!
+}
+
+type Image implements Node {
+  id: ID!
+  name: String!
+  sourceUrl: String!
+  sha256: String!
+  format: ImageFormat!
+  visibility: Visibility!
+  tenant: Tenant
+  verified: Boolean!
+  "Its image or template at each provider, by provider kind: {hetzner: \"debian-12\", proxmox: \"9000\"}."
+  providerImages: Map!
   createdAt: DateTime!
-  updatedAt: DateTime!
-  "Increases with every change; clients order and dedupe by it."
-  version: Int!
 }
 
-type SshKey {
-  type: String!
-  fingerprint: String!
-  comment: String!
+input CreateFlavorInput {
+  name: String!
+  vcpus: Int!
+  memoryMb: Int!
+  diskGb: Int!
+  gpuModel: String
+  gpuCount: Int
+  providerServerTypes: Map
 }
 
-input InstanceFilter {
-  poolId: ID
-  state: InstanceState
-  desiredState: DesiredState
-  name: String
-  "Leave DELETED instances out (the console's lists do)."
-  excludeDeleted: Boolean
+type FlavorPayload {
+  flavor: Flavor!
 }
 
-type InstanceConnection {
-  edges: [InstanceEdge!]!
-  nodes: [Instance!]!
+input RegisterImageInput {
+  name: String!
+  sourceUrl: String!
+  sha256: String!
+  format: ImageFormat!
+  visibility: Visibility!
+  "The owner, for visibility TENANT."
+  tenantId: ID
+  verified: Boolean
+  providerImages: Map
+}
+
+type ImagePayload {
+  image: Image!
+}
+
+extend type Query {
+  flavors: [Flavor!]!
+  images: [Image!]!
+}
+
+extend type Mutation {
+  createFlavor(input: CreateFlavorInput!): FlavorPayload!
+  registerImage(input: RegisterImageInput!): ImagePayload!
+}
+`, BuiltIn: false},
+	{Name: "../schema/audit.graphqls", Input: `enum Outcome {
+  SUCCESS
+  FAILURE
+}
+
+type AuditEvent implements Node {
+  id: ID!
+  at: DateTime!
+  "The principal's ID; null for the server's own commands."
+  principalId: ID
+  "The principal's name (a token's); members see an operator acting on their tenant as \"an operator\". Null for the server's own commands."
+  principalName: String
+  tenantId: ID
+  action: String!
+  targetType: String!
+  targetId: ID
+  requestId: String!
+  outcome: Outcome!
+  "The error code of a failed attempt; empty on success."
+  errorCode: String!
+  details: Map!
+}
+
+input AuditEventFilter {
+  "Operators only; members always see their own tenant."
+  tenantId: ID
+  action: String
+  targetId: ID
+  outcome: Outcome
+}
+
+type AuditEventConnection {
+  edges: [AuditEventEdge!]!
+  nodes: [AuditEvent!]!
   pageInfo: PageInfo!
   totalCount: Int!
 }
 
-type InstanceEdge {
+type AuditEventEdge {
   cursor: String!
-  node: Instance!
+  node: AuditEvent!
 }
 
-input CreateInstanceInput {
-  "Operators name the tenant; members may leave it out."
-  tenantId: ID
-  poolId: ID!
-  flavorId: ID!
-  imageId: ID!
-  name: String!
-  "authorized_keys lines; at least one."
-  sshKeys: [String!]!
-  "Up to 64 KiB; sealed at rest and never readable back."
-  userData: String
-  "RUNNING (default) or STOPPED."
-  desiredState: DesiredState
-  "Repeating a key returns the first result."
-  idempotencyKey: String
-}
-
-input InstanceIdInput {
-  id: ID!
-}
-
-type InstancePayload {
-  instance: Instance!
+extend type Query {
+  auditEvents(first: Int, after: String, filter: AuditEventFilter): AuditEventConnection!
 }
 `, BuiltIn: false},
-	{Name: "../schema/live.graphqls", Input: `type Subscription {
+	{Name: "../schema/live.graphqls", Input: `extend type Subscription {
   """
   Changes of the instances the caller may see that match filter, in order,
   each with its version. With includeCurrent, the current state of every
@@ -2372,62 +2458,6 @@ extend type Mutation {
   updateProviderAccount(input: UpdateProviderAccountInput!): ProviderAccountPayload!
   "Refused while instances run on the account."
   deleteProviderAccount(input: DeleteProviderAccountInput!): ProviderAccountPayload!
-}
-`, BuiltIn: false},
-	{Name: "../schema/schema.graphqls", Input: `"An RFC 3339 timestamp in UTC."
-scalar DateTime
-"A JSON object."
-scalar Map
-
-"An object with a typed, opaque ID such as ins_…"
-interface Node {
-  id: ID!
-}
-
-type PageInfo {
-  hasNextPage: Boolean!
-  endCursor: String
-}
-
-type Query {
-  "Who the caller is."
-  viewer: Viewer!
-  "Any object by its ID; another tenant's object is NOT_FOUND."
-  node(id: ID!): Node
-  instance(id: ID!): Instance!
-  instances(first: Int, after: String, filter: InstanceFilter): InstanceConnection!
-  flavors: [Flavor!]!
-  images: [Image!]!
-  "The pools the caller may use."
-  pools: [Pool!]!
-  "Operators only."
-  hosts: [Host!]!
-  "Operators only."
-  tenants: [Tenant!]!
-  auditEvents(first: Int, after: String, filter: AuditEventFilter): AuditEventConnection!
-}
-
-type Mutation {
-  createInstance(input: CreateInstanceInput!): InstancePayload!
-  startInstance(input: InstanceIdInput!): InstancePayload!
-  stopInstance(input: InstanceIdInput!): InstancePayload!
-  deleteInstance(input: InstanceIdInput!): InstancePayload!
-
-  "Operators only, as is everything below."
-  createTenant(input: CreateTenantInput!): TenantPayload!
-  deleteTenant(input: DeleteTenantInput!): TenantPayload!
-  setQuota(input: SetQuotaInput!): TenantPayload!
-  createApiToken(input: CreateApiTokenInput!): CreateApiTokenPayload!
-  revokeApiToken(input: RevokeApiTokenInput!): ApiTokenPayload!
-  createPool(input: CreatePoolInput!): PoolPayload!
-  createIpPool(input: CreateIpPoolInput!): PoolPayload!
-  "Adopts a host; the credential in the payload is shown once."
-  createHost(input: CreateHostInput!): CreateHostPayload!
-  setHostCapacity(input: SetHostCapacityInput!): HostPayload!
-  "A draining host gets nothing new placed on it; what runs there keeps running."
-  setHostDraining(input: SetHostDrainingInput!): HostPayload!
-  createFlavor(input: CreateFlavorInput!): FlavorPayload!
-  registerImage(input: RegisterImageInput!): ImagePayload!
 }
 `, BuiltIn: false},
 }
@@ -7899,65 +7929,33 @@ func (ec *executionContext) fieldContext_Query_instances(ctx context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _Query_flavors(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_tenants(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_flavors(ctx, field)
+			return ec.fieldContext_Query_tenants(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().Flavors(ctx)
+			return ec.Resolvers.Query().Tenants(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Flavor) graphql.Marshaler {
-			return ec.marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavorᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenantᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_flavors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_tenants(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Flavor(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _Query_images(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_images(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().Images(ctx)
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Image) graphql.Marshaler {
-			return ec.marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImageᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Query_images(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Query",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Image(ctx, field)
+			return ec.childFields_Tenant(ctx, field)
 		},
 	}
 	return fc, nil
@@ -8027,33 +8025,65 @@ func (ec *executionContext) fieldContext_Query_hosts(_ context.Context, field gr
 	return fc, nil
 }
 
-func (ec *executionContext) _Query_tenants(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_flavors(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_tenants(ctx, field)
+			return ec.fieldContext_Query_flavors(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().Tenants(ctx)
+			return ec.Resolvers.Query().Flavors(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenantᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavorᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_tenants(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_flavors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Tenant(ctx, field)
+			return ec.childFields_Flavor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_images(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_images(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Images(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Image) graphql.Marshaler {
+			return ec.marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_images(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12920,17 +12950,11 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_instances(ctx, field)
 				})
-		case "flavors":
+		case "tenants":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._Query_flavors(ctx, field)
-				})
-		case "images":
-			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._Query_images(ctx, field)
+					return ec._Query_tenants(ctx, field)
 				})
 		case "pools":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -12944,11 +12968,17 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_hosts(ctx, field)
 				})
-		case "tenants":
+		case "flavors":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._Query_tenants(ctx, field)
+					return ec._Query_flavors(ctx, field)
+				})
+		case "images":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_images(ctx, field)
 				})
 		case "auditEvents":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
