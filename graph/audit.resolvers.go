@@ -12,34 +12,34 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // ID is the resolver for the id field.
-func (r *auditEventResolver) ID(ctx context.Context, obj *sqlc.AuditEvent) (string, error) {
+func (r *auditEventResolver) ID(ctx context.Context, obj *domain.AuditEvent) (string, error) {
 	return ids.EncodeSeq(ids.AuditEvent, obj.ID), nil
 }
 
 // PrincipalID is the resolver for the principalId field.
-func (r *auditEventResolver) PrincipalID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) PrincipalID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return encodeOptID(ids.Principal, obj.PrincipalID), nil
 }
 
 // PrincipalName is the resolver for the principalName field.
-func (r *auditEventResolver) PrincipalName(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) PrincipalName(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return loadPtr(ctx, loadersFrom(ctx).principals, obj.PrincipalID)
 }
 
 // TenantID is the resolver for the tenantId field.
-func (r *auditEventResolver) TenantID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) TenantID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return encodeOptID(ids.Tenant, obj.TenantID), nil
 }
 
 // TargetID is the resolver for the targetId field.
-func (r *auditEventResolver) TargetID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) TargetID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	kind, ok := targetKinds[obj.TargetType]
 	if !ok {
 		kind = ids.Kind(obj.TargetType)
@@ -48,7 +48,7 @@ func (r *auditEventResolver) TargetID(ctx context.Context, obj *sqlc.AuditEvent)
 }
 
 // Outcome is the resolver for the outcome field.
-func (r *auditEventResolver) Outcome(ctx context.Context, obj *sqlc.AuditEvent) (model.Outcome, error) {
+func (r *auditEventResolver) Outcome(ctx context.Context, obj *domain.AuditEvent) (model.Outcome, error) {
 	if obj.Outcome == "success" {
 		return model.OutcomeSuccess, nil
 	}
@@ -56,7 +56,7 @@ func (r *auditEventResolver) Outcome(ctx context.Context, obj *sqlc.AuditEvent) 
 }
 
 // Details is the resolver for the details field.
-func (r *auditEventResolver) Details(ctx context.Context, obj *sqlc.AuditEvent) (map[string]any, error) {
+func (r *auditEventResolver) Details(ctx context.Context, obj *domain.AuditEvent) (map[string]any, error) {
 	m := map[string]any{}
 	if err := json.Unmarshal(obj.Details, &m); err != nil {
 		return nil, fmt.Errorf("decode audit details %d: %w", obj.ID, err)

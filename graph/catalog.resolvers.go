@@ -10,49 +10,44 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // ID is the resolver for the id field.
-func (r *flavorResolver) ID(ctx context.Context, obj *sqlc.Flavor) (string, error) {
+func (r *flavorResolver) ID(ctx context.Context, obj *domain.Flavor) (string, error) {
 	return ids.Encode(ids.Flavor, obj.ID), nil
 }
 
 // ProviderServerTypes is the resolver for the providerServerTypes field.
-func (r *flavorResolver) ProviderServerTypes(ctx context.Context, obj *sqlc.Flavor) (map[string]any, error) {
+func (r *flavorResolver) ProviderServerTypes(ctx context.Context, obj *domain.Flavor) (map[string]any, error) {
 	return jsonMap(obj.ProviderTypes)
 }
 
 // ID is the resolver for the id field.
-func (r *imageResolver) ID(ctx context.Context, obj *sqlc.Image) (string, error) {
+func (r *imageResolver) ID(ctx context.Context, obj *domain.Image) (string, error) {
 	return ids.Encode(ids.Image, obj.ID), nil
 }
 
-// SourceURL is the resolver for the sourceUrl field.
-func (r *imageResolver) SourceURL(ctx context.Context, obj *sqlc.Image) (string, error) {
-	return obj.Source, nil
-}
-
 // Format is the resolver for the format field.
-func (r *imageResolver) Format(ctx context.Context, obj *sqlc.Image) (model.ImageFormat, error) {
+func (r *imageResolver) Format(ctx context.Context, obj *domain.Image) (model.ImageFormat, error) {
 	return model.ImageFormat(strings.ToUpper(obj.Format)), nil
 }
 
 // Visibility is the resolver for the visibility field.
-func (r *imageResolver) Visibility(ctx context.Context, obj *sqlc.Image) (model.Visibility, error) {
+func (r *imageResolver) Visibility(ctx context.Context, obj *domain.Image) (model.Visibility, error) {
 	return model.Visibility(strings.ToUpper(obj.Visibility)), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *imageResolver) Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error) {
+func (r *imageResolver) Tenant(ctx context.Context, obj *domain.Image) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // ProviderImages is the resolver for the providerImages field.
-func (r *imageResolver) ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error) {
+func (r *imageResolver) ProviderImages(ctx context.Context, obj *domain.Image) (map[string]any, error) {
 	return jsonMap(obj.ProviderImages)
 }
 
@@ -88,12 +83,12 @@ func (r *mutationResolver) RegisterImage(ctx context.Context, input model.Regist
 }
 
 // Flavors is the resolver for the flavors field.
-func (r *queryResolver) Flavors(ctx context.Context) ([]sqlc.Flavor, error) {
+func (r *queryResolver) Flavors(ctx context.Context) ([]domain.Flavor, error) {
 	return r.svc.Flavors(ctx)
 }
 
 // Images is the resolver for the images field.
-func (r *queryResolver) Images(ctx context.Context) ([]sqlc.Image, error) {
+func (r *queryResolver) Images(ctx context.Context) ([]domain.Image, error) {
 	return r.svc.Images(ctx)
 }
 

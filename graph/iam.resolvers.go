@@ -9,10 +9,10 @@ import (
 	"context"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // CreateTenant is the resolver for the createTenant field.
@@ -59,7 +59,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.Creat
 	if err != nil {
 		return model.CreateAPITokenPayload{}, err
 	}
-	tok, err := r.apiToken(ctx, out.Token.ID)
+	tok, err := r.apiToken(ctx, out.ID)
 	return model.CreateAPITokenPayload{APIToken: tok, Token: out.Secret}, err
 }
 
@@ -69,7 +69,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 	if err != nil {
 		return model.APITokenPayload{}, r.svc.Reject(ctx, control.ActRevokeAPIToken, err)
 	}
-	if _, err := r.svc.RevokeAPIToken(ctx, id); err != nil {
+	if err := r.svc.RevokeAPIToken(ctx, id); err != nil {
 		return model.APITokenPayload{}, err
 	}
 	tok, err := r.apiToken(ctx, id)
@@ -77,39 +77,39 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.Revok
 }
 
 // ID is the resolver for the id field.
-func (r *principalResolver) ID(ctx context.Context, obj *sqlc.Principal) (string, error) {
+func (r *principalResolver) ID(ctx context.Context, obj *domain.Principal) (string, error) {
 	return ids.Encode(ids.Principal, obj.ID), nil
 }
 
 // Role is the resolver for the role field.
-func (r *principalResolver) Role(ctx context.Context, obj *sqlc.Principal) (model.Role, error) {
+func (r *principalResolver) Role(ctx context.Context, obj *domain.Principal) (model.Role, error) {
 	return roleOf(obj.Role), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *principalResolver) Tenant(ctx context.Context, obj *sqlc.Principal) (*sqlc.Tenant, error) {
+func (r *principalResolver) Tenant(ctx context.Context, obj *domain.Principal) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Tenants is the resolver for the tenants field.
-func (r *queryResolver) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
+func (r *queryResolver) Tenants(ctx context.Context) ([]domain.Tenant, error) {
 	return r.svc.Tenants(ctx)
 }
 
 // ID is the resolver for the id field.
-func (r *tenantResolver) ID(ctx context.Context, obj *sqlc.Tenant) (string, error) {
+func (r *tenantResolver) ID(ctx context.Context, obj *domain.Tenant) (string, error) {
 	return ids.Encode(ids.Tenant, obj.ID), nil
 }
 
 // Quota is the resolver for the quota field.
-func (r *tenantResolver) Quota(ctx context.Context, obj *sqlc.Tenant) (model.Quota, error) {
+func (r *tenantResolver) Quota(ctx context.Context, obj *domain.Tenant) (model.Quota, error) {
 	q, u, err := r.svc.Quota(ctx, obj.ID)
 	if err != nil {
 		return model.Quota{}, err
 	}
 	return model.Quota{
-		Instances: ptrInt(q.MaxInstances), Vcpus: ptrInt(q.MaxVcpus), Gpus: ptrInt(q.MaxGpus), MemoryMb: ptrInt64ToInt(q.MaxMemoryMb),
-		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMb), Gpus: int(u.Gpus)},
+		Instances: ptrInt(q.Instances), Vcpus: ptrInt(q.Vcpus), Gpus: ptrInt(q.GPUs), MemoryMb: ptrInt64ToInt(q.MemoryMB),
+		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMB), Gpus: int(u.GPUs)},
 	}, nil
 }
 

@@ -10,61 +10,61 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
-	"github.com/better-compute/vps/sqlc"
 	"github.com/google/uuid"
 )
 
 // ID is the resolver for the id field.
-func (r *instanceResolver) ID(ctx context.Context, obj *model.Instance) (string, error) {
+func (r *instanceResolver) ID(ctx context.Context, obj *domain.Instance) (string, error) {
 	return ids.Encode(ids.Instance, obj.ID), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *instanceResolver) Tenant(ctx context.Context, obj *model.Instance) (sqlc.Tenant, error) {
+func (r *instanceResolver) Tenant(ctx context.Context, obj *domain.Instance) (domain.Tenant, error) {
 	return mustLoad(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Pool is the resolver for the pool field.
-func (r *instanceResolver) Pool(ctx context.Context, obj *model.Instance) (sqlc.Pool, error) {
+func (r *instanceResolver) Pool(ctx context.Context, obj *domain.Instance) (domain.Pool, error) {
 	return mustLoad(ctx, loadersFrom(ctx).pools, obj.PoolID)
 }
 
 // Flavor is the resolver for the flavor field.
-func (r *instanceResolver) Flavor(ctx context.Context, obj *model.Instance) (sqlc.Flavor, error) {
+func (r *instanceResolver) Flavor(ctx context.Context, obj *domain.Instance) (domain.Flavor, error) {
 	return mustLoad(ctx, loadersFrom(ctx).flavors, obj.FlavorID)
 }
 
 // Image is the resolver for the image field.
-func (r *instanceResolver) Image(ctx context.Context, obj *model.Instance) (*sqlc.Image, error) {
+func (r *instanceResolver) Image(ctx context.Context, obj *domain.Instance) (*domain.Image, error) {
 	return loadPtr(ctx, loadersFrom(ctx).images, &obj.ImageID)
 }
 
 // SSHKeys is the resolver for the sshKeys field.
-func (r *instanceResolver) SSHKeys(ctx context.Context, obj *model.Instance) ([]model.SSHKey, error) {
-	keys := make([]model.SSHKey, len(obj.SshKeys))
-	for i, line := range obj.SshKeys {
+func (r *instanceResolver) SSHKeys(ctx context.Context, obj *domain.Instance) ([]model.SSHKey, error) {
+	keys := make([]model.SSHKey, len(obj.SSHKeys))
+	for i, line := range obj.SSHKeys {
 		keys[i].Type, keys[i].Fingerprint, keys[i].Comment = control.DescribeKey(line)
 	}
 	return keys, nil
 }
 
 // DesiredState is the resolver for the desiredState field.
-func (r *instanceResolver) DesiredState(ctx context.Context, obj *model.Instance) (model.DesiredState, error) {
+func (r *instanceResolver) DesiredState(ctx context.Context, obj *domain.Instance) (model.DesiredState, error) {
 	return model.DesiredState(obj.DesiredState), nil
 }
 
 // State is the resolver for the state field.
-func (r *instanceResolver) State(ctx context.Context, obj *model.Instance) (model.InstanceState, error) {
+func (r *instanceResolver) State(ctx context.Context, obj *domain.Instance) (model.InstanceState, error) {
 	return model.InstanceState(obj.State), nil
 }
 
 // Host is the resolver for the host field.
-func (r *instanceResolver) Host(ctx context.Context, obj *model.Instance) (*sqlc.Host, error) {
+func (r *instanceResolver) Host(ctx context.Context, obj *domain.Instance) (*domain.Host, error) {
 	if p := iam.FromContext(ctx); p == nil || !p.IsOperator() {
 		return nil, nil
 	}
@@ -94,7 +94,7 @@ func (r *mutationResolver) CreateInstance(ctx context.Context, input model.Creat
 	if input.IdempotencyKey != nil {
 		in.IdempotencyKey = *input.IdempotencyKey
 	}
-	inst, err := r.view(ctx, func() (sqlc.Instance, error) { return r.svc.CreateInstance(ctx, in) })
+	inst, err := r.svc.CreateInstance(ctx, in)
 	return model.InstancePayload{Instance: inst}, err
 }
 
@@ -114,12 +114,12 @@ func (r *mutationResolver) DeleteInstance(ctx context.Context, input model.Insta
 }
 
 // Instance is the resolver for the instance field.
-func (r *queryResolver) Instance(ctx context.Context, id string) (model.Instance, error) {
+func (r *queryResolver) Instance(ctx context.Context, id string) (domain.Instance, error) {
 	uid, err := decodeID(ids.Instance, "id", id)
 	if err != nil {
-		return model.Instance{}, err
+		return domain.Instance{}, err
 	}
-	return r.view(ctx, func() (sqlc.Instance, error) { return r.svc.Instance(ctx, uid) })
+	return r.svc.Instance(ctx, uid)
 }
 
 // Instances is the resolver for the instances field.
@@ -143,11 +143,7 @@ func (r *queryResolver) Instances(ctx context.Context, first *int, after *string
 		}
 		page.After = &id
 	}
-	rows, hasNext, err := r.svc.Instances(ctx, f, page)
-	if err != nil {
-		return model.InstanceConnection{}, err
-	}
-	items, err := r.views(ctx, rows...)
+	items, hasNext, err := r.svc.Instances(ctx, f, page)
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}

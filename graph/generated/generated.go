@@ -14,8 +14,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/model"
-	"github.com/better-compute/vps/sqlc"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -100,11 +100,11 @@ type ComplexityRoot struct {
 	}
 
 	Flavor struct {
-		DiskGb              func(childComplexity int) int
-		GpuCount            func(childComplexity int) int
-		GpuModel            func(childComplexity int) int
+		DiskGB              func(childComplexity int) int
+		GPUCount            func(childComplexity int) int
+		GPUModel            func(childComplexity int) int
 		ID                  func(childComplexity int) int
-		MemoryMb            func(childComplexity int) int
+		MemoryMB            func(childComplexity int) int
 		Name                func(childComplexity int) int
 		ProviderServerTypes func(childComplexity int) int
 		Vcpus               func(childComplexity int) int
@@ -159,7 +159,7 @@ type ComplexityRoot struct {
 		ID             func(childComplexity int) int
 		Name           func(childComplexity int) int
 		ProviderImages func(childComplexity int) int
-		Sha256         func(childComplexity int) int
+		SHA256         func(childComplexity int) int
 		SourceURL      func(childComplexity int) int
 		Tenant         func(childComplexity int) int
 		Verified       func(childComplexity int) int
@@ -348,57 +348,55 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AuditEventResolver interface {
-	ID(ctx context.Context, obj *sqlc.AuditEvent) (string, error)
+	ID(ctx context.Context, obj *domain.AuditEvent) (string, error)
 
-	PrincipalID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
-	PrincipalName(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
-	TenantID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
+	PrincipalID(ctx context.Context, obj *domain.AuditEvent) (*string, error)
+	PrincipalName(ctx context.Context, obj *domain.AuditEvent) (*string, error)
+	TenantID(ctx context.Context, obj *domain.AuditEvent) (*string, error)
 
-	TargetID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error)
+	TargetID(ctx context.Context, obj *domain.AuditEvent) (*string, error)
 
-	Outcome(ctx context.Context, obj *sqlc.AuditEvent) (model.Outcome, error)
+	Outcome(ctx context.Context, obj *domain.AuditEvent) (model.Outcome, error)
 
-	Details(ctx context.Context, obj *sqlc.AuditEvent) (map[string]any, error)
+	Details(ctx context.Context, obj *domain.AuditEvent) (map[string]any, error)
 }
 type FlavorResolver interface {
-	ID(ctx context.Context, obj *sqlc.Flavor) (string, error)
+	ID(ctx context.Context, obj *domain.Flavor) (string, error)
 
-	ProviderServerTypes(ctx context.Context, obj *sqlc.Flavor) (map[string]any, error)
+	ProviderServerTypes(ctx context.Context, obj *domain.Flavor) (map[string]any, error)
 }
 type HostResolver interface {
-	ID(ctx context.Context, obj *sqlc.Host) (string, error)
+	ID(ctx context.Context, obj *domain.Host) (string, error)
 
-	Pool(ctx context.Context, obj *sqlc.Host) (sqlc.Pool, error)
-	Capacity(ctx context.Context, obj *sqlc.Host) (*model.HostCapacity, error)
-	Gpus(ctx context.Context, obj *sqlc.Host) ([]model.Gpu, error)
-	Allocated(ctx context.Context, obj *sqlc.Host) (model.HostAllocation, error)
+	Pool(ctx context.Context, obj *domain.Host) (domain.Pool, error)
+	Capacity(ctx context.Context, obj *domain.Host) (*model.HostCapacity, error)
+	Gpus(ctx context.Context, obj *domain.Host) ([]model.Gpu, error)
+	Allocated(ctx context.Context, obj *domain.Host) (model.HostAllocation, error)
 
-	Alive(ctx context.Context, obj *sqlc.Host) (bool, error)
+	Alive(ctx context.Context, obj *domain.Host) (bool, error)
 }
 type ImageResolver interface {
-	ID(ctx context.Context, obj *sqlc.Image) (string, error)
+	ID(ctx context.Context, obj *domain.Image) (string, error)
 
-	SourceURL(ctx context.Context, obj *sqlc.Image) (string, error)
+	Format(ctx context.Context, obj *domain.Image) (model.ImageFormat, error)
+	Visibility(ctx context.Context, obj *domain.Image) (model.Visibility, error)
+	Tenant(ctx context.Context, obj *domain.Image) (*domain.Tenant, error)
 
-	Format(ctx context.Context, obj *sqlc.Image) (model.ImageFormat, error)
-	Visibility(ctx context.Context, obj *sqlc.Image) (model.Visibility, error)
-	Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error)
-
-	ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error)
+	ProviderImages(ctx context.Context, obj *domain.Image) (map[string]any, error)
 }
 type InstanceResolver interface {
-	ID(ctx context.Context, obj *model.Instance) (string, error)
+	ID(ctx context.Context, obj *domain.Instance) (string, error)
 
-	Tenant(ctx context.Context, obj *model.Instance) (sqlc.Tenant, error)
-	Pool(ctx context.Context, obj *model.Instance) (sqlc.Pool, error)
-	Flavor(ctx context.Context, obj *model.Instance) (sqlc.Flavor, error)
-	Image(ctx context.Context, obj *model.Instance) (*sqlc.Image, error)
+	Tenant(ctx context.Context, obj *domain.Instance) (domain.Tenant, error)
+	Pool(ctx context.Context, obj *domain.Instance) (domain.Pool, error)
+	Flavor(ctx context.Context, obj *domain.Instance) (domain.Flavor, error)
+	Image(ctx context.Context, obj *domain.Instance) (*domain.Image, error)
 
-	SSHKeys(ctx context.Context, obj *model.Instance) ([]model.SSHKey, error)
-	DesiredState(ctx context.Context, obj *model.Instance) (model.DesiredState, error)
-	State(ctx context.Context, obj *model.Instance) (model.InstanceState, error)
+	SSHKeys(ctx context.Context, obj *domain.Instance) ([]model.SSHKey, error)
+	DesiredState(ctx context.Context, obj *domain.Instance) (model.DesiredState, error)
+	State(ctx context.Context, obj *domain.Instance) (model.InstanceState, error)
 
-	Host(ctx context.Context, obj *model.Instance) (*sqlc.Host, error)
+	Host(ctx context.Context, obj *domain.Instance) (*domain.Host, error)
 }
 type MutationResolver interface {
 	CreateInstance(ctx context.Context, input model.CreateInstanceInput) (model.InstancePayload, error)
@@ -422,47 +420,47 @@ type MutationResolver interface {
 	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
 }
 type PoolResolver interface {
-	ID(ctx context.Context, obj *sqlc.Pool) (string, error)
+	ID(ctx context.Context, obj *domain.Pool) (string, error)
 
-	Tenant(ctx context.Context, obj *sqlc.Pool) (*sqlc.Tenant, error)
-	Placement(ctx context.Context, obj *sqlc.Pool) (model.Placement, error)
+	Tenant(ctx context.Context, obj *domain.Pool) (*domain.Tenant, error)
+	Placement(ctx context.Context, obj *domain.Pool) (model.Placement, error)
 
-	ProviderAccount(ctx context.Context, obj *sqlc.Pool) (*sqlc.ProviderAccount, error)
-	IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPPool, error)
+	ProviderAccount(ctx context.Context, obj *domain.Pool) (*domain.ProviderAccount, error)
+	IPPools(ctx context.Context, obj *domain.Pool) ([]model.IPPool, error)
 }
 type PrincipalResolver interface {
-	ID(ctx context.Context, obj *sqlc.Principal) (string, error)
+	ID(ctx context.Context, obj *domain.Principal) (string, error)
 
-	Role(ctx context.Context, obj *sqlc.Principal) (model.Role, error)
-	Tenant(ctx context.Context, obj *sqlc.Principal) (*sqlc.Tenant, error)
+	Role(ctx context.Context, obj *domain.Principal) (model.Role, error)
+	Tenant(ctx context.Context, obj *domain.Principal) (*domain.Tenant, error)
 }
 type ProviderAccountResolver interface {
-	ID(ctx context.Context, obj *sqlc.ProviderAccount) (string, error)
+	ID(ctx context.Context, obj *domain.ProviderAccount) (string, error)
 
-	Provider(ctx context.Context, obj *sqlc.ProviderAccount) (model.ProviderKind, error)
-	Tenant(ctx context.Context, obj *sqlc.ProviderAccount) (*sqlc.Tenant, error)
-	Settings(ctx context.Context, obj *sqlc.ProviderAccount) (map[string]any, error)
+	Provider(ctx context.Context, obj *domain.ProviderAccount) (model.ProviderKind, error)
+	Tenant(ctx context.Context, obj *domain.ProviderAccount) (*domain.Tenant, error)
+	Settings(ctx context.Context, obj *domain.ProviderAccount) (map[string]any, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (model.Viewer, error)
 	Node(ctx context.Context, id string) (model.Node, error)
-	Instance(ctx context.Context, id string) (model.Instance, error)
+	Instance(ctx context.Context, id string) (domain.Instance, error)
 	Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error)
-	Tenants(ctx context.Context) ([]sqlc.Tenant, error)
-	Pools(ctx context.Context) ([]sqlc.Pool, error)
-	Hosts(ctx context.Context) ([]sqlc.Host, error)
-	Flavors(ctx context.Context) ([]sqlc.Flavor, error)
-	Images(ctx context.Context) ([]sqlc.Image, error)
+	Tenants(ctx context.Context) ([]domain.Tenant, error)
+	Pools(ctx context.Context) ([]domain.Pool, error)
+	Hosts(ctx context.Context) ([]domain.Host, error)
+	Flavors(ctx context.Context) ([]domain.Flavor, error)
+	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
-	ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error)
+	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 }
 type SubscriptionResolver interface {
 	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
 }
 type TenantResolver interface {
-	ID(ctx context.Context, obj *sqlc.Tenant) (string, error)
+	ID(ctx context.Context, obj *domain.Tenant) (string, error)
 
-	Quota(ctx context.Context, obj *sqlc.Tenant) (model.Quota, error)
+	Quota(ctx context.Context, obj *domain.Tenant) (model.Quota, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -671,23 +669,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		return e.ComplexityRoot.CreateHostPayload.Host(childComplexity), true
 
 	case "Flavor.diskGb":
-		if e.ComplexityRoot.Flavor.DiskGb == nil {
+		if e.ComplexityRoot.Flavor.DiskGB == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Flavor.DiskGb(childComplexity), true
+		return e.ComplexityRoot.Flavor.DiskGB(childComplexity), true
 	case "Flavor.gpuCount":
-		if e.ComplexityRoot.Flavor.GpuCount == nil {
+		if e.ComplexityRoot.Flavor.GPUCount == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Flavor.GpuCount(childComplexity), true
+		return e.ComplexityRoot.Flavor.GPUCount(childComplexity), true
 	case "Flavor.gpuModel":
-		if e.ComplexityRoot.Flavor.GpuModel == nil {
+		if e.ComplexityRoot.Flavor.GPUModel == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Flavor.GpuModel(childComplexity), true
+		return e.ComplexityRoot.Flavor.GPUModel(childComplexity), true
 	case "Flavor.id":
 		if e.ComplexityRoot.Flavor.ID == nil {
 			break
@@ -695,11 +693,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Flavor.ID(childComplexity), true
 	case "Flavor.memoryMb":
-		if e.ComplexityRoot.Flavor.MemoryMb == nil {
+		if e.ComplexityRoot.Flavor.MemoryMB == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Flavor.MemoryMb(childComplexity), true
+		return e.ComplexityRoot.Flavor.MemoryMB(childComplexity), true
 	case "Flavor.name":
 		if e.ComplexityRoot.Flavor.Name == nil {
 			break
@@ -906,11 +904,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Image.ProviderImages(childComplexity), true
 	case "Image.sha256":
-		if e.ComplexityRoot.Image.Sha256 == nil {
+		if e.ComplexityRoot.Image.SHA256 == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Image.Sha256(childComplexity), true
+		return e.ComplexityRoot.Image.SHA256(childComplexity), true
 	case "Image.sourceUrl":
 		if e.ComplexityRoot.Image.SourceURL == nil {
 			break
@@ -3636,8 +3634,8 @@ func (ec *executionContext) _ApiToken_tenant(ctx context.Context, field graphql.
 			return obj.Tenant, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -3757,7 +3755,7 @@ func (ec *executionContext) fieldContext_ApiTokenPayload_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3780,7 +3778,7 @@ func (ec *executionContext) fieldContext_AuditEvent_id(_ context.Context, field 
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "ID")
 }
 
-func (ec *executionContext) _AuditEvent_at(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_at(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3803,7 +3801,7 @@ func (ec *executionContext) fieldContext_AuditEvent_at(_ context.Context, field 
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _AuditEvent_principalId(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_principalId(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3826,7 +3824,7 @@ func (ec *executionContext) fieldContext_AuditEvent_principalId(_ context.Contex
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "ID")
 }
 
-func (ec *executionContext) _AuditEvent_principalName(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_principalName(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3849,7 +3847,7 @@ func (ec *executionContext) fieldContext_AuditEvent_principalName(_ context.Cont
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "String")
 }
 
-func (ec *executionContext) _AuditEvent_tenantId(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_tenantId(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3872,7 +3870,7 @@ func (ec *executionContext) fieldContext_AuditEvent_tenantId(_ context.Context, 
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "ID")
 }
 
-func (ec *executionContext) _AuditEvent_action(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_action(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3895,7 +3893,7 @@ func (ec *executionContext) fieldContext_AuditEvent_action(_ context.Context, fi
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
-func (ec *executionContext) _AuditEvent_targetType(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_targetType(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3918,7 +3916,7 @@ func (ec *executionContext) fieldContext_AuditEvent_targetType(_ context.Context
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
-func (ec *executionContext) _AuditEvent_targetId(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_targetId(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3941,7 +3939,7 @@ func (ec *executionContext) fieldContext_AuditEvent_targetId(_ context.Context, 
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "ID")
 }
 
-func (ec *executionContext) _AuditEvent_requestId(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_requestId(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3964,7 +3962,7 @@ func (ec *executionContext) fieldContext_AuditEvent_requestId(_ context.Context,
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
-func (ec *executionContext) _AuditEvent_outcome(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_outcome(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3987,7 +3985,7 @@ func (ec *executionContext) fieldContext_AuditEvent_outcome(_ context.Context, f
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "Outcome")
 }
 
-func (ec *executionContext) _AuditEvent_errorCode(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_errorCode(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4010,7 +4008,7 @@ func (ec *executionContext) fieldContext_AuditEvent_errorCode(_ context.Context,
 	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
 }
 
-func (ec *executionContext) _AuditEvent_details(ctx context.Context, field graphql.CollectedField, obj *sqlc.AuditEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEvent_details(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4077,8 +4075,8 @@ func (ec *executionContext) _AuditEventConnection_nodes(ctx context.Context, fie
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.AuditEvent) graphql.Marshaler {
-			return ec.marshalNAuditEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐAuditEventᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.AuditEvent) graphql.Marshaler {
+			return ec.marshalNAuditEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐAuditEventᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4187,8 +4185,8 @@ func (ec *executionContext) _AuditEventEdge_node(ctx context.Context, field grap
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.AuditEvent) graphql.Marshaler {
-			return ec.marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐAuditEvent(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.AuditEvent) graphql.Marshaler {
+			return ec.marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐAuditEvent(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4274,8 +4272,8 @@ func (ec *executionContext) _CreateHostPayload_host(ctx context.Context, field g
 			return obj.Host, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Host) graphql.Marshaler {
-			return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Host) graphql.Marshaler {
+			return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4317,7 +4315,7 @@ func (ec *executionContext) fieldContext_CreateHostPayload_credential(_ context.
 	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
 }
 
-func (ec *executionContext) _Flavor_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_id(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4340,7 +4338,7 @@ func (ec *executionContext) fieldContext_Flavor_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Flavor", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Flavor_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_name(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4363,7 +4361,7 @@ func (ec *executionContext) fieldContext_Flavor_name(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "String")
 }
 
-func (ec *executionContext) _Flavor_vcpus(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_vcpus(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4386,7 +4384,7 @@ func (ec *executionContext) fieldContext_Flavor_vcpus(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Flavor_memoryMb(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_memoryMb(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4395,7 +4393,7 @@ func (ec *executionContext) _Flavor_memoryMb(ctx context.Context, field graphql.
 			return ec.fieldContext_Flavor_memoryMb(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.MemoryMb, nil
+			return obj.MemoryMB, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
@@ -4409,7 +4407,7 @@ func (ec *executionContext) fieldContext_Flavor_memoryMb(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Flavor_diskGb(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_diskGb(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4418,7 +4416,7 @@ func (ec *executionContext) _Flavor_diskGb(ctx context.Context, field graphql.Co
 			return ec.fieldContext_Flavor_diskGb(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.DiskGb, nil
+			return obj.DiskGB, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
@@ -4432,7 +4430,7 @@ func (ec *executionContext) fieldContext_Flavor_diskGb(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Flavor_gpuModel(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_gpuModel(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4441,7 +4439,7 @@ func (ec *executionContext) _Flavor_gpuModel(ctx context.Context, field graphql.
 			return ec.fieldContext_Flavor_gpuModel(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.GpuModel, nil
+			return obj.GPUModel, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4455,7 +4453,7 @@ func (ec *executionContext) fieldContext_Flavor_gpuModel(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "String")
 }
 
-func (ec *executionContext) _Flavor_gpuCount(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_gpuCount(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4464,7 +4462,7 @@ func (ec *executionContext) _Flavor_gpuCount(ctx context.Context, field graphql.
 			return ec.fieldContext_Flavor_gpuCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.GpuCount, nil
+			return obj.GPUCount, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
@@ -4478,7 +4476,7 @@ func (ec *executionContext) fieldContext_Flavor_gpuCount(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Flavor", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Flavor_providerServerTypes(ctx context.Context, field graphql.CollectedField, obj *sqlc.Flavor) (ret graphql.Marshaler) {
+func (ec *executionContext) _Flavor_providerServerTypes(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4513,8 +4511,8 @@ func (ec *executionContext) _FlavorPayload_flavor(ctx context.Context, field gra
 			return obj.Flavor, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Flavor) graphql.Marshaler {
-			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavor(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4602,7 +4600,7 @@ func (ec *executionContext) fieldContext_Gpu_model(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Gpu", field, false, false, "String")
 }
 
-func (ec *executionContext) _Host_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_id(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4625,7 +4623,7 @@ func (ec *executionContext) fieldContext_Host_id(_ context.Context, field graphq
 	return graphql.NewScalarFieldContext("Host", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Host_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_name(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4648,7 +4646,7 @@ func (ec *executionContext) fieldContext_Host_name(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Host", field, false, false, "String")
 }
 
-func (ec *executionContext) _Host_pool(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_pool(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4660,8 +4658,8 @@ func (ec *executionContext) _Host_pool(ctx context.Context, field graphql.Collec
 			return ec.Resolvers.Host().Pool(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Pool) graphql.Marshaler {
-			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4680,7 +4678,7 @@ func (ec *executionContext) fieldContext_Host_pool(_ context.Context, field grap
 	return fc, nil
 }
 
-func (ec *executionContext) _Host_capacity(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_capacity(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4712,7 +4710,7 @@ func (ec *executionContext) fieldContext_Host_capacity(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Host_gpus(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_gpus(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4744,7 +4742,7 @@ func (ec *executionContext) fieldContext_Host_gpus(_ context.Context, field grap
 	return fc, nil
 }
 
-func (ec *executionContext) _Host_allocated(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_allocated(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4776,7 +4774,7 @@ func (ec *executionContext) fieldContext_Host_allocated(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Host_draining(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_draining(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4799,7 +4797,7 @@ func (ec *executionContext) fieldContext_Host_draining(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Host_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4822,7 +4820,7 @@ func (ec *executionContext) fieldContext_Host_lastSeenAt(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _Host_alive(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_alive(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4845,7 +4843,7 @@ func (ec *executionContext) fieldContext_Host_alive(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Host", field, true, true, "Boolean")
 }
 
-func (ec *executionContext) _Host_specGeneration(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_specGeneration(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4868,7 +4866,7 @@ func (ec *executionContext) fieldContext_Host_specGeneration(_ context.Context, 
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Host_reportedGeneration(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_reportedGeneration(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4891,7 +4889,7 @@ func (ec *executionContext) fieldContext_Host_reportedGeneration(_ context.Conte
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Host) (ret graphql.Marshaler) {
+func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5110,8 +5108,8 @@ func (ec *executionContext) _HostPayload_host(ctx context.Context, field graphql
 			return obj.Host, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Host) graphql.Marshaler {
-			return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Host) graphql.Marshaler {
+			return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5130,7 +5128,7 @@ func (ec *executionContext) fieldContext_HostPayload_host(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _Image_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_id(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5153,7 +5151,7 @@ func (ec *executionContext) fieldContext_Image_id(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("Image", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Image_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_name(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5176,7 +5174,7 @@ func (ec *executionContext) fieldContext_Image_name(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Image", field, false, false, "String")
 }
 
-func (ec *executionContext) _Image_sourceUrl(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_sourceUrl(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5185,7 +5183,7 @@ func (ec *executionContext) _Image_sourceUrl(ctx context.Context, field graphql.
 			return ec.fieldContext_Image_sourceUrl(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Image().SourceURL(ctx, obj)
+			return obj.SourceURL, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5196,10 +5194,10 @@ func (ec *executionContext) _Image_sourceUrl(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Image_sourceUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Image", field, true, true, "String")
+	return graphql.NewScalarFieldContext("Image", field, false, false, "String")
 }
 
-func (ec *executionContext) _Image_sha256(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_sha256(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5208,7 +5206,7 @@ func (ec *executionContext) _Image_sha256(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Image_sha256(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Sha256, nil
+			return obj.SHA256, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5222,7 +5220,7 @@ func (ec *executionContext) fieldContext_Image_sha256(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Image", field, false, false, "String")
 }
 
-func (ec *executionContext) _Image_format(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_format(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5245,7 +5243,7 @@ func (ec *executionContext) fieldContext_Image_format(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Image", field, true, true, "ImageFormat")
 }
 
-func (ec *executionContext) _Image_visibility(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_visibility(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5268,7 +5266,7 @@ func (ec *executionContext) fieldContext_Image_visibility(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Image", field, true, true, "Visibility")
 }
 
-func (ec *executionContext) _Image_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5280,8 +5278,8 @@ func (ec *executionContext) _Image_tenant(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Image().Tenant(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5300,7 +5298,7 @@ func (ec *executionContext) fieldContext_Image_tenant(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Image_verified(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_verified(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5323,7 +5321,7 @@ func (ec *executionContext) fieldContext_Image_verified(_ context.Context, field
 	return graphql.NewScalarFieldContext("Image", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Image_providerImages(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_providerImages(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5346,7 +5344,7 @@ func (ec *executionContext) fieldContext_Image_providerImages(_ context.Context,
 	return graphql.NewScalarFieldContext("Image", field, true, true, "Map")
 }
 
-func (ec *executionContext) _Image_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Image) (ret graphql.Marshaler) {
+func (ec *executionContext) _Image_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Image) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5381,8 +5379,8 @@ func (ec *executionContext) _ImagePayload_image(ctx context.Context, field graph
 			return obj.Image, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Image) graphql.Marshaler {
-			return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImage(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Image) graphql.Marshaler {
+			return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5401,7 +5399,7 @@ func (ec *executionContext) fieldContext_ImagePayload_image(_ context.Context, f
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5424,7 +5422,7 @@ func (ec *executionContext) fieldContext_Instance_id(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Instance_name(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_name(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5447,7 +5445,7 @@ func (ec *executionContext) fieldContext_Instance_name(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_tenant(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5459,8 +5457,8 @@ func (ec *executionContext) _Instance_tenant(ctx context.Context, field graphql.
 			return ec.Resolvers.Instance().Tenant(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5479,7 +5477,7 @@ func (ec *executionContext) fieldContext_Instance_tenant(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_pool(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_pool(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5491,8 +5489,8 @@ func (ec *executionContext) _Instance_pool(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Instance().Pool(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Pool) graphql.Marshaler {
-			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5511,7 +5509,7 @@ func (ec *executionContext) fieldContext_Instance_pool(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_flavor(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_flavor(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5523,8 +5521,8 @@ func (ec *executionContext) _Instance_flavor(ctx context.Context, field graphql.
 			return ec.Resolvers.Instance().Flavor(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Flavor) graphql.Marshaler {
-			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavor(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5543,7 +5541,7 @@ func (ec *executionContext) fieldContext_Instance_flavor(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_image(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_image(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5555,8 +5553,8 @@ func (ec *executionContext) _Instance_image(ctx context.Context, field graphql.C
 			return ec.Resolvers.Instance().Image(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Image) graphql.Marshaler {
-			return ec.marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImage(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Image) graphql.Marshaler {
+			return ec.marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5575,7 +5573,7 @@ func (ec *executionContext) fieldContext_Instance_image(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_imageVerified(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_imageVerified(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5598,7 +5596,7 @@ func (ec *executionContext) fieldContext_Instance_imageVerified(_ context.Contex
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Instance_sshKeys(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_sshKeys(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5630,7 +5628,7 @@ func (ec *executionContext) fieldContext_Instance_sshKeys(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_desiredState(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_desiredState(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5653,7 +5651,7 @@ func (ec *executionContext) fieldContext_Instance_desiredState(_ context.Context
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "DesiredState")
 }
 
-func (ec *executionContext) _Instance_state(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_state(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5676,7 +5674,7 @@ func (ec *executionContext) fieldContext_Instance_state(_ context.Context, field
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "InstanceState")
 }
 
-func (ec *executionContext) _Instance_stateReason(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_stateReason(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5699,7 +5697,7 @@ func (ec *executionContext) fieldContext_Instance_stateReason(_ context.Context,
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_addresses(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5722,7 +5720,7 @@ func (ec *executionContext) fieldContext_Instance_addresses(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
 }
 
-func (ec *executionContext) _Instance_host(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_host(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5734,8 +5732,8 @@ func (ec *executionContext) _Instance_host(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Instance().Host(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Host) graphql.Marshaler {
-			return ec.marshalOHost2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Host) graphql.Marshaler {
+			return ec.marshalOHost2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5754,7 +5752,7 @@ func (ec *executionContext) fieldContext_Instance_host(_ context.Context, field 
 	return fc, nil
 }
 
-func (ec *executionContext) _Instance_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5777,7 +5775,7 @@ func (ec *executionContext) fieldContext_Instance_createdAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _Instance_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5800,7 +5798,7 @@ func (ec *executionContext) fieldContext_Instance_updatedAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, false, false, "DateTime")
 }
 
-func (ec *executionContext) _Instance_version(ctx context.Context, field graphql.CollectedField, obj *model.Instance) (ret graphql.Marshaler) {
+func (ec *executionContext) _Instance_version(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5867,8 +5865,8 @@ func (ec *executionContext) _InstanceConnection_nodes(ctx context.Context, field
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []model.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstanceᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5977,8 +5975,8 @@ func (ec *executionContext) _InstanceEdge_node(ctx context.Context, field graphq
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6032,8 +6030,8 @@ func (ec *executionContext) _InstanceEvent_instance(ctx context.Context, field g
 			return obj.Instance, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6110,8 +6108,8 @@ func (ec *executionContext) _InstancePayload_instance(ctx context.Context, field
 			return obj.Instance, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7196,7 +7194,7 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
-func (ec *executionContext) _Pool_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_id(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7219,7 +7217,7 @@ func (ec *executionContext) fieldContext_Pool_id(_ context.Context, field graphq
 	return graphql.NewScalarFieldContext("Pool", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Pool_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_name(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7242,7 +7240,7 @@ func (ec *executionContext) fieldContext_Pool_name(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "String")
 }
 
-func (ec *executionContext) _Pool_class(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_class(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7265,7 +7263,7 @@ func (ec *executionContext) fieldContext_Pool_class(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "String")
 }
 
-func (ec *executionContext) _Pool_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7277,8 +7275,8 @@ func (ec *executionContext) _Pool_tenant(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Pool().Tenant(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -7297,7 +7295,7 @@ func (ec *executionContext) fieldContext_Pool_tenant(_ context.Context, field gr
 	return fc, nil
 }
 
-func (ec *executionContext) _Pool_placement(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_placement(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7320,7 +7318,7 @@ func (ec *executionContext) fieldContext_Pool_placement(_ context.Context, field
 	return graphql.NewScalarFieldContext("Pool", field, true, true, "Placement")
 }
 
-func (ec *executionContext) _Pool_singleTenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_singleTenant(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7343,7 +7341,7 @@ func (ec *executionContext) fieldContext_Pool_singleTenant(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Pool_requireVerifiedImage(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_requireVerifiedImage(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7366,7 +7364,7 @@ func (ec *executionContext) fieldContext_Pool_requireVerifiedImage(_ context.Con
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Pool_providerAccount(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_providerAccount(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7378,8 +7376,8 @@ func (ec *executionContext) _Pool_providerAccount(ctx context.Context, field gra
 			return ec.Resolvers.Pool().ProviderAccount(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.ProviderAccount) graphql.Marshaler {
-			return ec.marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -7398,7 +7396,7 @@ func (ec *executionContext) fieldContext_Pool_providerAccount(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7430,7 +7428,7 @@ func (ec *executionContext) fieldContext_Pool_ipPools(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Pool_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Pool) (ret graphql.Marshaler) {
+func (ec *executionContext) _Pool_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7465,8 +7463,8 @@ func (ec *executionContext) _PoolPayload_pool(ctx context.Context, field graphql
 			return obj.Pool, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Pool) graphql.Marshaler {
-			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7485,7 +7483,7 @@ func (ec *executionContext) fieldContext_PoolPayload_pool(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _Principal_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Principal) (ret graphql.Marshaler) {
+func (ec *executionContext) _Principal_id(ctx context.Context, field graphql.CollectedField, obj *domain.Principal) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7508,7 +7506,7 @@ func (ec *executionContext) fieldContext_Principal_id(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Principal", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Principal_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Principal) (ret graphql.Marshaler) {
+func (ec *executionContext) _Principal_name(ctx context.Context, field graphql.CollectedField, obj *domain.Principal) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7531,7 +7529,7 @@ func (ec *executionContext) fieldContext_Principal_name(_ context.Context, field
 	return graphql.NewScalarFieldContext("Principal", field, false, false, "String")
 }
 
-func (ec *executionContext) _Principal_role(ctx context.Context, field graphql.CollectedField, obj *sqlc.Principal) (ret graphql.Marshaler) {
+func (ec *executionContext) _Principal_role(ctx context.Context, field graphql.CollectedField, obj *domain.Principal) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7554,7 +7552,7 @@ func (ec *executionContext) fieldContext_Principal_role(_ context.Context, field
 	return graphql.NewScalarFieldContext("Principal", field, true, true, "Role")
 }
 
-func (ec *executionContext) _Principal_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.Principal) (ret graphql.Marshaler) {
+func (ec *executionContext) _Principal_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.Principal) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7566,8 +7564,8 @@ func (ec *executionContext) _Principal_tenant(ctx context.Context, field graphql
 			return ec.Resolvers.Principal().Tenant(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -7586,7 +7584,7 @@ func (ec *executionContext) fieldContext_Principal_tenant(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _ProviderAccount_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_id(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7609,7 +7607,7 @@ func (ec *executionContext) fieldContext_ProviderAccount_id(_ context.Context, f
 	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "ID")
 }
 
-func (ec *executionContext) _ProviderAccount_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_name(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7632,7 +7630,7 @@ func (ec *executionContext) fieldContext_ProviderAccount_name(_ context.Context,
 	return graphql.NewScalarFieldContext("ProviderAccount", field, false, false, "String")
 }
 
-func (ec *executionContext) _ProviderAccount_provider(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_provider(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7655,7 +7653,7 @@ func (ec *executionContext) fieldContext_ProviderAccount_provider(_ context.Cont
 	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "ProviderKind")
 }
 
-func (ec *executionContext) _ProviderAccount_tenant(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7667,8 +7665,8 @@ func (ec *executionContext) _ProviderAccount_tenant(ctx context.Context, field g
 			return ec.Resolvers.ProviderAccount().Tenant(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -7687,7 +7685,7 @@ func (ec *executionContext) fieldContext_ProviderAccount_tenant(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _ProviderAccount_settings(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_settings(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7710,7 +7708,7 @@ func (ec *executionContext) fieldContext_ProviderAccount_settings(_ context.Cont
 	return graphql.NewScalarFieldContext("ProviderAccount", field, true, true, "Map")
 }
 
-func (ec *executionContext) _ProviderAccount_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.ProviderAccount) (ret graphql.Marshaler) {
+func (ec *executionContext) _ProviderAccount_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderAccount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7745,8 +7743,8 @@ func (ec *executionContext) _ProviderAccountPayload_providerAccount(ctx context.
 			return obj.ProviderAccount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.ProviderAccount) graphql.Marshaler {
-			return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7854,8 +7852,8 @@ func (ec *executionContext) _Query_instance(ctx context.Context, field graphql.C
 			return ec.Resolvers.Query().Instance(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.Instance) graphql.Marshaler {
-			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7941,8 +7939,8 @@ func (ec *executionContext) _Query_tenants(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Tenants(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenantᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenantᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7973,8 +7971,8 @@ func (ec *executionContext) _Query_pools(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Query().Pools(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Pool) graphql.Marshaler {
-			return ec.marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPoolᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPoolᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8005,8 +8003,8 @@ func (ec *executionContext) _Query_hosts(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Query().Hosts(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Host) graphql.Marshaler {
-			return ec.marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHostᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Host) graphql.Marshaler {
+			return ec.marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHostᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8037,8 +8035,8 @@ func (ec *executionContext) _Query_flavors(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Query().Flavors(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Flavor) graphql.Marshaler {
-			return ec.marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavorᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavorᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8069,8 +8067,8 @@ func (ec *executionContext) _Query_images(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Query().Images(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.Image) graphql.Marshaler {
-			return ec.marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImageᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Image) graphql.Marshaler {
+			return ec.marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImageᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8145,8 +8143,8 @@ func (ec *executionContext) _Query_providerAccounts(ctx context.Context, field g
 			return ec.Resolvers.Query().ProviderAccounts(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []sqlc.ProviderAccount) graphql.Marshaler {
-			return ec.marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccountᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccountᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8478,7 +8476,7 @@ func (ec *executionContext) fieldContext_Subscription_instanceEvents(ctx context
 	return fc, nil
 }
 
-func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *sqlc.Tenant) (ret graphql.Marshaler) {
+func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *domain.Tenant) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8501,7 +8499,7 @@ func (ec *executionContext) fieldContext_Tenant_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Tenant", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Tenant_name(ctx context.Context, field graphql.CollectedField, obj *sqlc.Tenant) (ret graphql.Marshaler) {
+func (ec *executionContext) _Tenant_name(ctx context.Context, field graphql.CollectedField, obj *domain.Tenant) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8524,7 +8522,7 @@ func (ec *executionContext) fieldContext_Tenant_name(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Tenant", field, false, false, "String")
 }
 
-func (ec *executionContext) _Tenant_quota(ctx context.Context, field graphql.CollectedField, obj *sqlc.Tenant) (ret graphql.Marshaler) {
+func (ec *executionContext) _Tenant_quota(ctx context.Context, field graphql.CollectedField, obj *domain.Tenant) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8556,7 +8554,7 @@ func (ec *executionContext) fieldContext_Tenant_quota(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql.CollectedField, obj *sqlc.Tenant) (ret graphql.Marshaler) {
+func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Tenant) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8591,8 +8589,8 @@ func (ec *executionContext) _TenantPayload_tenant(ctx context.Context, field gra
 			return obj.Tenant, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8715,8 +8713,8 @@ func (ec *executionContext) _Viewer_principal(ctx context.Context, field graphql
 			return obj.Principal, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v sqlc.Principal) graphql.Marshaler {
-			return ec.marshalNPrincipal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPrincipal(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Principal) graphql.Marshaler {
+			return ec.marshalNPrincipal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPrincipal(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8747,8 +8745,8 @@ func (ec *executionContext) _Viewer_tenant(ctx context.Context, field graphql.Co
 			return obj.Tenant, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
-			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11157,30 +11155,30 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 	switch obj := (obj).(type) {
 	case nil:
 		return graphql.Null
-	case sqlc.Tenant:
+	case domain.Tenant:
 		return ec._Tenant(ctx, sel, &obj)
-	case *sqlc.Tenant:
+	case *domain.Tenant:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Tenant(ctx, sel, obj)
-	case sqlc.ProviderAccount:
+	case domain.ProviderAccount:
 		return ec._ProviderAccount(ctx, sel, &obj)
-	case *sqlc.ProviderAccount:
+	case *domain.ProviderAccount:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._ProviderAccount(ctx, sel, obj)
-	case sqlc.Principal:
+	case domain.Principal:
 		return ec._Principal(ctx, sel, &obj)
-	case *sqlc.Principal:
+	case *domain.Principal:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Principal(ctx, sel, obj)
-	case sqlc.Pool:
+	case domain.Pool:
 		return ec._Pool(ctx, sel, &obj)
-	case *sqlc.Pool:
+	case *domain.Pool:
 		if obj == nil {
 			return graphql.Null
 		}
@@ -11192,37 +11190,37 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._IpPool(ctx, sel, obj)
-	case model.Instance:
+	case domain.Instance:
 		return ec._Instance(ctx, sel, &obj)
-	case *model.Instance:
+	case *domain.Instance:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Instance(ctx, sel, obj)
-	case sqlc.Image:
+	case domain.Image:
 		return ec._Image(ctx, sel, &obj)
-	case *sqlc.Image:
+	case *domain.Image:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Image(ctx, sel, obj)
-	case sqlc.Host:
+	case domain.Host:
 		return ec._Host(ctx, sel, &obj)
-	case *sqlc.Host:
+	case *domain.Host:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Host(ctx, sel, obj)
-	case sqlc.Flavor:
+	case domain.Flavor:
 		return ec._Flavor(ctx, sel, &obj)
-	case *sqlc.Flavor:
+	case *domain.Flavor:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Flavor(ctx, sel, obj)
-	case sqlc.AuditEvent:
+	case domain.AuditEvent:
 		return ec._AuditEvent(ctx, sel, &obj)
-	case *sqlc.AuditEvent:
+	case *domain.AuditEvent:
 		if obj == nil {
 			return graphql.Null
 		}
@@ -11345,7 +11343,7 @@ func (ec *executionContext) _ApiTokenPayload(ctx context.Context, sel ast.Select
 
 var auditEventImplementors = []string{"AuditEvent", "Node"}
 
-func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *sqlc.AuditEvent) graphql.Marshaler {
+func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *domain.AuditEvent) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -11602,7 +11600,7 @@ func (ec *executionContext) _CreateHostPayload(ctx context.Context, sel ast.Sele
 
 var flavorImplementors = []string{"Flavor", "Node"}
 
-func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Flavor) graphql.Marshaler {
+func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, obj *domain.Flavor) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, flavorImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -11748,7 +11746,7 @@ func (ec *executionContext) _Gpu(ctx context.Context, sel ast.SelectionSet, obj 
 
 var hostImplementors = []string{"Host", "Node"}
 
-func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Host) graphql.Marshaler {
+func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj *domain.Host) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, hostImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -11971,7 +11969,7 @@ func (ec *executionContext) _HostPayload(ctx context.Context, sel ast.SelectionS
 
 var imageImplementors = []string{"Image", "Node"}
 
-func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Image) graphql.Marshaler {
+func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, obj *domain.Image) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, imageImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -11992,11 +11990,10 @@ func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, ob
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceUrl":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._Image_sourceUrl(ctx, field, obj)
-				})
+			out.Values[i] = ec._Image_sourceUrl(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "sha256":
 			out.Values[i] = ec._Image_sha256(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12088,7 +12085,7 @@ func (ec *executionContext) _ImagePayload(ctx context.Context, sel ast.Selection
 
 var instanceImplementors = []string{"Instance", "Node"}
 
-func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet, obj *model.Instance) graphql.Marshaler {
+func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet, obj *domain.Instance) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, instanceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -12647,7 +12644,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 
 var poolImplementors = []string{"Pool", "Node"}
 
-func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Pool) graphql.Marshaler {
+func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj *domain.Pool) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, poolImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -12763,7 +12760,7 @@ func (ec *executionContext) _PoolPayload(ctx context.Context, sel ast.SelectionS
 
 var principalImplementors = []string{"Principal", "Node"}
 
-func (ec *executionContext) _Principal(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Principal) graphql.Marshaler {
+func (ec *executionContext) _Principal(ctx context.Context, sel ast.SelectionSet, obj *domain.Principal) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, principalImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -12814,7 +12811,7 @@ func (ec *executionContext) _Principal(ctx context.Context, sel ast.SelectionSet
 
 var providerAccountImplementors = []string{"ProviderAccount", "Node"}
 
-func (ec *executionContext) _ProviderAccount(ctx context.Context, sel ast.SelectionSet, obj *sqlc.ProviderAccount) graphql.Marshaler {
+func (ec *executionContext) _ProviderAccount(ctx context.Context, sel ast.SelectionSet, obj *domain.ProviderAccount) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, providerAccountImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13141,7 +13138,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 
 var tenantImplementors = []string{"Tenant", "Node"}
 
-func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, obj *sqlc.Tenant) graphql.Marshaler {
+func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, obj *domain.Tenant) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, tenantImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13678,15 +13675,15 @@ func (ec *executionContext) marshalNApiTokenPayload2githubᚗcomᚋbetterᚑcomp
 	return ec._ApiTokenPayload(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v sqlc.AuditEvent) graphql.Marshaler {
+func (ec *executionContext) marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v domain.AuditEvent) graphql.Marshaler {
 	return ec._AuditEvent(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNAuditEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐAuditEventᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.AuditEvent) graphql.Marshaler {
+func (ec *executionContext) marshalNAuditEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐAuditEventᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.AuditEvent) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐAuditEvent(ctx, sel, v[i])
+		return ec.marshalNAuditEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐAuditEvent(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -13828,15 +13825,15 @@ func (ec *executionContext) marshalNEventType2githubᚗcomᚋbetterᚑcomputeᚋ
 	return v
 }
 
-func (ec *executionContext) marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavor(ctx context.Context, sel ast.SelectionSet, v sqlc.Flavor) graphql.Marshaler {
+func (ec *executionContext) marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx context.Context, sel ast.SelectionSet, v domain.Flavor) graphql.Marshaler {
 	return ec._Flavor(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavorᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Flavor) graphql.Marshaler {
+func (ec *executionContext) marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavorᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Flavor) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐFlavor(ctx, sel, v[i])
+		return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -13877,15 +13874,15 @@ func (ec *executionContext) unmarshalNGpuInput2githubᚗcomᚋbetterᚑcompute�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx context.Context, sel ast.SelectionSet, v sqlc.Host) graphql.Marshaler {
+func (ec *executionContext) marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx context.Context, sel ast.SelectionSet, v domain.Host) graphql.Marshaler {
 	return ec._Host(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHostᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Host) graphql.Marshaler {
+func (ec *executionContext) marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHostᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Host) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx, sel, v[i])
+		return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -13919,15 +13916,15 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImage(ctx context.Context, sel ast.SelectionSet, v sqlc.Image) graphql.Marshaler {
+func (ec *executionContext) marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx context.Context, sel ast.SelectionSet, v domain.Image) graphql.Marshaler {
 	return ec._Image(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImageᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Image) graphql.Marshaler {
+func (ec *executionContext) marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImageᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Image) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImage(ctx, sel, v[i])
+		return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -13953,15 +13950,15 @@ func (ec *executionContext) marshalNImagePayload2githubᚗcomᚋbetterᚑcompute
 	return ec._ImagePayload(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx context.Context, sel ast.SelectionSet, v model.Instance) graphql.Marshaler {
+func (ec *executionContext) marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx context.Context, sel ast.SelectionSet, v domain.Instance) graphql.Marshaler {
 	return ec._Instance(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []model.Instance) graphql.Marshaler {
+func (ec *executionContext) marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Instance) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstance(ctx, sel, v[i])
+		return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14124,15 +14121,15 @@ func (ec *executionContext) marshalNPlacement2githubᚗcomᚋbetterᚑcomputeᚋ
 	return v
 }
 
-func (ec *executionContext) marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPool(ctx context.Context, sel ast.SelectionSet, v sqlc.Pool) graphql.Marshaler {
+func (ec *executionContext) marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx context.Context, sel ast.SelectionSet, v domain.Pool) graphql.Marshaler {
 	return ec._Pool(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPoolᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Pool) graphql.Marshaler {
+func (ec *executionContext) marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPoolᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Pool) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPool(ctx, sel, v[i])
+		return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14148,19 +14145,19 @@ func (ec *executionContext) marshalNPoolPayload2githubᚗcomᚋbetterᚑcompute�
 	return ec._PoolPayload(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNPrincipal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐPrincipal(ctx context.Context, sel ast.SelectionSet, v sqlc.Principal) graphql.Marshaler {
+func (ec *executionContext) marshalNPrincipal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPrincipal(ctx context.Context, sel ast.SelectionSet, v domain.Principal) graphql.Marshaler {
 	return ec._Principal(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v sqlc.ProviderAccount) graphql.Marshaler {
+func (ec *executionContext) marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v domain.ProviderAccount) graphql.Marshaler {
 	return ec._ProviderAccount(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccountᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.ProviderAccount) graphql.Marshaler {
+func (ec *executionContext) marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccountᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.ProviderAccount) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx, sel, v[i])
+		return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14288,15 +14285,15 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
-func (ec *executionContext) marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx context.Context, sel ast.SelectionSet, v sqlc.Tenant) graphql.Marshaler {
+func (ec *executionContext) marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx context.Context, sel ast.SelectionSet, v domain.Tenant) graphql.Marshaler {
 	return ec._Tenant(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenantᚄ(ctx context.Context, sel ast.SelectionSet, v []sqlc.Tenant) graphql.Marshaler {
+func (ec *executionContext) marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenantᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Tenant) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx, sel, v[i])
+		return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14566,7 +14563,7 @@ func (ec *executionContext) unmarshalOGpuInput2ᚕgithubᚗcomᚋbetterᚑcomput
 	return res, nil
 }
 
-func (ec *executionContext) marshalOHost2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐHost(ctx context.Context, sel ast.SelectionSet, v *sqlc.Host) graphql.Marshaler {
+func (ec *executionContext) marshalOHost2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx context.Context, sel ast.SelectionSet, v *domain.Host) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -14633,7 +14630,7 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐImage(ctx context.Context, sel ast.SelectionSet, v *sqlc.Image) graphql.Marshaler {
+func (ec *executionContext) marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx context.Context, sel ast.SelectionSet, v *domain.Image) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -14747,7 +14744,7 @@ func (ec *executionContext) marshalOPlacement2ᚖgithubᚗcomᚋbetterᚑcompute
 	return v
 }
 
-func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v *sqlc.ProviderAccount) graphql.Marshaler {
+func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx context.Context, sel ast.SelectionSet, v *domain.ProviderAccount) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -14807,7 +14804,7 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	return res
 }
 
-func (ec *executionContext) marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋsqlcᚐTenant(ctx context.Context, sel ast.SelectionSet, v *sqlc.Tenant) graphql.Marshaler {
+func (ec *executionContext) marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx context.Context, sel ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
