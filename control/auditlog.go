@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/apierr"
-
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -21,7 +21,7 @@ type AuditFilter struct {
 }
 
 // AuditEvents lists the audit trail the caller may see, newest first.
-func (s *Service) AuditEvents(ctx context.Context, f AuditFilter, page Page[int64]) (items []sqlc.AuditEvent, hasNext bool, err error) {
+func (s *Service) AuditEvents(ctx context.Context, f AuditFilter, page Page[int64]) (items []domain.AuditEvent, hasNext bool, err error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, false, err
@@ -34,14 +34,14 @@ func (s *Service) AuditEvents(ctx context.Context, f AuditFilter, page Page[int6
 	if !p.IsOperator() {
 		tenant = p.TenantFilter()
 	}
-	items, err = s.q.ListAuditEvents(ctx, sqlc.ListAuditEventsParams{
+	rows, err := s.q.ListAuditEvents(ctx, sqlc.ListAuditEventsParams{
 		Tenant: tenant, Action: f.Action, Target: f.TargetID, Outcome: f.Outcome, After: page.After, Lim: lim + 1,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list audit events: %w", err)
 	}
-	items, hasNext = trim(items, lim)
-	return items, hasNext, nil
+	rows, hasNext = trim(rows, lim)
+	return mapRows(rows, domain.AuditEventFromRow), hasNext, nil
 }
 
 // CountAuditEvents counts what AuditEvents with f pages through.
@@ -62,17 +62,17 @@ func (s *Service) CountAuditEvents(ctx context.Context, f AuditFilter) (int, err
 }
 
 // AuditEvent returns one audit event the caller may see.
-func (s *Service) AuditEvent(ctx context.Context, id int64) (sqlc.AuditEvent, error) {
+func (s *Service) AuditEvent(ctx context.Context, id int64) (domain.AuditEvent, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.AuditEvent{}, err
+		return domain.AuditEvent{}, err
 	}
 	ev, err := s.q.GetAuditEvent(ctx, id)
 	if err != nil {
-		return ev, notFound(err, "id", "audit event")
+		return domain.AuditEvent{}, notFound(err, "id", "audit event")
 	}
 	if !p.IsOperator() && (ev.TenantID == nil || *ev.TenantID != p.TenantID) {
-		return sqlc.AuditEvent{}, apierr.NotFoundf("id", "audit event not found")
+		return domain.AuditEvent{}, apierr.NotFoundf("id", "audit event not found")
 	}
-	return ev, nil
+	return domain.AuditEventFromRow(ev), nil
 }

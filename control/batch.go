@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -14,8 +15,8 @@ import (
 // per-request loaders. They do no authorization of their own.
 
 // TenantsByID loads tenants, deleted ones included.
-func (s *Service) TenantsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Tenant, error) {
-	return byID(ctx, "tenants", keys, s.q.GetTenantsByIDs, func(t sqlc.Tenant) uuid.UUID { return t.ID })
+func (s *Service) TenantsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Tenant, error) {
+	return byID(ctx, "tenants", keys, s.q.GetTenantsByIDs, func(t sqlc.Tenant) uuid.UUID { return t.ID }, domain.TenantFromRow)
 }
 
 // PrincipalNames loads the names of principals as the caller may see
@@ -26,7 +27,7 @@ func (s *Service) PrincipalNames(ctx context.Context, keys []uuid.UUID) (map[uui
 	if err != nil {
 		return nil, err
 	}
-	rows, err := byID(ctx, "principals", keys, s.q.GetPrincipalsByIDs, func(p sqlc.Principal) uuid.UUID { return p.ID })
+	rows, err := byID(ctx, "principals", keys, s.q.GetPrincipalsByIDs, func(p sqlc.Principal) uuid.UUID { return p.ID }, domain.PrincipalFromRow)
 	if err != nil {
 		return nil, err
 	}
@@ -41,48 +42,51 @@ func (s *Service) PrincipalNames(ctx context.Context, keys []uuid.UUID) (map[uui
 }
 
 // PoolsByID loads pools.
-func (s *Service) PoolsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Pool, error) {
-	return byID(ctx, "pools", keys, s.q.GetPoolsByIDs, func(p sqlc.Pool) uuid.UUID { return p.ID })
+func (s *Service) PoolsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Pool, error) {
+	return byID(ctx, "pools", keys, s.q.GetPoolsByIDs, func(p sqlc.Pool) uuid.UUID { return p.ID }, domain.PoolFromRow)
 }
 
 // FlavorsByID loads flavors.
-func (s *Service) FlavorsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Flavor, error) {
-	return byID(ctx, "flavors", keys, s.q.GetFlavorsByIDs, func(f sqlc.Flavor) uuid.UUID { return f.ID })
+func (s *Service) FlavorsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Flavor, error) {
+	return byID(ctx, "flavors", keys, s.q.GetFlavorsByIDs, func(f sqlc.Flavor) uuid.UUID { return f.ID }, domain.FlavorFromRow)
 }
 
 // ImagesByID loads images, deleted ones included.
-func (s *Service) ImagesByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Image, error) {
-	return byID(ctx, "images", keys, s.q.GetImagesByIDs, func(i sqlc.Image) uuid.UUID { return i.ID })
+func (s *Service) ImagesByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Image, error) {
+	return byID(ctx, "images", keys, s.q.GetImagesByIDs, func(i sqlc.Image) uuid.UUID { return i.ID }, domain.ImageFromRow)
 }
 
 // HostsByID loads hosts.
-func (s *Service) HostsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.Host, error) {
-	return byID(ctx, "hosts", keys, s.q.GetHostsByIDs, func(h sqlc.Host) uuid.UUID { return h.ID })
+func (s *Service) HostsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Host, error) {
+	return byID(ctx, "hosts", keys, s.q.GetHostsByIDs, func(h sqlc.Host) uuid.UUID { return h.ID }, domain.HostFromRow)
 }
 
-// HostCapacities loads the capacity rows of hosts; a host without one is absent.
-func (s *Service) HostCapacities(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.HostCapacity, error) {
-	return byID(ctx, "host capacity", keys, s.q.GetHostCapacities, func(c sqlc.HostCapacity) uuid.UUID { return c.HostID })
+// HostCapacities loads the capacities of hosts; a host without one is absent.
+func (s *Service) HostCapacities(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.HostCapacity, error) {
+	return byID(ctx, "host capacity", keys, s.q.GetHostCapacities, func(c sqlc.HostCapacity) uuid.UUID { return c.HostID }, domain.HostCapacityFromRow)
 }
 
 // HostAllocations sums what live allocations hold on hosts.
-func (s *Service) HostAllocations(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]sqlc.HostAllocationsRow, error) {
-	return byID(ctx, "host allocations", keys, s.q.HostAllocations, func(a sqlc.HostAllocationsRow) uuid.UUID { return a.HostID })
+func (s *Service) HostAllocations(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.HostAllocation, error) {
+	return byID(ctx, "host allocations", keys, s.q.HostAllocations, func(a sqlc.HostAllocationsRow) uuid.UUID { return a.HostID }, domain.HostAllocationFromRow)
 }
 
 // HostGPUs loads the GPU inventory of hosts.
-func (s *Service) HostGPUs(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.HostGpu, error) {
-	return groupByID(ctx, "host GPUs", keys, s.q.ListHostGPUs, func(g sqlc.HostGpu) uuid.UUID { return g.HostID })
-}
-
-// LiveLeases loads the IP leases instances hold.
-func (s *Service) LiveLeases(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.IpLease, error) {
-	return groupByID(ctx, "IP leases", keys, s.q.ListLiveLeases, func(l sqlc.IpLease) uuid.UUID { return l.InstanceID })
+func (s *Service) HostGPUs(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]domain.GPU, error) {
+	gpus, err := groupByID(ctx, "host GPUs", keys, s.q.ListHostGPUs, func(g sqlc.HostGpu) uuid.UUID { return g.HostID })
+	if err != nil {
+		return nil, err
+	}
+	return mapGroups(gpus, domain.GPUFromRow), nil
 }
 
 // IPPools loads the address ranges of pools.
-func (s *Service) IPPools(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]sqlc.IpPool, error) {
-	return groupByID(ctx, "IP pools", keys, s.q.ListIPPools, func(p sqlc.IpPool) uuid.UUID { return p.PoolID })
+func (s *Service) IPPools(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID][]domain.IPPool, error) {
+	ranges, err := groupByID(ctx, "IP pools", keys, s.q.ListIPPools, func(p sqlc.IpPool) uuid.UUID { return p.PoolID })
+	if err != nil {
+		return nil, err
+	}
+	return mapGroups(ranges, domain.IPPoolFromRow), nil
 }
 
 // LeaseCounts counts the live leases of IP pools.
@@ -98,18 +102,20 @@ func (s *Service) LeaseCounts(ctx context.Context, keys []uuid.UUID) (map[uuid.U
 	return m, nil
 }
 
-func byID[T any](ctx context.Context, what string, keys []uuid.UUID, get func(context.Context, []uuid.UUID) ([]T, error), key func(T) uuid.UUID) (map[uuid.UUID]T, error) {
+// byID loads rows by key and maps each with fromRow.
+func byID[R, T any](ctx context.Context, what string, keys []uuid.UUID, get func(context.Context, []uuid.UUID) ([]R, error), key func(R) uuid.UUID, fromRow func(R) T) (map[uuid.UUID]T, error) {
 	rows, err := get(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
 	m := make(map[uuid.UUID]T, len(rows))
 	for _, r := range rows {
-		m[key(r)] = r
+		m[key(r)] = fromRow(r)
 	}
 	return m, nil
 }
 
+// groupByID loads rows by key, grouped by key.
 func groupByID[T any](ctx context.Context, what string, keys []uuid.UUID, get func(context.Context, []uuid.UUID) ([]T, error), key func(T) uuid.UUID) (map[uuid.UUID][]T, error) {
 	rows, err := get(ctx, keys)
 	if err != nil {
@@ -120,4 +126,13 @@ func groupByID[T any](ctx context.Context, what string, keys []uuid.UUID, get fu
 		m[key(r)] = append(m[key(r)], r)
 	}
 	return m, nil
+}
+
+// mapGroups maps grouped rows with one of package domain's XFromRow functions.
+func mapGroups[R, T any](groups map[uuid.UUID][]R, fromRow func(R) T) map[uuid.UUID][]T {
+	m := make(map[uuid.UUID][]T, len(groups))
+	for k, rows := range groups {
+		m[k] = mapRows(rows, fromRow)
+	}
+	return m
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -33,7 +34,7 @@ type FlavorInput struct {
 }
 
 // CreateFlavor creates a flavor. Operators only.
-func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor, error) {
+func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (domain.Flavor, error) {
 	var f sqlc.Flavor
 	err := s.mutate(ctx, ActCreateFlavor, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
@@ -70,24 +71,24 @@ func (s *Service) CreateFlavor(ctx context.Context, in FlavorInput) (sqlc.Flavor
 		ev.Details = map[string]any{"name": in.Name}
 		return nil
 	})
-	return f, err
+	return domain.FlavorFromRow(f), err
 }
 
 // Flavors lists every flavor.
-func (s *Service) Flavors(ctx context.Context) ([]sqlc.Flavor, error) {
-	return list(ctx, "flavors", func(ctx context.Context, _ *uuid.UUID) ([]sqlc.Flavor, error) { return s.q.ListFlavors(ctx) })
+func (s *Service) Flavors(ctx context.Context) ([]domain.Flavor, error) {
+	return list(ctx, "flavors", func(ctx context.Context, _ *uuid.UUID) ([]sqlc.Flavor, error) { return s.q.ListFlavors(ctx) }, domain.FlavorFromRow)
 }
 
 // Flavor returns a flavor.
-func (s *Service) Flavor(ctx context.Context, id uuid.UUID) (sqlc.Flavor, error) {
+func (s *Service) Flavor(ctx context.Context, id uuid.UUID) (domain.Flavor, error) {
 	if _, err := caller(ctx); err != nil {
-		return sqlc.Flavor{}, err
+		return domain.Flavor{}, err
 	}
 	f, err := s.q.GetFlavor(ctx, id)
 	if err != nil {
-		return f, notFound(err, "id", "flavor")
+		return domain.Flavor{}, notFound(err, "id", "flavor")
 	}
-	return f, nil
+	return domain.FlavorFromRow(f), nil
 }
 
 // ImageInput registers an image.
@@ -110,7 +111,7 @@ type ImageInput struct {
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // RegisterImage registers an image. Operators only.
-func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image, error) {
+func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (domain.Image, error) {
 	var img sqlc.Image
 	err := s.mutate(ctx, ActRegisterImage, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
@@ -155,28 +156,28 @@ func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (sqlc.Image,
 		ev.Details = map[string]any{"name": in.Name, "visibility": in.Visibility, "verified": in.Verified}
 		return nil
 	})
-	return img, err
+	return domain.ImageFromRow(img), err
 }
 
 // Images lists the images the caller can see.
-func (s *Service) Images(ctx context.Context) ([]sqlc.Image, error) {
-	return list(ctx, "images", s.q.ListImages)
+func (s *Service) Images(ctx context.Context) ([]domain.Image, error) {
+	return list(ctx, "images", s.q.ListImages, domain.ImageFromRow)
 }
 
 // Image returns an image the caller can see.
-func (s *Service) Image(ctx context.Context, id uuid.UUID) (sqlc.Image, error) {
+func (s *Service) Image(ctx context.Context, id uuid.UUID) (domain.Image, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.Image{}, err
+		return domain.Image{}, err
 	}
 	img, err := s.q.GetImage(ctx, id)
 	if err != nil {
-		return img, notFound(err, "id", "image")
+		return domain.Image{}, notFound(err, "id", "image")
 	}
 	if img.Visibility != "public" && (img.TenantID == nil || !p.CanSee(*img.TenantID)) {
-		return sqlc.Image{}, apierr.NotFoundf("id", "image not found")
+		return domain.Image{}, apierr.NotFoundf("id", "image not found")
 	}
-	return img, nil
+	return domain.ImageFromRow(img), nil
 }
 
 // providerMapping validates a map from provider kind to a name at that

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
@@ -22,7 +23,7 @@ const HostCredentialPrefix = "bch_"
 
 // NewHost is an adopted host. Credential is shown once and never stored.
 type NewHost struct {
-	Host       sqlc.Host
+	Host       domain.Host
 	Credential string
 }
 
@@ -44,23 +45,16 @@ func (s *Service) CreateHost(ctx context.Context, poolID uuid.UUID, name string)
 			return apierr.Invalid("poolId", "hosts join pools of class %s, not %s", vps.ClassHosted, pool.Class)
 		}
 		secret, hash := iam.NewSecret(HostCredentialPrefix)
-		out.Credential = secret
-		if out.Host, err = q.CreateHost(ctx, sqlc.CreateHostParams{ID: ids.New(), PoolID: poolID, Name: name, CredentialHash: hash}); err != nil {
+		host, err := q.CreateHost(ctx, sqlc.CreateHostParams{ID: ids.New(), PoolID: poolID, Name: name, CredentialHash: hash})
+		if err != nil {
 			return fmt.Errorf("create host: %w", err)
 		}
-		ev.TargetID = out.Host.ID
+		out = NewHost{Host: domain.HostFromRow(host), Credential: secret}
+		ev.TargetID = host.ID
 		ev.Details = map[string]any{"name": name, "pool": pool.Name}
 		return nil
 	})
 	return out, err
-}
-
-// GPU is a GPU device of a host.
-type GPU struct {
-	// Address is the PCI address, such as 0000:65:00.0.
-	Address string
-	Vendor  string
-	Model   string
 }
 
 // HostCapacityInput sets what a host can give to instances.
@@ -69,13 +63,13 @@ type HostCapacityInput struct {
 	Vcpus    int32
 	MemoryMB int64
 	DiskGB   int64
-	GPUs     []GPU
+	GPUs     []domain.GPU
 }
 
 var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
 // SetHostCapacity replaces a host's capacity and GPU inventory. Operators only.
-func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (sqlc.Host, error) {
+func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (domain.Host, error) {
 	var host sqlc.Host
 	err := s.mutate(ctx, ActSetHostCapacity, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = in.HostID
@@ -116,12 +110,12 @@ func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (sq
 		ev.Details = map[string]any{"vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "diskGb": in.DiskGB, "gpus": len(in.GPUs)}
 		return nil
 	})
-	return host, err
+	return domain.HostFromRow(host), err
 }
 
 // SetHostDraining drains a host (nothing new is placed on it; what runs
 // there keeps running) or returns it to service. Operators only.
-func (s *Service) SetHostDraining(ctx context.Context, id uuid.UUID, draining bool) (sqlc.Host, error) {
+func (s *Service) SetHostDraining(ctx context.Context, id uuid.UUID, draining bool) (domain.Host, error) {
 	var host sqlc.Host
 	err := s.mutate(ctx, ActSetHostDraining, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
@@ -135,11 +129,11 @@ func (s *Service) SetHostDraining(ctx context.Context, id uuid.UUID, draining bo
 		ev.Details = map[string]any{"draining": draining}
 		return nil
 	})
-	return host, err
+	return domain.HostFromRow(host), err
 }
 
 // Hosts lists every host. Operators only.
-func (s *Service) Hosts(ctx context.Context) ([]sqlc.Host, error) {
+func (s *Service) Hosts(ctx context.Context) ([]domain.Host, error) {
 	if _, err := operator(ctx); err != nil {
 		return nil, err
 	}
@@ -147,23 +141,23 @@ func (s *Service) Hosts(ctx context.Context) ([]sqlc.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
-	return hosts, nil
+	return mapRows(hosts, domain.HostFromRow), nil
 }
 
 // Host returns a host. Operators only; members are told it does not exist.
-func (s *Service) Host(ctx context.Context, id uuid.UUID) (sqlc.Host, error) {
+func (s *Service) Host(ctx context.Context, id uuid.UUID) (domain.Host, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.Host{}, err
+		return domain.Host{}, err
 	}
 	if !p.IsOperator() {
-		return sqlc.Host{}, apierr.NotFoundf("id", "host not found")
+		return domain.Host{}, apierr.NotFoundf("id", "host not found")
 	}
 	h, err := s.q.GetHost(ctx, id)
 	if err != nil {
-		return h, notFound(err, "id", "host")
+		return domain.Host{}, notFound(err, "id", "host")
 	}
-	return h, nil
+	return domain.HostFromRow(h), nil
 }
 
 // ResetHostCredential gives a host a new credential, shown once; the old
@@ -180,7 +174,7 @@ func (s *Service) ResetHostCredential(ctx context.Context, hostID uuid.UUID) (Ne
 		if err != nil {
 			return notFound(err, "hostId", "host")
 		}
-		out = NewHost{Host: host, Credential: secret}
+		out = NewHost{Host: domain.HostFromRow(host), Credential: secret}
 		return nil
 	})
 	return out, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
@@ -39,14 +40,17 @@ type CreateInstanceInput struct {
 }
 
 // CreateInstance admits an instance and records it as desired state.
-func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (sqlc.Instance, error) {
+func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (domain.Instance, error) {
 	var inst sqlc.Instance
 	err := s.mutate(ctx, ActCreateInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		var err error
 		inst, err = s.admit(ctx, tx, q, ev, in)
 		return err
 	})
-	return inst, err
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return s.withAddresses(ctx, inst)
 }
 
 func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (sqlc.Instance, error) {
@@ -234,11 +238,11 @@ func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.U
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.
 // Asking for what is already desired changes nothing.
-func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecycle.Desired) (sqlc.Instance, error) {
+func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecycle.Desired) (domain.Instance, error) {
 	var inst sqlc.Instance
 	action, ok := DesiredStateActions[want]
 	if !ok {
-		return inst, apierr.Invalid("desiredState", "must be RUNNING, STOPPED or DELETED")
+		return domain.Instance{}, apierr.Invalid("desiredState", "must be RUNNING, STOPPED or DELETED")
 	}
 	err := s.mutate(ctx, action, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
@@ -263,7 +267,10 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
 		return events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst)
 	})
-	return inst, err
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return s.withAddresses(ctx, inst)
 }
 
 // visibleInstance reads an instance with get and answers NOT_FOUND when the
@@ -284,8 +291,39 @@ func (s *Service) visibleInstance(ctx context.Context, get func(context.Context,
 }
 
 // Instance returns an instance the caller may see.
-func (s *Service) Instance(ctx context.Context, id uuid.UUID) (sqlc.Instance, error) {
-	return s.visibleInstance(ctx, s.q.GetInstance, id)
+func (s *Service) Instance(ctx context.Context, id uuid.UUID) (domain.Instance, error) {
+	inst, err := s.visibleInstance(ctx, s.q.GetInstance, id)
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return s.withAddresses(ctx, inst)
+}
+
+// withAddresses maps an instance row with the addresses it leases.
+func (s *Service) withAddresses(ctx context.Context, row sqlc.Instance) (domain.Instance, error) {
+	insts, err := s.mapInstances(ctx, []sqlc.Instance{row})
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return insts[0], nil
+}
+
+// mapInstances maps instance rows with the addresses they lease, read in
+// one query.
+func (s *Service) mapInstances(ctx context.Context, rows []sqlc.Instance) ([]domain.Instance, error) {
+	keys := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		keys[i] = r.ID
+	}
+	leases, err := groupByID(ctx, "IP leases", keys, s.q.ListLiveLeases, func(l sqlc.IpLease) uuid.UUID { return l.InstanceID })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Instance, len(rows))
+	for i, r := range rows {
+		out[i] = domain.InstanceFromRow(r, leases[r.ID])
+	}
+	return out, nil
 }
 
 // InstanceFilter narrows a list of instances; zero fields do not filter.
@@ -326,22 +364,23 @@ func trim[T any](items []T, lim int32) ([]T, bool) {
 	return items, false
 }
 
-// list runs a list query limited to what the caller may see.
-func list[T any](ctx context.Context, what string, query func(context.Context, *uuid.UUID) ([]T, error)) ([]T, error) {
+// list runs a list query limited to what the caller may see and maps its
+// rows with fromRow.
+func list[R, T any](ctx context.Context, what string, query func(context.Context, *uuid.UUID) ([]R, error), fromRow func(R) T) ([]T, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	items, err := query(ctx, p.TenantFilter())
+	rows, err := query(ctx, p.TenantFilter())
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
-	return items, nil
+	return mapRows(rows, fromRow), nil
 }
 
 // Instances lists the instances the caller may see, newest first. It reads
 // one more than asked so the caller knows whether there is a next page.
-func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) (items []sqlc.Instance, hasNext bool, err error) {
+func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) (items []domain.Instance, hasNext bool, err error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, false, err
@@ -350,15 +389,16 @@ func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uui
 	if err != nil {
 		return nil, false, err
 	}
-	items, err = s.q.ListInstances(ctx, sqlc.ListInstancesParams{
+	rows, err := s.q.ListInstances(ctx, sqlc.ListInstancesParams{
 		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState,
 		Name: f.Name, ExcludeDeleted: f.ExcludeDeleted, After: page.After, Lim: lim + 1,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list instances: %w", err)
 	}
-	items, hasNext = trim(items, lim)
-	return items, hasNext, nil
+	rows, hasNext = trim(rows, lim)
+	items, err = s.mapInstances(ctx, rows)
+	return items, hasNext, err
 }
 
 // CountInstances counts the instances a list with f would page through.
@@ -387,7 +427,7 @@ type WatchFilter struct {
 // WatchedInstances reads the instances a subscription with f shows the
 // caller: those changed since since (deleted ones included), or, with a
 // zero since, the current ones.
-func (s *Service) WatchedInstances(ctx context.Context, f WatchFilter, since time.Time) ([]sqlc.Instance, error) {
+func (s *Service) WatchedInstances(ctx context.Context, f WatchFilter, since time.Time) ([]domain.Instance, error) {
 	p, err := caller(ctx)
 	if err != nil {
 		return nil, err
@@ -403,5 +443,5 @@ func (s *Service) WatchedInstances(ctx context.Context, f WatchFilter, since tim
 	if err != nil {
 		return nil, fmt.Errorf("read watched instances: %w", err)
 	}
-	return rows, nil
+	return s.mapInstances(ctx, rows)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
@@ -38,7 +39,7 @@ var (
 )
 
 // CreatePool creates a pool. Operators only.
-func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, error) {
+func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, error) {
 	var pool sqlc.Pool
 	err := s.mutate(ctx, ActCreatePool, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
@@ -91,28 +92,28 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (sqlc.Pool, erro
 		ev.Details = map[string]any{"name": in.Name, "class": in.Class}
 		return nil
 	})
-	return pool, err
+	return domain.PoolFromRow(pool), err
 }
 
 // Pool returns a pool the caller may use.
-func (s *Service) Pool(ctx context.Context, id uuid.UUID) (sqlc.Pool, error) {
+func (s *Service) Pool(ctx context.Context, id uuid.UUID) (domain.Pool, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.Pool{}, err
+		return domain.Pool{}, err
 	}
 	pool, err := s.q.GetPool(ctx, id)
 	if err != nil {
-		return pool, notFound(err, "id", "pool")
+		return domain.Pool{}, notFound(err, "id", "pool")
 	}
 	if pool.TenantID != nil && !p.CanSee(*pool.TenantID) {
-		return sqlc.Pool{}, apierr.NotFoundf("id", "pool not found")
+		return domain.Pool{}, apierr.NotFoundf("id", "pool not found")
 	}
-	return pool, nil
+	return domain.PoolFromRow(pool), nil
 }
 
 // Pools lists the pools the caller may use.
-func (s *Service) Pools(ctx context.Context) ([]sqlc.Pool, error) {
-	return list(ctx, "pools", s.q.ListPools)
+func (s *Service) Pools(ctx context.Context) ([]domain.Pool, error) {
+	return list(ctx, "pools", s.q.ListPools, domain.PoolFromRow)
 }
 
 // IPPoolInput adds an IPv4 range to a pool.
@@ -126,7 +127,7 @@ type IPPoolInput struct {
 }
 
 // CreateIPPool adds an address range to a pool. Operators only.
-func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (sqlc.IpPool, error) {
+func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (domain.IPPool, error) {
 	var ipp sqlc.IpPool
 	err := s.mutate(ctx, ActCreateIPPool, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
@@ -146,7 +147,7 @@ func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (sqlc.IpPool
 		ev.Details = map[string]any{"pool": ids.Encode(ids.Pool, in.PoolID), "cidr": in.CIDR}
 		return nil
 	})
-	return ipp, err
+	return domain.IPPoolFromRow(ipp), err
 }
 
 func parseIPPool(in IPPoolInput) (sqlc.CreateIPPoolParams, error) {

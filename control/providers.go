@@ -12,6 +12,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -40,7 +41,7 @@ type ProviderAccountInput struct {
 
 // CreateProviderAccount registers a provider account for a tenant (members:
 // their own) or, for operators, a shared one.
-func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountInput) (sqlc.ProviderAccount, error) {
+func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountInput) (domain.ProviderAccount, error) {
 	var acct sqlc.ProviderAccount
 	err := s.mutate(ctx, ActCreateProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		p, err := caller(ctx)
@@ -86,7 +87,7 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 		ev.Details = map[string]any{"name": in.Name, "provider": in.Provider} // never the credentials
 		return nil
 	})
-	return acct, err
+	return domain.ProviderAccountFromRow(acct), err
 }
 
 // accountSecrets validates an account's credentials and settings (JSON, as
@@ -129,7 +130,7 @@ type UpdateProviderAccountInput struct {
 // UpdateProviderAccount replaces an account's credentials (its provider
 // token was rotated) or settings. Members may update their tenant's;
 // shared ones are the operators'.
-func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAccountInput) (sqlc.ProviderAccount, error) {
+func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAccountInput) (domain.ProviderAccount, error) {
 	var acct sqlc.ProviderAccount
 	err := s.mutate(ctx, ActUpdateProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		cur, err := s.lockOwnedAccount(ctx, q, ev, in.ID)
@@ -161,7 +162,7 @@ func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAc
 		ev.Details = map[string]any{"credentials": in.Credentials != nil, "settings": in.Settings != nil}
 		return nil
 	})
-	return acct, err
+	return domain.ProviderAccountFromRow(acct), err
 }
 
 // lockOwnedAccount locks an account the caller may change: members their
@@ -189,29 +190,29 @@ func (s *Service) lockOwnedAccount(ctx context.Context, q *sqlc.Queries, ev *aud
 }
 
 // ProviderAccount returns an account the caller may see.
-func (s *Service) ProviderAccount(ctx context.Context, id uuid.UUID) (sqlc.ProviderAccount, error) {
+func (s *Service) ProviderAccount(ctx context.Context, id uuid.UUID) (domain.ProviderAccount, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.ProviderAccount{}, err
+		return domain.ProviderAccount{}, err
 	}
 	acct, err := s.q.GetProviderAccount(ctx, id)
 	if err != nil {
-		return acct, notFound(err, "id", "provider account")
+		return domain.ProviderAccount{}, notFound(err, "id", "provider account")
 	}
 	if acct.TenantID != nil && !p.CanSee(*acct.TenantID) {
-		return sqlc.ProviderAccount{}, apierr.NotFoundf("id", "provider account not found")
+		return domain.ProviderAccount{}, apierr.NotFoundf("id", "provider account not found")
 	}
-	return acct, nil
+	return domain.ProviderAccountFromRow(acct), nil
 }
 
 // ProviderAccounts lists the accounts the caller may see.
-func (s *Service) ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error) {
-	return list(ctx, "provider accounts", s.q.ListProviderAccounts)
+func (s *Service) ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error) {
+	return list(ctx, "provider accounts", s.q.ListProviderAccounts, domain.ProviderAccountFromRow)
 }
 
 // DeleteProviderAccount deletes an account, refused while instances use it.
 // Members may delete their tenant's; shared ones are the operators'.
-func (s *Service) DeleteProviderAccount(ctx context.Context, id uuid.UUID) (sqlc.ProviderAccount, error) {
+func (s *Service) DeleteProviderAccount(ctx context.Context, id uuid.UUID) (domain.ProviderAccount, error) {
 	var acct sqlc.ProviderAccount
 	err := s.mutate(ctx, ActDeleteProviderAccount, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		var err error
@@ -227,5 +228,5 @@ func (s *Service) DeleteProviderAccount(ctx context.Context, id uuid.UUID) (sqlc
 		}
 		return q.SoftDeleteProviderAccount(ctx, id)
 	})
-	return acct, err
+	return domain.ProviderAccountFromRow(acct), err
 }

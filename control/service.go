@@ -17,6 +17,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
@@ -84,7 +85,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 }
 
 // HostAlive reports whether h reported within the silence timeout.
-func (s *Service) HostAlive(h sqlc.Host) bool {
+func (s *Service) HostAlive(h domain.Host) bool {
 	return h.LastSeenAt != nil && time.Since(*h.LastSeenAt) < s.silentAfter
 }
 
@@ -175,6 +176,15 @@ func operator(ctx context.Context) (*iam.Principal, error) {
 		return nil, apierr.New(apierr.Forbidden, "operators only")
 	}
 	return p, nil
+}
+
+// mapRows maps rows with one of package domain's XFromRow functions.
+func mapRows[R, T any](rows []R, fromRow func(R) T) []T {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = fromRow(r)
+	}
+	return out
 }
 
 // notFound maps a missing row to NOT_FOUND naming field, and wraps other errors.

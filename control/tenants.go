@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
@@ -18,7 +19,7 @@ import (
 )
 
 // CreateTenant creates a tenant. Operators only.
-func (s *Service) CreateTenant(ctx context.Context, name string) (sqlc.Tenant, error) {
+func (s *Service) CreateTenant(ctx context.Context, name string) (domain.Tenant, error) {
 	var t sqlc.Tenant
 	err := s.mutate(ctx, ActCreateTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
@@ -36,12 +37,12 @@ func (s *Service) CreateTenant(ctx context.Context, name string) (sqlc.Tenant, e
 		ev.Details = map[string]any{"name": name}
 		return nil
 	})
-	return t, err
+	return domain.TenantFromRow(t), err
 }
 
 // DeleteTenant deletes a tenant: its tokens stop working and every one of
 // its instances is asked to be deleted. Operators only.
-func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, error) {
+func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant, error) {
 	var t sqlc.Tenant
 	err := s.mutate(ctx, ActDeleteTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
@@ -74,7 +75,7 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, 
 		ev.Details = map[string]any{"instancesDeleted": len(deleted)}
 		return nil
 	})
-	return t, err
+	return domain.TenantFromRow(t), err
 }
 
 // QuotaInput sets a tenant's limits; nil is unlimited.
@@ -87,7 +88,7 @@ type QuotaInput struct {
 }
 
 // SetQuota replaces a tenant's quota. Operators only.
-func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (sqlc.Quota, error) {
+func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (domain.Quota, error) {
 	var quota sqlc.Quota
 	err := s.mutate(ctx, ActSetQuota, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = in.TenantID
@@ -113,27 +114,27 @@ func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (sqlc.Quota, erro
 		ev.Details = map[string]any{"instances": in.Instances, "vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "gpus": in.GPUs}
 		return nil
 	})
-	return quota, err
+	return domain.QuotaFromRow(quota), err
 }
 
 // Tenant returns a live tenant the caller may see.
-func (s *Service) Tenant(ctx context.Context, id uuid.UUID) (sqlc.Tenant, error) {
+func (s *Service) Tenant(ctx context.Context, id uuid.UUID) (domain.Tenant, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.Tenant{}, err
+		return domain.Tenant{}, err
 	}
 	if !p.CanSee(id) {
-		return sqlc.Tenant{}, apierr.NotFoundf("id", "tenant not found")
+		return domain.Tenant{}, apierr.NotFoundf("id", "tenant not found")
 	}
 	t, err := s.q.GetTenant(ctx, id)
 	if err != nil {
-		return t, notFound(err, "id", "tenant")
+		return domain.Tenant{}, notFound(err, "id", "tenant")
 	}
-	return t, nil
+	return domain.TenantFromRow(t), nil
 }
 
 // Tenants lists live tenants. Operators only.
-func (s *Service) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
+func (s *Service) Tenants(ctx context.Context) ([]domain.Tenant, error) {
 	if _, err := operator(ctx); err != nil {
 		return nil, err
 	}
@@ -141,26 +142,25 @@ func (s *Service) Tenants(ctx context.Context) ([]sqlc.Tenant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
-	return ts, nil
+	return mapRows(ts, domain.TenantFromRow), nil
 }
 
 // Quota returns a tenant's quota (all limits nil when it has none) and usage.
-func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (quota sqlc.Quota, usage sqlc.TenantUsageRow, err error) {
+func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (domain.Quota, domain.Usage, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return quota, usage, err
+		return domain.Quota{}, domain.Usage{}, err
 	}
 	if !p.CanSee(tenant) {
-		return quota, usage, apierr.NotFoundf("id", "tenant not found")
+		return domain.Quota{}, domain.Usage{}, apierr.NotFoundf("id", "tenant not found")
 	}
-	quota, err = s.q.GetQuota(ctx, tenant)
+	quota, err := s.q.GetQuota(ctx, tenant)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return quota, usage, fmt.Errorf("read quota: %w", err)
+		return domain.Quota{}, domain.Usage{}, fmt.Errorf("read quota: %w", err)
 	}
-	quota.TenantID = tenant
-	usage, err = s.q.TenantUsage(ctx, tenant)
+	usage, err := s.q.TenantUsage(ctx, tenant)
 	if err != nil {
-		return quota, usage, fmt.Errorf("count usage: %w", err)
+		return domain.Quota{}, domain.Usage{}, fmt.Errorf("count usage: %w", err)
 	}
-	return quota, usage, nil
+	return domain.QuotaFromRow(quota), domain.UsageFromRow(usage), nil
 }

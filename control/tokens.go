@@ -12,6 +12,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -29,7 +30,8 @@ type APITokenInput struct {
 
 // NewAPIToken is a created token. Secret is shown once and never stored.
 type NewAPIToken struct {
-	Token  sqlc.ApiToken
+	// ID is the token's; APIToken reads it.
+	ID     uuid.UUID
 	Role   iam.Role
 	Tenant *uuid.UUID
 	Secret string
@@ -47,7 +49,7 @@ func (s *Service) CreateAPIToken(ctx context.Context, in APITokenInput) (NewAPIT
 		if err != nil {
 			return err
 		}
-		ev.TargetID = out.Token.ID
+		ev.TargetID = out.ID
 		if out.Tenant != nil {
 			ev.TenantID = *out.Tenant
 		}
@@ -78,60 +80,59 @@ func issueToken(ctx context.Context, q *sqlc.Queries, in APITokenInput) (NewAPIT
 	}
 	secret, hash := iam.NewToken()
 	out.Secret = secret
-	out.Token, err = q.CreateAPIToken(ctx, sqlc.CreateAPITokenParams{ID: ids.New(), PrincipalID: p.ID, Name: in.Name, Hash: hash, ExpiresAt: in.ExpiresAt})
+	t, err := q.CreateAPIToken(ctx, sqlc.CreateAPITokenParams{ID: ids.New(), PrincipalID: p.ID, Name: in.Name, Hash: hash, ExpiresAt: in.ExpiresAt})
 	if err != nil {
 		return NewAPIToken{}, fmt.Errorf("create token: %w", err)
 	}
+	out.ID = t.ID
 	return out, nil
 }
 
-// RevokeAPIToken revokes a token; revoking twice is harmless. Operators only.
-func (s *Service) RevokeAPIToken(ctx context.Context, id uuid.UUID) (sqlc.ApiToken, error) {
-	var tok sqlc.ApiToken
-	err := s.mutate(ctx, ActRevokeAPIToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+// RevokeAPIToken revokes a token; revoking twice is harmless. Operators
+// only. APIToken reads the revoked token.
+func (s *Service) RevokeAPIToken(ctx context.Context, id uuid.UUID) error {
+	return s.mutate(ctx, ActRevokeAPIToken, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
-		var err error
-		if tok, err = q.RevokeAPIToken(ctx, id); err != nil {
+		if _, err := q.RevokeAPIToken(ctx, id); err != nil {
 			return notFound(err, "id", "API token")
 		}
 		return nil
 	})
-	return tok, err
 }
 
-// APIToken returns a token's view. Operators only.
-func (s *Service) APIToken(ctx context.Context, id uuid.UUID) (sqlc.GetAPITokenRow, error) {
+// APIToken returns a token. Operators only.
+func (s *Service) APIToken(ctx context.Context, id uuid.UUID) (domain.APIToken, error) {
 	if _, err := operator(ctx); err != nil {
-		return sqlc.GetAPITokenRow{}, err
+		return domain.APIToken{}, err
 	}
 	t, err := s.q.GetAPIToken(ctx, id)
 	if err != nil {
-		return t, notFound(err, "id", "API token")
+		return domain.APIToken{}, notFound(err, "id", "API token")
 	}
-	return t, nil
+	return domain.APITokenFromRow(t), nil
 }
 
 // Principal returns a principal the caller may see.
-func (s *Service) Principal(ctx context.Context, id uuid.UUID) (sqlc.Principal, error) {
+func (s *Service) Principal(ctx context.Context, id uuid.UUID) (domain.Principal, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return sqlc.Principal{}, err
+		return domain.Principal{}, err
 	}
 	pr, err := s.q.GetPrincipal(ctx, id)
 	if err != nil {
-		return pr, notFound(err, "id", "principal")
+		return domain.Principal{}, notFound(err, "id", "principal")
 	}
 	tenant := uuid.Nil
 	if pr.TenantID != nil {
 		tenant = *pr.TenantID
 	}
 	if !p.IsOperator() && (tenant == uuid.Nil || tenant != p.TenantID) {
-		return sqlc.Principal{}, apierr.NotFoundf("id", "principal not found")
+		return domain.Principal{}, apierr.NotFoundf("id", "principal not found")
 	}
-	return pr, nil
+	return domain.PrincipalFromRow(pr), nil
 }
 
 // System is the principal of operator commands run on the server itself

@@ -8,9 +8,9 @@ import (
 
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // Emulated says where `dev` runs its provider emulators and how to log in.
@@ -44,7 +44,7 @@ func SeedProviders(ctx context.Context, svc *control.Service, e Emulated) error 
 			Settings: map[string]any{"endpoint": e.ProxmoxURL, "node": "pve", "storage": "local-lvm", "template": e.ProxmoxTemplate}},
 	}
 	for _, in := range accounts {
-		acct, err := findOr(ctx, svc.ProviderAccounts, func(a sqlc.ProviderAccount) bool { return a.Name == in.Name }, func() (sqlc.ProviderAccount, error) {
+		acct, err := findOr(ctx, svc.ProviderAccounts, func(a domain.ProviderAccount) bool { return a.Name == in.Name }, func() (domain.ProviderAccount, error) {
 			return svc.CreateProviderAccount(ctx, in)
 		})
 		if err != nil {
@@ -63,21 +63,21 @@ func SeedProviders(ctx context.Context, svc *control.Service, e Emulated) error 
 			}
 		}
 		name := ProviderPools[in.Provider]
-		_, err = findOr(ctx, svc.Pools, func(p sqlc.Pool) bool { return p.Name == name }, func() (sqlc.Pool, error) {
+		_, err = findOr(ctx, svc.Pools, func(p domain.Pool) bool { return p.Name == name }, func() (domain.Pool, error) {
 			return svc.CreatePool(ctx, control.PoolInput{Name: name, Class: vps.ClassProvider, ProviderAccountID: acct.ID})
 		})
 		if err != nil {
 			return fmt.Errorf("seed pool %s: %w", name, err)
 		}
 	}
-	_, err := findOr(ctx, svc.Flavors, func(f sqlc.Flavor) bool { return f.Name == CloudFlavor }, func() (sqlc.Flavor, error) {
+	_, err := findOr(ctx, svc.Flavors, func(f domain.Flavor) bool { return f.Name == CloudFlavor }, func() (domain.Flavor, error) {
 		return svc.CreateFlavor(ctx, control.FlavorInput{Name: CloudFlavor, Vcpus: 2, MemoryMB: 4096, DiskGB: 40,
 			ProviderTypes: map[string]string{control.ProviderHetzner: "cx22"}})
 	})
 	if err != nil {
 		return fmt.Errorf("seed flavor %s: %w", CloudFlavor, err)
 	}
-	_, err = findOr(ctx, svc.Images, func(x sqlc.Image) bool { return x.Name == CloudImage }, func() (sqlc.Image, error) {
+	_, err = findOr(ctx, svc.Images, func(x domain.Image) bool { return x.Name == CloudImage }, func() (domain.Image, error) {
 		return svc.RegisterImage(ctx, control.ImageInput{Name: CloudImage, SourceURL: "file:///var/lib/better-compute/images/debian-12.qcow2",
 			SHA256: strings.Repeat("0", 64), Format: "qcow2", Visibility: "public", Verified: true,
 			ProviderImages: map[string]string{control.ProviderHetzner: "debian-12", control.ProviderProxmox: fmt.Sprint(e.ProxmoxTemplate)}})

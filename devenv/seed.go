@@ -9,9 +9,9 @@ import (
 
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // Sim is what Seed set up for `dev --sim N`.
@@ -21,7 +21,7 @@ type Sim struct {
 	// Pool, Flavor and Image are the demo's, for the walk-through.
 	Pool, Flavor, Image uuid.UUID
 	// Tenant is the demo tenant.
-	Tenant sqlc.Tenant
+	Tenant domain.Tenant
 }
 
 // SimPool is the hosted pool of the simulated hosts.
@@ -34,7 +34,7 @@ const SimPool = "sim"
 func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "dev-seed"), control.System)
 	sim := Sim{Credentials: map[string]string{}}
-	pool, err := findOr(ctx, svc.Pools, func(p sqlc.Pool) bool { return p.Name == SimPool }, func() (sqlc.Pool, error) {
+	pool, err := findOr(ctx, svc.Pools, func(p domain.Pool) bool { return p.Name == SimPool }, func() (domain.Pool, error) {
 		return svc.CreatePool(ctx, control.PoolInput{Name: SimPool, Class: vps.ClassHosted})
 	})
 	if err != nil {
@@ -58,7 +58,7 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("sim-%d", i)
 		var nh control.NewHost
-		if h, ok := find(hosts, func(h sqlc.Host) bool { return h.Name == name }); ok {
+		if h, ok := find(hosts, func(h domain.Host) bool { return h.Name == name }); ok {
 			nh, err = svc.ResetHostCredential(ctx, h.ID)
 		} else {
 			nh, err = svc.CreateHost(ctx, pool.ID, name)
@@ -72,7 +72,7 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 		{Name: "small", Vcpus: 1, MemoryMB: 1024, DiskGB: 10},
 		{Name: "medium", Vcpus: 2, MemoryMB: 4096, DiskGB: 40},
 	} {
-		flavor, err := findOr(ctx, svc.Flavors, func(x sqlc.Flavor) bool { return x.Name == f.Name }, func() (sqlc.Flavor, error) {
+		flavor, err := findOr(ctx, svc.Flavors, func(x domain.Flavor) bool { return x.Name == f.Name }, func() (domain.Flavor, error) {
 			return svc.CreateFlavor(ctx, f)
 		})
 		if err != nil {
@@ -82,7 +82,7 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 			sim.Flavor = flavor.ID
 		}
 	}
-	img, err := findOr(ctx, svc.Images, func(x sqlc.Image) bool { return x.Name == "debian-12" && x.Visibility == "public" }, func() (sqlc.Image, error) {
+	img, err := findOr(ctx, svc.Images, func(x domain.Image) bool { return x.Name == "debian-12" && x.Visibility == "public" }, func() (domain.Image, error) {
 		return svc.RegisterImage(ctx, control.ImageInput{Name: "debian-12", SourceURL: "file:///var/lib/better-compute/images/debian-12.qcow2",
 			SHA256: strings.Repeat("0", 64), Format: "qcow2", Visibility: "public", Verified: true})
 	})
@@ -90,7 +90,7 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 		return sim, fmt.Errorf("seed image: %w", err)
 	}
 	sim.Image = img.ID
-	sim.Tenant, err = findOr(ctx, svc.Tenants, func(t sqlc.Tenant) bool { return t.Name == "demo" }, func() (sqlc.Tenant, error) {
+	sim.Tenant, err = findOr(ctx, svc.Tenants, func(t domain.Tenant) bool { return t.Name == "demo" }, func() (domain.Tenant, error) {
 		return svc.CreateTenant(ctx, "demo")
 	})
 	if err != nil {

@@ -8,11 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -27,9 +28,9 @@ const (
 	Deleted Type = "DELETED"
 )
 
-// InstanceView is the Instance as events carry it: the API's view with
-// related objects by ID. HostID is for operators; the fan-out removes it for
-// members.
+// InstanceView is a domain.Instance as events carry it, with the API's
+// encoded IDs (View and InstanceView.Instance convert). HostID is for
+// operators; the fan-out removes it for members.
 type InstanceView struct {
 	ID            string    `json:"id"`
 	Name          string    `json:"name"`
@@ -62,9 +63,8 @@ type InstanceEvent struct {
 	Version  int64        `json:"version"`
 }
 
-// View returns the event view of inst with its addresses: its leases' and
-// those its provider gave its server.
-func View(inst sqlc.Instance, addresses []string) InstanceView {
+// View returns the event view of inst.
+func View(inst domain.Instance) InstanceView {
 	v := InstanceView{
 		ID:            ids.Encode(ids.Instance, inst.ID),
 		Name:          inst.Name,
@@ -73,11 +73,11 @@ func View(inst sqlc.Instance, addresses []string) InstanceView {
 		FlavorID:      ids.Encode(ids.Flavor, inst.FlavorID),
 		ImageID:       ids.Encode(ids.Image, inst.ImageID),
 		ImageVerified: inst.ImageVerified,
-		SSHKeys:       inst.SshKeys,
+		SSHKeys:       inst.SSHKeys,
 		DesiredState:  inst.DesiredState,
 		State:         inst.State,
 		StateReason:   inst.StateReason,
-		Addresses:     slices.Concat(inst.ProviderAddresses, addresses),
+		Addresses:     inst.Addresses,
 		CreatedAt:     inst.CreatedAt,
 		UpdatedAt:     inst.UpdatedAt,
 		Version:       inst.Version,
@@ -90,6 +90,44 @@ func View(inst sqlc.Instance, addresses []string) InstanceView {
 		v.HostID = &h
 	}
 	return v
+}
+
+// Instance turns an event's view back into the Instance it shows. An ID
+// that is not of its kind is an error.
+func (v InstanceView) Instance() (domain.Instance, error) {
+	inst := domain.Instance{
+		Name:          v.Name,
+		ImageVerified: v.ImageVerified,
+		SSHKeys:       v.SSHKeys,
+		DesiredState:  v.DesiredState,
+		State:         v.State,
+		StateReason:   v.StateReason,
+		Addresses:     v.Addresses,
+		CreatedAt:     v.CreatedAt,
+		UpdatedAt:     v.UpdatedAt,
+		Version:       v.Version,
+	}
+	var bad []string
+	decode := func(k ids.Kind, field, s string) uuid.UUID {
+		id, ok := ids.Decode(k, s)
+		if !ok {
+			bad = append(bad, field)
+		}
+		return id
+	}
+	inst.ID = decode(ids.Instance, "id", v.ID)
+	inst.TenantID = decode(ids.Tenant, "tenantId", v.TenantID)
+	inst.PoolID = decode(ids.Pool, "poolId", v.PoolID)
+	inst.FlavorID = decode(ids.Flavor, "flavorId", v.FlavorID)
+	inst.ImageID = decode(ids.Image, "imageId", v.ImageID)
+	if v.HostID != nil {
+		h := decode(ids.Host, "hostId", *v.HostID)
+		inst.HostID = &h
+	}
+	if bad != nil {
+		return domain.Instance{}, fmt.Errorf("instance event %s: malformed %s", v.ID, strings.Join(bad, ", "))
+	}
+	return inst, nil
 }
 
 // TenantChannel is the channel, below the Redis prefix, of a tenant's events.
@@ -114,11 +152,7 @@ func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst 
 	if err != nil {
 		return fmt.Errorf("read addresses of %s: %w", inst.ID, err)
 	}
-	addrs := make([]string, len(leases))
-	for i, l := range leases {
-		addrs[i] = l.Address.String()
-	}
-	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(inst, addrs), Version: inst.Version})
+	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(domain.InstanceFromRow(inst, leases)), Version: inst.Version})
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", inst.ID, err)
 	}

@@ -10,33 +10,36 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // ID is the resolver for the id field.
-func (r *auditEventResolver) ID(ctx context.Context, obj *sqlc.AuditEvent) (string, error) {
+func (r *auditEventResolver) ID(ctx context.Context, obj *domain.AuditEvent) (string, error) {
 	return ids.EncodeSeq(ids.AuditEvent, obj.ID), nil
 }
 
 // PrincipalID is the resolver for the principalId field.
-func (r *auditEventResolver) PrincipalID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) PrincipalID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return encodeOptID(ids.Principal, obj.PrincipalID), nil
 }
 
 // PrincipalName is the resolver for the principalName field.
-func (r *auditEventResolver) PrincipalName(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) PrincipalName(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return loadPtr(ctx, loadersFrom(ctx).principals, obj.PrincipalID)
 }
 
 // TenantID is the resolver for the tenantId field.
-func (r *auditEventResolver) TenantID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) TenantID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	return encodeOptID(ids.Tenant, obj.TenantID), nil
 }
 
 // TargetID is the resolver for the targetId field.
-func (r *auditEventResolver) TargetID(ctx context.Context, obj *sqlc.AuditEvent) (*string, error) {
+func (r *auditEventResolver) TargetID(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
 	kind, ok := targetKinds[obj.TargetType]
 	if !ok {
 		kind = ids.Kind(obj.TargetType)
@@ -45,7 +48,7 @@ func (r *auditEventResolver) TargetID(ctx context.Context, obj *sqlc.AuditEvent)
 }
 
 // Outcome is the resolver for the outcome field.
-func (r *auditEventResolver) Outcome(ctx context.Context, obj *sqlc.AuditEvent) (model.Outcome, error) {
+func (r *auditEventResolver) Outcome(ctx context.Context, obj *domain.AuditEvent) (model.Outcome, error) {
 	if obj.Outcome == "success" {
 		return model.OutcomeSuccess, nil
 	}
@@ -53,7 +56,7 @@ func (r *auditEventResolver) Outcome(ctx context.Context, obj *sqlc.AuditEvent) 
 }
 
 // Details is the resolver for the details field.
-func (r *auditEventResolver) Details(ctx context.Context, obj *sqlc.AuditEvent) (map[string]any, error) {
+func (r *auditEventResolver) Details(ctx context.Context, obj *domain.AuditEvent) (map[string]any, error) {
 	m := map[string]any{}
 	if err := json.Unmarshal(obj.Details, &m); err != nil {
 		return nil, fmt.Errorf("decode audit details %d: %w", obj.ID, err)
@@ -61,7 +64,55 @@ func (r *auditEventResolver) Details(ctx context.Context, obj *sqlc.AuditEvent) 
 	return m, nil
 }
 
-// AuditEvent returns AuditEventResolver implementation.
-func (r *Resolver) AuditEvent() AuditEventResolver { return &auditEventResolver{r} }
+// AuditEvents is the resolver for the auditEvents field.
+func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error) {
+	var f control.AuditFilter
+	if filter != nil {
+		var d decoder
+		if f.TenantID = d.ptrID(ids.Tenant, "filter.tenantId", filter.TenantID); d.err != nil {
+			return model.AuditEventConnection{}, d.err
+		}
+		if filter.TargetID != nil {
+			_, target, ok := ids.Parse(*filter.TargetID)
+			if !ok {
+				return model.AuditEventConnection{}, apierr.Invalid("filter.targetId", "not a valid ID")
+			}
+			f.TargetID = &target
+		}
+		f.Action = filter.Action
+		if filter.Outcome != nil {
+			o := enumString(filter.Outcome)
+			f.Outcome = &o
+		}
+	}
+	page := control.Page[int64]{First: deref(first)}
+	if after != nil {
+		n, ok := ids.DecodeSeq(ids.AuditEvent, *after)
+		if !ok {
+			return model.AuditEventConnection{}, apierr.Invalid("after", "not a cursor of this list")
+		}
+		page.After = &n
+	}
+	items, hasNext, err := r.svc.AuditEvents(ctx, f, page)
+	if err != nil {
+		return model.AuditEventConnection{}, err
+	}
+	conn := model.AuditEventConnection{Nodes: items, Edges: make([]model.AuditEventEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
+	for i, ev := range items {
+		conn.Edges[i] = model.AuditEventEdge{Cursor: ids.EncodeSeq(ids.AuditEvent, ev.ID), Node: ev}
+	}
+	if n := len(items); n > 0 {
+		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
+	}
+	if wantsField(ctx, "totalCount") {
+		if conn.TotalCount, err = r.svc.CountAuditEvents(ctx, f); err != nil {
+			return model.AuditEventConnection{}, err
+		}
+	}
+	return conn, nil
+}
+
+// AuditEvent returns generated.AuditEventResolver implementation.
+func (r *Resolver) AuditEvent() generated.AuditEventResolver { return &auditEventResolver{r} }
 
 type auditEventResolver struct{ *Resolver }

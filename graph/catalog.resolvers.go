@@ -9,56 +9,94 @@ import (
 	"context"
 	"strings"
 
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // ID is the resolver for the id field.
-func (r *flavorResolver) ID(ctx context.Context, obj *sqlc.Flavor) (string, error) {
+func (r *flavorResolver) ID(ctx context.Context, obj *domain.Flavor) (string, error) {
 	return ids.Encode(ids.Flavor, obj.ID), nil
 }
 
 // ProviderServerTypes is the resolver for the providerServerTypes field.
-func (r *flavorResolver) ProviderServerTypes(ctx context.Context, obj *sqlc.Flavor) (map[string]any, error) {
+func (r *flavorResolver) ProviderServerTypes(ctx context.Context, obj *domain.Flavor) (map[string]any, error) {
 	return jsonMap(obj.ProviderTypes)
 }
 
 // ID is the resolver for the id field.
-func (r *imageResolver) ID(ctx context.Context, obj *sqlc.Image) (string, error) {
+func (r *imageResolver) ID(ctx context.Context, obj *domain.Image) (string, error) {
 	return ids.Encode(ids.Image, obj.ID), nil
 }
 
-// SourceURL is the resolver for the sourceUrl field.
-func (r *imageResolver) SourceURL(ctx context.Context, obj *sqlc.Image) (string, error) {
-	return obj.Source, nil
-}
-
 // Format is the resolver for the format field.
-func (r *imageResolver) Format(ctx context.Context, obj *sqlc.Image) (model.ImageFormat, error) {
+func (r *imageResolver) Format(ctx context.Context, obj *domain.Image) (model.ImageFormat, error) {
 	return model.ImageFormat(strings.ToUpper(obj.Format)), nil
 }
 
 // Visibility is the resolver for the visibility field.
-func (r *imageResolver) Visibility(ctx context.Context, obj *sqlc.Image) (model.Visibility, error) {
+func (r *imageResolver) Visibility(ctx context.Context, obj *domain.Image) (model.Visibility, error) {
 	return model.Visibility(strings.ToUpper(obj.Visibility)), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *imageResolver) Tenant(ctx context.Context, obj *sqlc.Image) (*sqlc.Tenant, error) {
+func (r *imageResolver) Tenant(ctx context.Context, obj *domain.Image) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // ProviderImages is the resolver for the providerImages field.
-func (r *imageResolver) ProviderImages(ctx context.Context, obj *sqlc.Image) (map[string]any, error) {
+func (r *imageResolver) ProviderImages(ctx context.Context, obj *domain.Image) (map[string]any, error) {
 	return jsonMap(obj.ProviderImages)
 }
 
-// Flavor returns FlavorResolver implementation.
-func (r *Resolver) Flavor() FlavorResolver { return &flavorResolver{r} }
+// CreateFlavor is the resolver for the createFlavor field.
+func (r *mutationResolver) CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error) {
+	types, err := stringMap("providerServerTypes", input.ProviderServerTypes)
+	if err != nil {
+		return model.FlavorPayload{}, r.svc.Reject(ctx, control.ActCreateFlavor, err)
+	}
+	f, err := r.svc.CreateFlavor(ctx, control.FlavorInput{
+		Name: input.Name, Vcpus: int32(input.Vcpus), MemoryMB: int64(input.MemoryMb), DiskGB: int32(input.DiskGb),
+		GPUModel: deref(input.GpuModel), GPUCount: int32(deref(input.GpuCount)), ProviderTypes: types,
+	})
+	return model.FlavorPayload{Flavor: f}, err
+}
 
-// Image returns ImageResolver implementation.
-func (r *Resolver) Image() ImageResolver { return &imageResolver{r} }
+// RegisterImage is the resolver for the registerImage field.
+func (r *mutationResolver) RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error) {
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, d.err)
+	}
+	mapped, err := stringMap("providerImages", input.ProviderImages)
+	if err != nil {
+		return model.ImagePayload{}, r.svc.Reject(ctx, control.ActRegisterImage, err)
+	}
+	img, err := r.svc.RegisterImage(ctx, control.ImageInput{
+		Name: input.Name, SourceURL: input.SourceURL, SHA256: input.Sha256, Format: enumString(&input.Format),
+		Visibility: enumString(&input.Visibility), TenantID: tenant, Verified: deref(input.Verified), ProviderImages: mapped,
+	})
+	return model.ImagePayload{Image: img}, err
+}
+
+// Flavors is the resolver for the flavors field.
+func (r *queryResolver) Flavors(ctx context.Context) ([]domain.Flavor, error) {
+	return r.svc.Flavors(ctx)
+}
+
+// Images is the resolver for the images field.
+func (r *queryResolver) Images(ctx context.Context) ([]domain.Image, error) {
+	return r.svc.Images(ctx)
+}
+
+// Flavor returns generated.FlavorResolver implementation.
+func (r *Resolver) Flavor() generated.FlavorResolver { return &flavorResolver{r} }
+
+// Image returns generated.ImageResolver implementation.
+func (r *Resolver) Image() generated.ImageResolver { return &imageResolver{r} }
 
 type (
 	flavorResolver struct{ *Resolver }

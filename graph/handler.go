@@ -20,6 +20,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/sqlc"
@@ -107,7 +108,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	cfg.applyDefaults()
 	q := sqlc.New(cfg.DB)
 	cs := &conns{max: cfg.MaxConnections}
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}}))
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}}))
 	accept := acceptor{
 		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
 		maxUnread:                    cfg.MaxUnread,

@@ -12,7 +12,6 @@ import (
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
-	"github.com/better-compute/vps/sqlc"
 )
 
 func (r *Resolver) setDesiredState(ctx context.Context, id string, want lifecycle.Desired) (model.InstancePayload, error) {
@@ -20,7 +19,7 @@ func (r *Resolver) setDesiredState(ctx context.Context, id string, want lifecycl
 	if err != nil {
 		return model.InstancePayload{}, r.svc.Reject(ctx, control.DesiredStateActions[want], err)
 	}
-	inst, err := r.view(ctx, func() (sqlc.Instance, error) { return r.svc.SetDesiredState(ctx, uid, want) })
+	inst, err := r.svc.SetDesiredState(ctx, uid, want)
 	return model.InstancePayload{Instance: inst}, err
 }
 
@@ -60,7 +59,7 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 	)
 	switch kind {
 	case ids.Instance:
-		n, err = r.view(ctx, func() (sqlc.Instance, error) { return r.svc.Instance(ctx, uid) })
+		n, err = r.svc.Instance(ctx, uid)
 	case ids.Tenant:
 		n, err = r.svc.Tenant(ctx, uid)
 	case ids.Principal:
@@ -119,37 +118,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// views gives instance rows the addresses they hold, in one read.
-func (r *Resolver) views(ctx context.Context, rows ...sqlc.Instance) ([]model.Instance, error) {
-	keys := make([]uuid.UUID, len(rows))
-	for i, row := range rows {
-		keys[i] = row.ID
-	}
-	leases, err := r.svc.LiveLeases(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]model.Instance, len(rows))
-	for i, row := range rows {
-		out[i] = model.Instance{Instance: row, Addresses: append([]string{}, row.ProviderAddresses...)}
-		for _, l := range leases[row.ID] {
-			out[i].Addresses = append(out[i].Addresses, l.Address.String())
-		}
-	}
-	return out, nil
-}
-
-// view is views for one row read by get.
-func (r *Resolver) view(ctx context.Context, get func() (sqlc.Instance, error)) (model.Instance, error) {
-	row, err := get()
-	if err != nil {
-		return model.Instance{}, err
-	}
-	v, err := r.views(ctx, row)
-	if err != nil {
-		return model.Instance{}, err
-	}
-	return v[0], nil
 }

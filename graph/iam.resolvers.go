@@ -8,48 +8,116 @@ package graph
 import (
 	"context"
 
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
+// CreateTenant is the resolver for the createTenant field.
+func (r *mutationResolver) CreateTenant(ctx context.Context, input model.CreateTenantInput) (model.TenantPayload, error) {
+	t, err := r.svc.CreateTenant(ctx, input.Name)
+	return model.TenantPayload{Tenant: t}, err
+}
+
+// DeleteTenant is the resolver for the deleteTenant field.
+func (r *mutationResolver) DeleteTenant(ctx context.Context, input model.DeleteTenantInput) (model.TenantPayload, error) {
+	id, err := decodeID(ids.Tenant, "id", input.ID)
+	if err != nil {
+		return model.TenantPayload{}, r.svc.Reject(ctx, control.ActDeleteTenant, err)
+	}
+	t, err := r.svc.DeleteTenant(ctx, id)
+	return model.TenantPayload{Tenant: t}, err
+}
+
+// SetQuota is the resolver for the setQuota field.
+func (r *mutationResolver) SetQuota(ctx context.Context, input model.SetQuotaInput) (model.TenantPayload, error) {
+	id, err := decodeID(ids.Tenant, "tenantId", input.TenantID)
+	if err != nil {
+		return model.TenantPayload{}, r.svc.Reject(ctx, control.ActSetQuota, err)
+	}
+	_, err = r.svc.SetQuota(ctx, control.QuotaInput{
+		TenantID: id, Instances: ptrInt32(input.Instances), Vcpus: ptrInt32(input.Vcpus),
+		MemoryMB: ptrInt64(input.MemoryMb), GPUs: ptrInt32(input.Gpus),
+	})
+	if err != nil {
+		return model.TenantPayload{}, err
+	}
+	t, err := r.svc.Tenant(ctx, id)
+	return model.TenantPayload{Tenant: t}, err
+}
+
+// CreateAPIToken is the resolver for the createApiToken field.
+func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (model.CreateAPITokenPayload, error) {
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	if d.err != nil {
+		return model.CreateAPITokenPayload{}, r.svc.Reject(ctx, control.ActCreateAPIToken, d.err)
+	}
+	out, err := r.svc.CreateAPIToken(ctx, control.APITokenInput{Name: input.Name, TenantID: tenant, ExpiresAt: input.ExpiresAt})
+	if err != nil {
+		return model.CreateAPITokenPayload{}, err
+	}
+	tok, err := r.apiToken(ctx, out.ID)
+	return model.CreateAPITokenPayload{APIToken: tok, Token: out.Secret}, err
+}
+
+// RevokeAPIToken is the resolver for the revokeApiToken field.
+func (r *mutationResolver) RevokeAPIToken(ctx context.Context, input model.RevokeAPITokenInput) (model.APITokenPayload, error) {
+	id, err := decodeID(ids.APIToken, "id", input.ID)
+	if err != nil {
+		return model.APITokenPayload{}, r.svc.Reject(ctx, control.ActRevokeAPIToken, err)
+	}
+	if err := r.svc.RevokeAPIToken(ctx, id); err != nil {
+		return model.APITokenPayload{}, err
+	}
+	tok, err := r.apiToken(ctx, id)
+	return model.APITokenPayload{APIToken: tok}, err
+}
+
 // ID is the resolver for the id field.
-func (r *principalResolver) ID(ctx context.Context, obj *sqlc.Principal) (string, error) {
+func (r *principalResolver) ID(ctx context.Context, obj *domain.Principal) (string, error) {
 	return ids.Encode(ids.Principal, obj.ID), nil
 }
 
 // Role is the resolver for the role field.
-func (r *principalResolver) Role(ctx context.Context, obj *sqlc.Principal) (model.Role, error) {
+func (r *principalResolver) Role(ctx context.Context, obj *domain.Principal) (model.Role, error) {
 	return roleOf(obj.Role), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *principalResolver) Tenant(ctx context.Context, obj *sqlc.Principal) (*sqlc.Tenant, error) {
+func (r *principalResolver) Tenant(ctx context.Context, obj *domain.Principal) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
+// Tenants is the resolver for the tenants field.
+func (r *queryResolver) Tenants(ctx context.Context) ([]domain.Tenant, error) {
+	return r.svc.Tenants(ctx)
+}
+
 // ID is the resolver for the id field.
-func (r *tenantResolver) ID(ctx context.Context, obj *sqlc.Tenant) (string, error) {
+func (r *tenantResolver) ID(ctx context.Context, obj *domain.Tenant) (string, error) {
 	return ids.Encode(ids.Tenant, obj.ID), nil
 }
 
 // Quota is the resolver for the quota field.
-func (r *tenantResolver) Quota(ctx context.Context, obj *sqlc.Tenant) (model.Quota, error) {
+func (r *tenantResolver) Quota(ctx context.Context, obj *domain.Tenant) (model.Quota, error) {
 	q, u, err := r.svc.Quota(ctx, obj.ID)
 	if err != nil {
 		return model.Quota{}, err
 	}
 	return model.Quota{
-		Instances: ptrInt(q.MaxInstances), Vcpus: ptrInt(q.MaxVcpus), Gpus: ptrInt(q.MaxGpus), MemoryMb: ptrInt64ToInt(q.MaxMemoryMb),
-		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMb), Gpus: int(u.Gpus)},
+		Instances: ptrInt(q.Instances), Vcpus: ptrInt(q.Vcpus), Gpus: ptrInt(q.GPUs), MemoryMb: ptrInt64ToInt(q.MemoryMB),
+		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMB), Gpus: int(u.GPUs)},
 	}, nil
 }
 
-// Principal returns PrincipalResolver implementation.
-func (r *Resolver) Principal() PrincipalResolver { return &principalResolver{r} }
+// Principal returns generated.PrincipalResolver implementation.
+func (r *Resolver) Principal() generated.PrincipalResolver { return &principalResolver{r} }
 
-// Tenant returns TenantResolver implementation.
-func (r *Resolver) Tenant() TenantResolver { return &tenantResolver{r} }
+// Tenant returns generated.TenantResolver implementation.
+func (r *Resolver) Tenant() generated.TenantResolver { return &tenantResolver{r} }
 
 type (
 	principalResolver struct{ *Resolver }

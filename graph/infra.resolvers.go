@@ -10,32 +10,34 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // ID is the resolver for the id field.
-func (r *hostResolver) ID(ctx context.Context, obj *sqlc.Host) (string, error) {
+func (r *hostResolver) ID(ctx context.Context, obj *domain.Host) (string, error) {
 	return ids.Encode(ids.Host, obj.ID), nil
 }
 
 // Pool is the resolver for the pool field.
-func (r *hostResolver) Pool(ctx context.Context, obj *sqlc.Host) (sqlc.Pool, error) {
+func (r *hostResolver) Pool(ctx context.Context, obj *domain.Host) (domain.Pool, error) {
 	return mustLoad(ctx, loadersFrom(ctx).pools, obj.PoolID)
 }
 
 // Capacity is the resolver for the capacity field.
-func (r *hostResolver) Capacity(ctx context.Context, obj *sqlc.Host) (*model.HostCapacity, error) {
+func (r *hostResolver) Capacity(ctx context.Context, obj *domain.Host) (*model.HostCapacity, error) {
 	c, ok, err := load(ctx, loadersFrom(ctx).capacities, obj.ID)
 	if !ok {
 		return nil, err
 	}
-	return &model.HostCapacity{Vcpus: int(c.Vcpus), MemoryMb: int(c.MemoryMb), DiskGb: int(c.DiskGb)}, nil
+	return &model.HostCapacity{Vcpus: int(c.Vcpus), MemoryMb: int(c.MemoryMB), DiskGb: int(c.DiskGB)}, nil
 }
 
 // Gpus is the resolver for the gpus field.
-func (r *hostResolver) Gpus(ctx context.Context, obj *sqlc.Host) ([]model.Gpu, error) {
+func (r *hostResolver) Gpus(ctx context.Context, obj *domain.Host) ([]model.Gpu, error) {
 	gpus, _, err := load(ctx, loadersFrom(ctx).gpus, obj.ID)
 	out := make([]model.Gpu, len(gpus))
 	for i, g := range gpus {
@@ -45,33 +47,101 @@ func (r *hostResolver) Gpus(ctx context.Context, obj *sqlc.Host) ([]model.Gpu, e
 }
 
 // Allocated is the resolver for the allocated field.
-func (r *hostResolver) Allocated(ctx context.Context, obj *sqlc.Host) (model.HostAllocation, error) {
+func (r *hostResolver) Allocated(ctx context.Context, obj *domain.Host) (model.HostAllocation, error) {
 	a, _, err := load(ctx, loadersFrom(ctx).allocated, obj.ID)
-	return model.HostAllocation{Instances: int(a.Instances), Vcpus: int(a.Vcpus), MemoryMb: int(a.MemoryMb), DiskGb: int(a.DiskGb), Gpus: int(a.Gpus)}, err
+	return model.HostAllocation{Instances: int(a.Instances), Vcpus: int(a.Vcpus), MemoryMb: int(a.MemoryMB), DiskGb: int(a.DiskGB), Gpus: int(a.GPUs)}, err
 }
 
 // Alive is the resolver for the alive field.
-func (r *hostResolver) Alive(ctx context.Context, obj *sqlc.Host) (bool, error) {
+func (r *hostResolver) Alive(ctx context.Context, obj *domain.Host) (bool, error) {
 	return r.svc.HostAlive(*obj), nil
 }
 
+// CreatePool is the resolver for the createPool field.
+func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error) {
+	var d decoder
+	tenant := d.optID(ids.Tenant, "tenantId", input.TenantID)
+	account := d.optID(ids.ProviderAccount, "providerAccountId", input.ProviderAccountID)
+	if d.err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreatePool, d.err)
+	}
+	pool, err := r.svc.CreatePool(ctx, control.PoolInput{
+		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
+		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
+		ProviderAccountID: account,
+	})
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// CreateIPPool is the resolver for the createIpPool field.
+func (r *mutationResolver) CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActCreateIPPool, err)
+	}
+	_, err = r.svc.CreateIPPool(ctx, control.IPPoolInput{
+		PoolID: poolID, CIDR: input.Cidr, Gateway: input.Gateway, RangeStart: input.RangeStart, RangeEnd: input.RangeEnd, DNS: input.DNS,
+	})
+	if err != nil {
+		return model.PoolPayload{}, err
+	}
+	pool, err := r.svc.Pool(ctx, poolID)
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// CreateHost is the resolver for the createHost field.
+func (r *mutationResolver) CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.CreateHostPayload{}, r.svc.Reject(ctx, control.ActCreateHost, err)
+	}
+	out, err := r.svc.CreateHost(ctx, poolID, input.Name)
+	return model.CreateHostPayload{Host: out.Host, Credential: out.Credential}, err
+}
+
+// SetHostCapacity is the resolver for the setHostCapacity field.
+func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostCapacity, err)
+	}
+	gpus := make([]domain.GPU, len(input.Gpus))
+	for i, g := range input.Gpus {
+		gpus[i] = domain.GPU{Address: g.Address, Vendor: g.Vendor, Model: g.Model}
+	}
+	host, err := r.svc.SetHostCapacity(ctx, control.HostCapacityInput{
+		HostID: hostID, Vcpus: int32(input.Vcpus), MemoryMB: int64(input.MemoryMb), DiskGB: int64(input.DiskGb), GPUs: gpus,
+	})
+	return model.HostPayload{Host: host}, err
+}
+
+// SetHostDraining is the resolver for the setHostDraining field.
+func (r *mutationResolver) SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostDraining, err)
+	}
+	host, err := r.svc.SetHostDraining(ctx, hostID, input.Draining)
+	return model.HostPayload{Host: host}, err
+}
+
 // ID is the resolver for the id field.
-func (r *poolResolver) ID(ctx context.Context, obj *sqlc.Pool) (string, error) {
+func (r *poolResolver) ID(ctx context.Context, obj *domain.Pool) (string, error) {
 	return ids.Encode(ids.Pool, obj.ID), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *poolResolver) Tenant(ctx context.Context, obj *sqlc.Pool) (*sqlc.Tenant, error) {
+func (r *poolResolver) Tenant(ctx context.Context, obj *domain.Pool) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Placement is the resolver for the placement field.
-func (r *poolResolver) Placement(ctx context.Context, obj *sqlc.Pool) (model.Placement, error) {
+func (r *poolResolver) Placement(ctx context.Context, obj *domain.Pool) (model.Placement, error) {
 	return model.Placement(strings.ToUpper(obj.Placement)), nil
 }
 
 // ProviderAccount is the resolver for the providerAccount field.
-func (r *poolResolver) ProviderAccount(ctx context.Context, obj *sqlc.Pool) (*sqlc.ProviderAccount, error) {
+func (r *poolResolver) ProviderAccount(ctx context.Context, obj *domain.Pool) (*domain.ProviderAccount, error) {
 	if obj.ProviderAccountID == nil {
 		return nil, nil
 	}
@@ -83,7 +153,7 @@ func (r *poolResolver) ProviderAccount(ctx context.Context, obj *sqlc.Pool) (*sq
 }
 
 // IPPools is the resolver for the ipPools field.
-func (r *poolResolver) IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPPool, error) {
+func (r *poolResolver) IPPools(ctx context.Context, obj *domain.Pool) ([]model.IPPool, error) {
 	l := loadersFrom(ctx)
 	ranges, _, err := load(ctx, l.ipPools, obj.ID)
 	if err != nil {
@@ -95,12 +165,12 @@ func (r *poolResolver) IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPP
 		if err != nil {
 			return nil, err
 		}
-		dns := make([]string, len(p.Dns))
-		for j, d := range p.Dns {
+		dns := make([]string, len(p.DNS))
+		for j, d := range p.DNS {
 			dns[j] = d.String()
 		}
 		out[i] = model.IPPool{
-			ID: ids.Encode(ids.IPPool, p.ID), Cidr: p.Cidr.String(), Gateway: p.Gateway.String(),
+			ID: ids.Encode(ids.IPPool, p.ID), Cidr: p.CIDR.String(), Gateway: p.Gateway.String(),
 			RangeStart: p.RangeStart.String(), RangeEnd: p.RangeEnd.String(), DNS: dns,
 			Size: rangeSize(p.RangeStart, p.RangeEnd), Leased: leased,
 		}
@@ -108,11 +178,21 @@ func (r *poolResolver) IPPools(ctx context.Context, obj *sqlc.Pool) ([]model.IPP
 	return out, nil
 }
 
-// Host returns HostResolver implementation.
-func (r *Resolver) Host() HostResolver { return &hostResolver{r} }
+// Pools is the resolver for the pools field.
+func (r *queryResolver) Pools(ctx context.Context) ([]domain.Pool, error) {
+	return r.svc.Pools(ctx)
+}
 
-// Pool returns PoolResolver implementation.
-func (r *Resolver) Pool() PoolResolver { return &poolResolver{r} }
+// Hosts is the resolver for the hosts field.
+func (r *queryResolver) Hosts(ctx context.Context) ([]domain.Host, error) {
+	return r.svc.Hosts(ctx)
+}
+
+// Host returns generated.HostResolver implementation.
+func (r *Resolver) Host() generated.HostResolver { return &hostResolver{r} }
+
+// Pool returns generated.PoolResolver implementation.
+func (r *Resolver) Pool() generated.PoolResolver { return &poolResolver{r} }
 
 type (
 	hostResolver struct{ *Resolver }

@@ -8,66 +8,161 @@ package graph
 import (
 	"context"
 
+	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/google/uuid"
 )
 
 // ID is the resolver for the id field.
-func (r *instanceResolver) ID(ctx context.Context, obj *model.Instance) (string, error) {
+func (r *instanceResolver) ID(ctx context.Context, obj *domain.Instance) (string, error) {
 	return ids.Encode(ids.Instance, obj.ID), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *instanceResolver) Tenant(ctx context.Context, obj *model.Instance) (sqlc.Tenant, error) {
+func (r *instanceResolver) Tenant(ctx context.Context, obj *domain.Instance) (domain.Tenant, error) {
 	return mustLoad(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Pool is the resolver for the pool field.
-func (r *instanceResolver) Pool(ctx context.Context, obj *model.Instance) (sqlc.Pool, error) {
+func (r *instanceResolver) Pool(ctx context.Context, obj *domain.Instance) (domain.Pool, error) {
 	return mustLoad(ctx, loadersFrom(ctx).pools, obj.PoolID)
 }
 
 // Flavor is the resolver for the flavor field.
-func (r *instanceResolver) Flavor(ctx context.Context, obj *model.Instance) (sqlc.Flavor, error) {
+func (r *instanceResolver) Flavor(ctx context.Context, obj *domain.Instance) (domain.Flavor, error) {
 	return mustLoad(ctx, loadersFrom(ctx).flavors, obj.FlavorID)
 }
 
 // Image is the resolver for the image field.
-func (r *instanceResolver) Image(ctx context.Context, obj *model.Instance) (*sqlc.Image, error) {
+func (r *instanceResolver) Image(ctx context.Context, obj *domain.Instance) (*domain.Image, error) {
 	return loadPtr(ctx, loadersFrom(ctx).images, &obj.ImageID)
 }
 
 // SSHKeys is the resolver for the sshKeys field.
-func (r *instanceResolver) SSHKeys(ctx context.Context, obj *model.Instance) ([]model.SSHKey, error) {
-	keys := make([]model.SSHKey, len(obj.SshKeys))
-	for i, line := range obj.SshKeys {
+func (r *instanceResolver) SSHKeys(ctx context.Context, obj *domain.Instance) ([]model.SSHKey, error) {
+	keys := make([]model.SSHKey, len(obj.SSHKeys))
+	for i, line := range obj.SSHKeys {
 		keys[i].Type, keys[i].Fingerprint, keys[i].Comment = control.DescribeKey(line)
 	}
 	return keys, nil
 }
 
 // DesiredState is the resolver for the desiredState field.
-func (r *instanceResolver) DesiredState(ctx context.Context, obj *model.Instance) (model.DesiredState, error) {
+func (r *instanceResolver) DesiredState(ctx context.Context, obj *domain.Instance) (model.DesiredState, error) {
 	return model.DesiredState(obj.DesiredState), nil
 }
 
 // State is the resolver for the state field.
-func (r *instanceResolver) State(ctx context.Context, obj *model.Instance) (model.InstanceState, error) {
+func (r *instanceResolver) State(ctx context.Context, obj *domain.Instance) (model.InstanceState, error) {
 	return model.InstanceState(obj.State), nil
 }
 
 // Host is the resolver for the host field.
-func (r *instanceResolver) Host(ctx context.Context, obj *model.Instance) (*sqlc.Host, error) {
+func (r *instanceResolver) Host(ctx context.Context, obj *domain.Instance) (*domain.Host, error) {
 	if p := iam.FromContext(ctx); p == nil || !p.IsOperator() {
 		return nil, nil
 	}
 	return loadPtr(ctx, loadersFrom(ctx).hosts, obj.HostID)
 }
 
-// Instance returns InstanceResolver implementation.
-func (r *Resolver) Instance() InstanceResolver { return &instanceResolver{r} }
+// CreateInstance is the resolver for the createInstance field.
+func (r *mutationResolver) CreateInstance(ctx context.Context, input model.CreateInstanceInput) (model.InstancePayload, error) {
+	var d decoder
+	in := control.CreateInstanceInput{
+		Name:     input.Name,
+		SSHKeys:  input.SSHKeys,
+		TenantID: d.optID(ids.Tenant, "tenantId", input.TenantID),
+		PoolID:   d.id(ids.Pool, "poolId", input.PoolID),
+		FlavorID: d.id(ids.Flavor, "flavorId", input.FlavorID),
+		ImageID:  d.id(ids.Image, "imageId", input.ImageID),
+	}
+	if d.err != nil {
+		return model.InstancePayload{}, r.svc.Reject(ctx, control.ActCreateInstance, d.err)
+	}
+	if input.UserData != nil {
+		in.UserData = []byte(*input.UserData)
+	}
+	if input.DesiredState != nil {
+		in.DesiredState = lifecycle.Desired(*input.DesiredState)
+	}
+	if input.IdempotencyKey != nil {
+		in.IdempotencyKey = *input.IdempotencyKey
+	}
+	inst, err := r.svc.CreateInstance(ctx, in)
+	return model.InstancePayload{Instance: inst}, err
+}
+
+// StartInstance is the resolver for the startInstance field.
+func (r *mutationResolver) StartInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error) {
+	return r.setDesiredState(ctx, input.ID, lifecycle.WantRunning)
+}
+
+// StopInstance is the resolver for the stopInstance field.
+func (r *mutationResolver) StopInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error) {
+	return r.setDesiredState(ctx, input.ID, lifecycle.WantStopped)
+}
+
+// DeleteInstance is the resolver for the deleteInstance field.
+func (r *mutationResolver) DeleteInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error) {
+	return r.setDesiredState(ctx, input.ID, lifecycle.WantDeleted)
+}
+
+// Instance is the resolver for the instance field.
+func (r *queryResolver) Instance(ctx context.Context, id string) (domain.Instance, error) {
+	uid, err := decodeID(ids.Instance, "id", id)
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return r.svc.Instance(ctx, uid)
+}
+
+// Instances is the resolver for the instances field.
+func (r *queryResolver) Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error) {
+	var f control.InstanceFilter
+	if filter != nil {
+		var d decoder
+		if f.PoolID = d.ptrID(ids.Pool, "filter.poolId", filter.PoolID); d.err != nil {
+			return model.InstanceConnection{}, d.err
+		}
+		f.State = (*string)(filter.State)
+		f.DesiredState = (*string)(filter.DesiredState)
+		f.Name = filter.Name
+		f.ExcludeDeleted = deref(filter.ExcludeDeleted)
+	}
+	page := control.Page[uuid.UUID]{First: deref(first)}
+	if after != nil {
+		id, ok := ids.Decode(ids.Instance, *after)
+		if !ok {
+			return model.InstanceConnection{}, apierr.Invalid("after", "not a cursor of this list")
+		}
+		page.After = &id
+	}
+	items, hasNext, err := r.svc.Instances(ctx, f, page)
+	if err != nil {
+		return model.InstanceConnection{}, err
+	}
+	conn := model.InstanceConnection{Nodes: items, Edges: make([]model.InstanceEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
+	for i, inst := range items {
+		conn.Edges[i] = model.InstanceEdge{Cursor: ids.Encode(ids.Instance, inst.ID), Node: inst}
+	}
+	if n := len(items); n > 0 {
+		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
+	}
+	if wantsField(ctx, "totalCount") {
+		if conn.TotalCount, err = r.svc.CountInstances(ctx, f); err != nil {
+			return model.InstanceConnection{}, err
+		}
+	}
+	return conn, nil
+}
+
+// Instance returns generated.InstanceResolver implementation.
+func (r *Resolver) Instance() generated.InstanceResolver { return &instanceResolver{r} }
 
 type instanceResolver struct{ *Resolver }

@@ -15,8 +15,3 @@ import (
 func (r *subscriptionResolver) InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error) {
 	return r.watch(ctx, filter, deref(includeCurrent))
 }
-
-// Subscription returns SubscriptionResolver implementation.
-func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
-
-type subscriptionResolver struct{ *Resolver }

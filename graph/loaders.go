@@ -9,21 +9,21 @@ import (
 	"github.com/vikstrous/dataloadgen"
 
 	"github.com/better-compute/vps/control"
-	"github.com/better-compute/vps/sqlc"
+	"github.com/better-compute/vps/domain"
 )
 
 // loaders batch the reads of related objects within one request, so a page
 // of 100 instances costs one query per kind of related object, not 100.
 type loaders struct {
-	tenants    *dataloadgen.Loader[uuid.UUID, sqlc.Tenant]
-	pools      *dataloadgen.Loader[uuid.UUID, sqlc.Pool]
-	flavors    *dataloadgen.Loader[uuid.UUID, sqlc.Flavor]
-	images     *dataloadgen.Loader[uuid.UUID, sqlc.Image]
-	hosts      *dataloadgen.Loader[uuid.UUID, sqlc.Host]
-	capacities *dataloadgen.Loader[uuid.UUID, sqlc.HostCapacity]
-	allocated  *dataloadgen.Loader[uuid.UUID, sqlc.HostAllocationsRow]
-	gpus       *dataloadgen.Loader[uuid.UUID, []sqlc.HostGpu]
-	ipPools    *dataloadgen.Loader[uuid.UUID, []sqlc.IpPool]
+	tenants    *dataloadgen.Loader[uuid.UUID, domain.Tenant]
+	pools      *dataloadgen.Loader[uuid.UUID, domain.Pool]
+	flavors    *dataloadgen.Loader[uuid.UUID, domain.Flavor]
+	images     *dataloadgen.Loader[uuid.UUID, domain.Image]
+	hosts      *dataloadgen.Loader[uuid.UUID, domain.Host]
+	capacities *dataloadgen.Loader[uuid.UUID, domain.HostCapacity]
+	allocated  *dataloadgen.Loader[uuid.UUID, domain.HostAllocation]
+	gpus       *dataloadgen.Loader[uuid.UUID, []domain.GPU]
+	ipPools    *dataloadgen.Loader[uuid.UUID, []domain.IPPool]
 	leased     *dataloadgen.Loader[uuid.UUID, int]
 	principals *dataloadgen.Loader[uuid.UUID, string]
 }

@@ -12,9 +12,10 @@ import (
 	"strings"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // CreateProviderAccount is the resolver for the createProviderAccount field.
@@ -52,22 +53,22 @@ func (r *mutationResolver) DeleteProviderAccount(ctx context.Context, input mode
 }
 
 // ID is the resolver for the id field.
-func (r *providerAccountResolver) ID(ctx context.Context, obj *sqlc.ProviderAccount) (string, error) {
+func (r *providerAccountResolver) ID(ctx context.Context, obj *domain.ProviderAccount) (string, error) {
 	return ids.Encode(ids.ProviderAccount, obj.ID), nil
 }
 
 // Provider is the resolver for the provider field.
-func (r *providerAccountResolver) Provider(ctx context.Context, obj *sqlc.ProviderAccount) (model.ProviderKind, error) {
+func (r *providerAccountResolver) Provider(ctx context.Context, obj *domain.ProviderAccount) (model.ProviderKind, error) {
 	return model.ProviderKind(strings.ToUpper(obj.Provider)), nil
 }
 
 // Tenant is the resolver for the tenant field.
-func (r *providerAccountResolver) Tenant(ctx context.Context, obj *sqlc.ProviderAccount) (*sqlc.Tenant, error) {
+func (r *providerAccountResolver) Tenant(ctx context.Context, obj *domain.ProviderAccount) (*domain.Tenant, error) {
 	return loadPtr(ctx, loadersFrom(ctx).tenants, obj.TenantID)
 }
 
 // Settings is the resolver for the settings field.
-func (r *providerAccountResolver) Settings(ctx context.Context, obj *sqlc.ProviderAccount) (map[string]any, error) {
+func (r *providerAccountResolver) Settings(ctx context.Context, obj *domain.ProviderAccount) (map[string]any, error) {
 	m := map[string]any{}
 	if err := json.Unmarshal(obj.Settings, &m); err != nil {
 		return nil, fmt.Errorf("decode settings of %s: %w", obj.ID, err)
@@ -76,11 +77,13 @@ func (r *providerAccountResolver) Settings(ctx context.Context, obj *sqlc.Provid
 }
 
 // ProviderAccounts is the resolver for the providerAccounts field.
-func (r *queryResolver) ProviderAccounts(ctx context.Context) ([]sqlc.ProviderAccount, error) {
+func (r *queryResolver) ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error) {
 	return r.svc.ProviderAccounts(ctx)
 }
 
-// ProviderAccount returns ProviderAccountResolver implementation.
-func (r *Resolver) ProviderAccount() ProviderAccountResolver { return &providerAccountResolver{r} }
+// ProviderAccount returns generated.ProviderAccountResolver implementation.
+func (r *Resolver) ProviderAccount() generated.ProviderAccountResolver {
+	return &providerAccountResolver{r}
+}
 
 type providerAccountResolver struct{ *Resolver }

@@ -1,6 +1,7 @@
-// Package graph is the GraphQL API: the schema, its resolvers and the
-// generated executor. Resolvers translate between the API and package
-// control, which does the work.
+// Package graph is the GraphQL API: the schema (schema/*.graphqls) and its
+// resolvers, one file per schema file; gqlgen generates the executor that
+// calls them into package graph/generated. Resolvers translate between the
+// API and package control, which does the work.
 package graph
 
 //go:generate go run -C ../tools github.com/99designs/gqlgen generate --config ../gqlgen.yml

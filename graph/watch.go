@@ -12,7 +12,6 @@ import (
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // watch serves one instanceEvents subscription. It subscribes to the hub
@@ -92,15 +91,11 @@ type watcher struct {
 // snapshot delivers the current state of the matching instances (changed
 // since since, when it is set), skipping what was already delivered.
 func (w *watcher) snapshot(since time.Time) bool {
-	rows, err := w.r.svc.WatchedInstances(w.ctx, w.filter, since)
+	insts, err := w.r.svc.WatchedInstances(w.ctx, w.filter, since)
 	if err != nil {
 		return false
 	}
-	views, err := w.r.views(w.ctx, rows...)
-	if err != nil {
-		return false
-	}
-	for _, v := range views {
+	for _, v := range insts {
 		typ := model.EventTypeUpdated
 		if v.State == "DELETED" {
 			typ = model.EventTypeDeleted
@@ -113,7 +108,7 @@ func (w *watcher) snapshot(since time.Time) bool {
 }
 
 func (w *watcher) live(ev *events.InstanceEvent) bool {
-	v, err := instanceFromEvent(ev.Instance)
+	v, err := ev.Instance.Instance()
 	if err != nil {
 		return true // not an event this server can show; skip it
 	}
@@ -167,33 +162,4 @@ func watchFilter(in *model.InstanceEventFilter) (control.WatchFilter, func(*even
 			(pool == "" || ev.Instance.PoolID == pool) &&
 			(state == "" || ev.Instance.State == state)
 	}, nil
-}
-
-// instanceFromEvent turns an event's view back into the API's Instance.
-func instanceFromEvent(v events.InstanceView) (model.Instance, error) {
-	var d decoder
-	inst := sqlc.Instance{
-		ID:            d.id(ids.Instance, "id", v.ID),
-		TenantID:      d.id(ids.Tenant, "tenantId", v.TenantID),
-		PoolID:        d.id(ids.Pool, "poolId", v.PoolID),
-		FlavorID:      d.id(ids.Flavor, "flavorId", v.FlavorID),
-		ImageID:       d.id(ids.Image, "imageId", v.ImageID),
-		Name:          v.Name,
-		ImageVerified: v.ImageVerified,
-		SshKeys:       v.SSHKeys,
-		DesiredState:  v.DesiredState,
-		State:         v.State,
-		StateReason:   v.StateReason,
-		CreatedAt:     v.CreatedAt,
-		UpdatedAt:     v.UpdatedAt,
-		Version:       v.Version,
-	}
-	if v.HostID != nil {
-		h := d.id(ids.Host, "hostId", *v.HostID)
-		inst.HostID = &h
-	}
-	if d.err != nil {
-		return model.Instance{}, d.err
-	}
-	return model.Instance{Instance: inst, Addresses: v.Addresses}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/reconciler"
 )
 
@@ -79,7 +80,7 @@ func TestGPUClaims(t *testing.T) {
 	e := setup(t)
 	host := e.host("gpu-1", 32)
 	_, err := e.svc.SetHostCapacity(e.ctx, control.HostCapacityInput{HostID: host, Vcpus: 32, MemoryMB: 131072, DiskGB: 1000,
-		GPUs: []control.GPU{{Address: "0000:65:00.0", Vendor: "NVIDIA", Model: "L40S"}, {Address: "0000:66:00.0", Vendor: "NVIDIA", Model: "L40S"}}})
+		GPUs: []domain.GPU{{Address: "0000:65:00.0", Vendor: "NVIDIA", Model: "L40S"}, {Address: "0000:66:00.0", Vendor: "NVIDIA", Model: "L40S"}}})
 	e.check(err)
 	gpu, err := e.svc.CreateFlavor(e.ctx, control.FlavorInput{Name: "gpu", Vcpus: 4, MemoryMB: 16384, DiskGB: 50, GPUModel: "L40S", GPUCount: 1})
 	e.check(err)

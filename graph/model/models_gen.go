@@ -9,17 +9,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/better-compute/vps/sqlc"
+	"github.com/better-compute/vps/domain"
 )
 
 type APIToken struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name"`
-	Role      Role         `json:"role"`
-	Tenant    *sqlc.Tenant `json:"tenant,omitempty"`
-	CreatedAt time.Time    `json:"createdAt"`
-	ExpiresAt *time.Time   `json:"expiresAt,omitempty"`
-	RevokedAt *time.Time   `json:"revokedAt,omitempty"`
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Role      Role           `json:"role"`
+	Tenant    *domain.Tenant `json:"tenant,omitempty"`
+	CreatedAt time.Time      `json:"createdAt"`
+	ExpiresAt *time.Time     `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time     `json:"revokedAt,omitempty"`
 }
 
 func (APIToken) IsNode() {}
@@ -29,15 +29,15 @@ type APITokenPayload struct {
 }
 
 type AuditEventConnection struct {
-	Edges      []AuditEventEdge  `json:"edges"`
-	Nodes      []sqlc.AuditEvent `json:"nodes"`
-	PageInfo   PageInfo          `json:"pageInfo"`
-	TotalCount int               `json:"totalCount"`
+	Edges      []AuditEventEdge    `json:"edges"`
+	Nodes      []domain.AuditEvent `json:"nodes"`
+	PageInfo   PageInfo            `json:"pageInfo"`
+	TotalCount int                 `json:"totalCount"`
 }
 
 type AuditEventEdge struct {
-	Cursor string          `json:"cursor"`
-	Node   sqlc.AuditEvent `json:"node"`
+	Cursor string            `json:"cursor"`
+	Node   domain.AuditEvent `json:"node"`
 }
 
 type AuditEventFilter struct {
@@ -77,7 +77,7 @@ type CreateHostInput struct {
 }
 
 type CreateHostPayload struct {
-	Host sqlc.Host `json:"host"`
+	Host domain.Host `json:"host"`
 	// The host daemon's credential. Shown once; only its hash is stored.
 	Credential string `json:"credential"`
 }
@@ -142,7 +142,7 @@ type DeleteTenantInput struct {
 }
 
 type FlavorPayload struct {
-	Flavor sqlc.Flavor `json:"flavor"`
+	Flavor domain.Flavor `json:"flavor"`
 }
 
 type Gpu struct {
@@ -172,29 +172,29 @@ type HostCapacity struct {
 }
 
 type HostPayload struct {
-	Host sqlc.Host `json:"host"`
+	Host domain.Host `json:"host"`
 }
 
 type ImagePayload struct {
-	Image sqlc.Image `json:"image"`
+	Image domain.Image `json:"image"`
 }
 
 type InstanceConnection struct {
-	Edges      []InstanceEdge `json:"edges"`
-	Nodes      []Instance     `json:"nodes"`
-	PageInfo   PageInfo       `json:"pageInfo"`
-	TotalCount int            `json:"totalCount"`
+	Edges      []InstanceEdge    `json:"edges"`
+	Nodes      []domain.Instance `json:"nodes"`
+	PageInfo   PageInfo          `json:"pageInfo"`
+	TotalCount int               `json:"totalCount"`
 }
 
 type InstanceEdge struct {
-	Cursor string   `json:"cursor"`
-	Node   Instance `json:"node"`
+	Cursor string          `json:"cursor"`
+	Node   domain.Instance `json:"node"`
 }
 
 type InstanceEvent struct {
-	Type     EventType `json:"type"`
-	Instance Instance  `json:"instance"`
-	Version  int       `json:"version"`
+	Type     EventType       `json:"type"`
+	Instance domain.Instance `json:"instance"`
+	Version  int             `json:"version"`
 	// True for the current state sent on subscribing (includeCurrent) or after a resync.
 	Snapshot bool `json:"snapshot"`
 }
@@ -219,7 +219,7 @@ type InstanceIDInput struct {
 }
 
 type InstancePayload struct {
-	Instance Instance `json:"instance"`
+	Instance domain.Instance `json:"instance"`
 }
 
 type IPPool struct {
@@ -244,11 +244,11 @@ type PageInfo struct {
 }
 
 type PoolPayload struct {
-	Pool sqlc.Pool `json:"pool"`
+	Pool domain.Pool `json:"pool"`
 }
 
 type ProviderAccountPayload struct {
-	ProviderAccount sqlc.ProviderAccount `json:"providerAccount"`
+	ProviderAccount domain.ProviderAccount `json:"providerAccount"`
 }
 
 type Query struct {
@@ -311,7 +311,7 @@ type Subscription struct {
 }
 
 type TenantPayload struct {
-	Tenant sqlc.Tenant `json:"tenant"`
+	Tenant domain.Tenant `json:"tenant"`
 }
 
 // Replaces an account's credentials (the provider's token was rotated) or settings; what is left out is kept.
@@ -329,9 +329,9 @@ type Usage struct {
 }
 
 type Viewer struct {
-	Principal sqlc.Principal `json:"principal"`
+	Principal domain.Principal `json:"principal"`
 	// The caller's tenant; null for operators.
-	Tenant *sqlc.Tenant `json:"tenant,omitempty"`
+	Tenant *domain.Tenant `json:"tenant,omitempty"`
 }
 
 type DesiredState string

@@ -1,0 +1,116 @@
+package domain
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/sqlc"
+)
+
+// Pool is where instances are placed: on adopted hosts (class vps-host), at a
+// cloud provider (class provider), or by another module's class.
+type Pool struct {
+	ID    uuid.UUID
+	Name  string
+	Class string
+	// TenantID dedicates the pool to one tenant; nil shares it.
+	TenantID *uuid.UUID
+	// Placement is spread or pack.
+	Placement            string
+	SingleTenant         bool
+	RequireVerifiedImage bool
+	// ProviderAccountID is the account a provider pool creates its
+	// instances with; nil for other classes.
+	ProviderAccountID *uuid.UUID
+	CreatedAt         time.Time
+}
+
+// PoolFromRow maps a pools row.
+func PoolFromRow(r sqlc.Pool) Pool {
+	return Pool{
+		ID: r.ID, Name: r.Name, Class: r.Class, TenantID: r.TenantID, Placement: r.Placement,
+		SingleTenant: r.SingleTenant, RequireVerifiedImage: r.RequireVerifiedImage,
+		ProviderAccountID: r.ProviderAccountID, CreatedAt: r.CreatedAt,
+	}
+}
+
+// IPPool is an IPv4 range of a pool that instances lease addresses from.
+type IPPool struct {
+	ID         uuid.UUID
+	PoolID     uuid.UUID
+	CIDR       netip.Prefix
+	Gateway    netip.Addr
+	RangeStart netip.Addr
+	RangeEnd   netip.Addr
+	DNS        []netip.Addr
+}
+
+// IPPoolFromRow maps an ip_pools row.
+func IPPoolFromRow(r sqlc.IpPool) IPPool {
+	return IPPool{ID: r.ID, PoolID: r.PoolID, CIDR: r.Cidr, Gateway: r.Gateway, RangeStart: r.RangeStart, RangeEnd: r.RangeEnd, DNS: r.Dns}
+}
+
+// Host is a hypervisor adopted into a hosted pool, without its credential.
+type Host struct {
+	ID     uuid.UUID
+	PoolID uuid.UUID
+	Name   string
+	// Draining hosts get nothing new placed on them.
+	Draining bool
+	// LastSeenAt is when it last reported; nil before its first report.
+	LastSeenAt *time.Time
+	// SpecGeneration is the generation of its NodeSpec; ReportedGeneration
+	// the one it last reported converging to.
+	SpecGeneration     int64
+	ReportedGeneration int64
+	CreatedAt          time.Time
+}
+
+// HostFromRow maps a hosts row.
+func HostFromRow(r sqlc.Host) Host {
+	return Host{
+		ID: r.ID, PoolID: r.PoolID, Name: r.Name, Draining: r.Draining, LastSeenAt: r.LastSeenAt,
+		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, CreatedAt: r.CreatedAt,
+	}
+}
+
+// HostCapacity is what a host can give to instances.
+type HostCapacity struct {
+	Vcpus    int32
+	MemoryMB int64
+	DiskGB   int64
+}
+
+// HostCapacityFromRow maps a host_capacity row.
+func HostCapacityFromRow(r sqlc.HostCapacity) HostCapacity {
+	return HostCapacity{Vcpus: r.Vcpus, MemoryMB: r.MemoryMb, DiskGB: r.DiskGb}
+}
+
+// HostAllocation is what live instances hold on a host.
+type HostAllocation struct {
+	Instances int32
+	Vcpus     int64
+	MemoryMB  int64
+	DiskGB    int64
+	GPUs      int32
+}
+
+// HostAllocationFromRow maps a host's summed allocations.
+func HostAllocationFromRow(r sqlc.HostAllocationsRow) HostAllocation {
+	return HostAllocation{Instances: r.Instances, Vcpus: r.Vcpus, MemoryMB: r.MemoryMb, DiskGB: r.DiskGb, GPUs: r.Gpus}
+}
+
+// GPU is a GPU device of a host.
+type GPU struct {
+	// Address is the PCI address, such as 0000:65:00.0.
+	Address string
+	Vendor  string
+	Model   string
+}
+
+// GPUFromRow maps a host_gpus row.
+func GPUFromRow(r sqlc.HostGpu) GPU {
+	return GPU{Address: r.Address, Vendor: r.Vendor, Model: r.Model}
+}
