@@ -116,6 +116,10 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, what string, err 
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }
 
+// Waiting reports how many hosts' long-polls wait on this process for
+// their NodeSpec to change.
+func (g *Gateway) Waiting() int { return g.hub.waiting() }
+
 // spec answers a long-poll: the NodeSpec once its generation passes after,
 // or 204 when the wait ends first.
 func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host) {

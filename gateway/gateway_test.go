@@ -29,6 +29,7 @@ import (
 
 type env struct {
 	t          *testing.T
+	gw         *gateway.Gateway
 	db         *pgxpool.Pool
 	rdb        *redis.Client
 	prefix     string
@@ -73,7 +74,7 @@ func setup(t *testing.T) *env {
 	go func() { gw.Run(runCtx); close(done) }()
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return &env{t: t, db: db, rdb: rdb, prefix: prefix, url: srv.URL, host: host.Host.ID, credential: host.Credential, instance: inst.ID}
+	return &env{t: t, db: db, rdb: rdb, prefix: prefix, url: srv.URL, host: host.Host.ID, credential: host.Credential, instance: inst.ID, gw: gw}
 }
 
 func (e *env) request(method, path, credential string, body any) *http.Response {
@@ -143,9 +144,9 @@ func TestSpec(t *testing.T) {
 	t.Run("a change wakes the long-poll", func(t *testing.T) {
 		got := make(chan hostproto.NodeSpec, 1)
 		go func() { s, _ := e.spec(1, 25); got <- s }()
-		// Give the long-poll time to start waiting before the change; the
-		// spec it returns proves it woke for the change, not the timeout.
-		time.Sleep(200 * time.Millisecond)
+		// The change comes once the long-poll waits; the spec it returns
+		// proves it woke for the change, not the timeout.
+		testenv.Eventually(t, 5*time.Second, "the long-poll to wait", func() bool { return e.gw.Waiting() == 1 })
 		start := time.Now()
 		gen := e.place("running")
 		select {

@@ -42,6 +42,17 @@ func (h *hub) unsubscribe(host uuid.UUID, ch chan struct{}) {
 	}
 }
 
+// waiting counts the long-polls waiting, on every host.
+func (h *hub) waiting() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, chs := range h.waiters {
+		n += len(chs)
+	}
+	return n
+}
+
 func (h *hub) wake(host uuid.UUID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

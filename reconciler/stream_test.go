@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/better-compute/vps/internal/testenv"
 )
 
@@ -37,12 +39,16 @@ func TestStreamReclaimAndDeadLetter(t *testing.T) {
 		t.Fatalf("read = %v, %v", got, err)
 	}
 
-	time.Sleep(20 * time.Millisecond) // idle past ClaimIdle
+	idlePastClaim := func() bool {
+		p, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: prefix + "work", Group: group, Start: "-", End: "+", Count: 10}).Result()
+		return err == nil && len(p) == 1 && p[0].Idle > cfg.ClaimIdle
+	}
+	testenv.Eventually(t, 5*time.Second, "the entry idle past ClaimIdle", idlePastClaim)
 	claimed, err := b.claim(ctx)
 	if err != nil || len(claimed) != 1 || claimed[0].id != got[0].id {
 		t.Fatalf("claim = %v, %v", claimed, err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, "the entry idle past ClaimIdle again", idlePastClaim)
 	if claimed, err = b.claim(ctx); err != nil || len(claimed) != 0 {
 		// The third delivery exceeds MaxDeliveries: dead-lettered, not handed out.
 		t.Fatalf("third delivery handed out: %v, %v", claimed, err)

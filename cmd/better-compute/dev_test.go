@@ -313,8 +313,8 @@ func TestDevRecreatesAnotherBuildsDatabase(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
