@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -50,27 +51,41 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	}
 }
 
-// toggle changes the tenant's instances at random until the stop it returns
-// is called, or the test ends: its goroutine never outlives the test.
-func toggle(t testing.TB, c *cluster, token string, ids []string) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	var once sync.Once
-	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
-	t.Cleanup(stop)
-	wg.Go(func() {
+// toggler changes a tenant's instances at random until stopped, or until
+// the test ends: its goroutine never outlives the test.
+type toggler struct {
+	done    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+	changes atomic.Int64
+}
+
+func toggle(t testing.TB, c *cluster, token string, ids []string) *toggler {
+	tg := &toggler{done: make(chan struct{})}
+	t.Cleanup(tg.stop)
+	tg.wg.Go(func() {
 		rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 		for {
 			select {
-			case <-done:
+			case <-tg.done:
 				return
 			default:
 			}
 			op := []string{"stopInstance", "startInstance"}[rng.IntN(2)]
 			c.gql(token, `mutation($id: ID!) { `+op+`(input: {id: $id}) { instance { id } } }`, map[string]any{"id": ids[rng.IntN(len(ids))]})
+			tg.changes.Add(1)
 		}
 	})
-	return stop
+	return tg
+}
+
+func (tg *toggler) stop() { tg.once.Do(func() { close(tg.done); tg.wg.Wait() }) }
+
+// made waits until n more changes were made than when it was called.
+func (tg *toggler) made(t testing.TB, n int64) {
+	t.Helper()
+	want := tg.changes.Load() + n
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d changes", n), func() bool { return tg.changes.Load() >= want })
 }
 
 // TestIncludeCurrent subscribes with includeCurrent while instances change
@@ -82,11 +97,11 @@ func TestIncludeCurrent(t *testing.T) {
 	for i := range 30 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
-	stop := toggle(t, c, c.member, ids)
-	time.Sleep(300 * time.Millisecond) // subscribe mid-churn
+	churn := toggle(t, c, c.member, ids)
+	churn.made(t, 20) // subscribe mid-churn
 	ws := subscribe(t, c.url, c.member, map[string]any{"c": true})
-	time.Sleep(time.Second)
-	stop()
+	churn.made(t, 50)
+	churn.stop()
 	c.settle(30 * time.Second)
 	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	ws.mu.Lock()
@@ -112,11 +127,12 @@ func TestTenantIsolation(t *testing.T) {
 			map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": fmt.Sprintf("g-%d", i), "sshKeys": []string{sshKey}}},
 			"createInstance", "instance", "id"))
 	}
-	stopAcme := toggle(t, c, c.member, acme)
-	stopGlobex := toggle(t, c, otherToken, globex)
-	time.Sleep(2 * time.Second)
-	stopAcme()
-	stopGlobex()
+	churnAcme := toggle(t, c, c.member, acme)
+	churnGlobex := toggle(t, c, otherToken, globex)
+	churnAcme.made(t, 50)
+	churnGlobex.made(t, 50)
+	churnAcme.stop()
+	churnGlobex.stop()
 	c.settle(30 * time.Second)
 	mine.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	ops.converges(t, 20*time.Second, func() map[string]string {
@@ -189,7 +205,7 @@ func TestSlowClient(t *testing.T) {
 	for i := range 50 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
-	stop := toggle(t, c, c.member, ids)
+	churn := toggle(t, c, c.member, ids)
 	testenv.Eventually(t, 60*time.Second, "the slow client to be dropped", func() bool {
 		return metric(t, c.url, "bc_live_slow_subscribers_total") >= 1
 	})
@@ -197,7 +213,7 @@ func TestSlowClient(t *testing.T) {
 	if !slow.closedWithin(20 * time.Second) {
 		t.Fatal("the slow client was not closed with the slow-consumer reason")
 	}
-	stop()
+	churn.stop()
 	c.settle(30 * time.Second)
 	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })
 	if n := metric(t, c.url, "bc_live_slow_subscribers_total"); n != 1 {
