@@ -5,6 +5,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is an error class shown to clients as extensions.code.
@@ -31,6 +32,8 @@ type Error struct {
 	Field string
 	// Limit names the quota limit that was hit, for QuotaExceeded.
 	Limit string
+	// RetryAfter is how long to wait before trying again, for RateLimited.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -68,4 +71,10 @@ func New(code Code, format string, args ...any) *Error {
 // Quota reports that limit would be exceeded.
 func Quota(limit string, max int64) *Error {
 	return &Error{Code: QuotaExceeded, Limit: limit, Message: fmt.Sprintf("quota exceeded: %s limit is %d", limit, max)}
+}
+
+// Limited reports an operation refused by a rate limit, which may be tried
+// again after retryAfter.
+func Limited(retryAfter time.Duration) *Error {
+	return &Error{Code: RateLimited, RetryAfter: retryAfter, Message: fmt.Sprintf("rate limit exceeded: retry after %v", retryAfter)}
 }

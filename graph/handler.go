@@ -23,6 +23,7 @@ import (
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/live"
+	"github.com/better-compute/vps/ratelimit"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -54,6 +55,10 @@ type HandlerConfig struct {
 	// WriteTimeout is how long one write to a websocket client may take
 	// before it is closed as a slow consumer. Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// RateLimit, if set, bounds each principal's operations (subscription
+	// starts included); those over it are refused as RATE_LIMITED, over
+	// HTTP with 429 and Retry-After. Without it nothing is limited.
+	RateLimit *ratelimit.Limiter
 }
 
 // Defaults of HandlerConfig.
@@ -168,8 +173,12 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		return apierr.New(apierr.Internal, "internal error")
 	})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		if iam.FromContext(ctx) == nil {
+		p := iam.FromContext(ctx)
+		if p == nil {
 			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apierr.New(apierr.Unauthenticated, "a valid bearer token is required"), nil)}})
+		}
+		if refused := limitOperation(ctx, cfg.RateLimit, p); refused != nil {
+			return graphql.OneShot(refused)
 		}
 		return next(ctx)
 	})
@@ -205,6 +214,8 @@ func supported(next http.Handler) http.Handler {
 		json := r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 		if websocket {
 			r = withConn(r)
+		} else {
+			w, r = withRefusals(w, r)
 		}
 		if !websocket && !json && r.Method != http.MethodGet {
 			w.Header().Set("Content-Type", "application/json")
@@ -259,6 +270,9 @@ func toGQL(e *apierr.Error, path ast.Path) *gqlerror.Error {
 	}
 	if e.Limit != "" {
 		ext["limit"] = e.Limit
+	}
+	if e.Code == apierr.RateLimited && e.RetryAfter > 0 {
+		ext["retryAfter"] = retryAfterSeconds(e.RetryAfter)
 	}
 	msg := e.Message
 	if e.Field != "" {

@@ -31,6 +31,8 @@ type env struct {
 	url      string
 	client   *http.Client
 	sealer   *seal.Sealer
+	svc      *control.Service
+	log      *slog.Logger
 	operator string
 }
 
@@ -63,30 +65,38 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// The settings checks the deployment wires in: the drivers'.
-	svc := control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings()})
-	cfg := graph.HandlerConfig{Service: svc, DB: db, Logger: log}
-	if tune != nil {
-		tune(&cfg)
-	}
-	h := graph.NewHandler(cfg)
-	runCtx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	go h.Run(runCtx)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(audit.WithRequestID(r.Context(), "req-test")))
-	}))
-	t.Cleanup(srv.Close)
 	e := &env{
-		t: t, db: db, url: srv.URL, sealer: sealer,
+		t: t, db: db, sealer: sealer, log: log,
+		// The settings checks the deployment wires in: the drivers'.
+		svc:    control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings()}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
-	tok, err := svc.IssueToken(context.Background(), control.APITokenInput{Name: "test-operator"})
+	e.url = e.serve(tune)
+	tok, err := e.svc.IssueToken(context.Background(), control.APITokenInput{Name: "test-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.operator = tok.Secret
 	return e
+}
+
+// serve starts a GraphQL endpoint on e's database, configured by tune, and
+// returns its URL: called again, it is another serve replica.
+func (e *env) serve(tune func(*graph.HandlerConfig)) string {
+	e.t.Helper()
+	cfg := graph.HandlerConfig{Service: e.svc, DB: e.db, Logger: e.log}
+	if tune != nil {
+		tune(&cfg)
+	}
+	h := graph.NewHandler(cfg)
+	runCtx, stop := context.WithCancel(context.Background())
+	e.t.Cleanup(stop)
+	go h.Run(runCtx)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(audit.WithRequestID(r.Context(), "req-test")))
+	}))
+	e.t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 type gqlError struct {
@@ -96,6 +106,8 @@ type gqlError struct {
 		Code  string `json:"code"`
 		Field string `json:"field"`
 		Limit string `json:"limit"`
+		// RetryAfter is in seconds, for RATE_LIMITED.
+		RetryAfter int `json:"retryAfter"`
 	} `json:"extensions"`
 }
 
@@ -115,8 +127,16 @@ func (r response) code() string {
 // do runs a GraphQL operation as token.
 func (e *env) do(token, query string, vars map[string]any) response {
 	e.t.Helper()
+	_, r := e.post(e.url, token, query, vars)
+	return r
+}
+
+// post runs a GraphQL operation as token on the endpoint at url, and
+// returns the HTTP response (its body read) with the decoded body.
+func (e *env) post(url, token, query string, vars map[string]any) (*http.Response, response) {
+	e.t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -130,7 +150,7 @@ func (e *env) do(token, query string, vars map[string]any) response {
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		e.t.Fatalf("decode response (HTTP %d): %v", resp.StatusCode, err)
 	}
-	return r
+	return resp, r
 }
 
 // must runs an operation that must succeed and decodes its data into out.

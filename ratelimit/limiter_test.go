@@ -31,8 +31,10 @@ type limiterEnv struct {
 	l     *Limiter
 	clock *testenv.Clock
 	logs  *lockedBuffer
-	// down makes every Redis command fail while set.
-	down *atomic.Bool
+	// down makes every Redis command fail while set; redisCalls counts
+	// those that failed.
+	down       *atomic.Bool
+	redisCalls *atomic.Int64
 }
 
 // setup returns a Limiter with the small rates on a Redis client that can
@@ -41,21 +43,25 @@ func setup(t *testing.T) *limiterEnv {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	opts := *rdb.Options()
-	down := &atomic.Bool{}
-	opts.Limiter = outage{down}
+	down, calls := &atomic.Bool{}, &atomic.Int64{}
+	opts.Limiter = outage{down, calls}
 	client := redis.NewClient(&opts)
 	t.Cleanup(func() { client.Close() })
-	e := &limiterEnv{t: t, clock: testenv.NewClock(), logs: &lockedBuffer{}, down: down}
+	e := &limiterEnv{t: t, clock: testenv.NewClock(), logs: &lockedBuffer{}, down: down, redisCalls: calls}
 	e.l = New(Config{Redis: client, Prefix: prefix, Rates: small, Now: e.clock.Now, Timeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	return e
 }
 
 // outage is a go-redis Limiter that fails every command while down.
-type outage struct{ down *atomic.Bool }
+type outage struct {
+	down    *atomic.Bool
+	refused *atomic.Int64
+}
 
 func (o outage) Allow() error {
 	if o.down.Load() {
+		o.refused.Add(1)
 		return errors.New("injected outage")
 	}
 	return nil
@@ -159,8 +165,9 @@ func TestLimiterRefills(t *testing.T) {
 }
 
 // TestLimiterFailsOpen: while Redis fails, every operation goes through,
-// each is counted, and the outage is logged once; once Redis answers the
-// limits hold again, and a second outage is logged again.
+// each is counted, and the outage is logged once; Redis is asked again a
+// second after it failed, and then the limits hold again; a second outage
+// is logged again.
 func TestLimiterFailsOpen(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -174,18 +181,26 @@ func TestLimiterFailsOpen(t *testing.T) {
 	if n := e.metric("bc_rate_limit_errors_total", nil); n != 10 {
 		t.Fatalf("bc_rate_limit_errors_total = %v; want 10", n)
 	}
+	if n := e.redisCalls.Load(); n != 1 {
+		t.Fatalf("Redis asked %d times in the outage; want once, then not for a second", n)
+	}
 	if n := e.logs.count("not enforced"); n != 1 {
 		t.Fatalf("outage logged %d times; want once:\n%s", n, e.logs.b.String())
 	}
 
 	e.down.Store(false)
-	if got := e.allowed(t, p, Mutation, 1); got != 0 {
-		t.Fatal("with Redis back: the empty bucket let one through")
+	if got := e.allowed(t, p, Mutation, 3); got != 3 {
+		t.Fatalf("with Redis back, before it is asked again: allowed %d of 3", got)
+	}
+	e.clock.Advance(retryRedis) // and the bucket of 2 at 1/s holds 1 again
+	if got := e.allowed(t, p, Mutation, 2); got != 1 {
+		t.Fatalf("with Redis back and asked again: allowed %d of 2; want 1", got)
 	}
 	if n := e.logs.count("enforced again"); n != 1 {
 		t.Fatalf("recovery logged %d times; want once", n)
 	}
 	e.down.Store(true)
+	e.clock.Advance(retryRedis)
 	e.allowed(t, p, Mutation, 3)
 	if n := e.logs.count("not enforced"); n != 2 {
 		t.Fatalf("two outages logged %d times; want twice", n)

@@ -5,7 +5,8 @@
 //
 // The limiter fails open: while Redis cannot be reached, operations go
 // through unchecked (counted, and logged once per outage), so the API
-// stays up without Redis.
+// stays up without Redis; after a failure it asks Redis again only a
+// second later, so operations do not each wait on it meanwhile.
 package ratelimit
 
 import (
@@ -76,7 +77,15 @@ type Limiter struct {
 	metrics *metrics
 	// failing is set while Redis fails, so an outage is logged once.
 	failing atomic.Bool
+	// retryAt is when, in Unix nanoseconds of Config.Now, Redis is asked
+	// again after it failed: until then operations pass without waiting
+	// on it.
+	retryAt atomic.Int64
 }
+
+// retryRedis is how long after Redis failed operations pass unchecked
+// before it is asked again.
+const retryRedis = time.Second
 
 // New returns a Limiter. It panics on a rate that is neither off nor
 // positive in both rate and burst, which only code can build.
@@ -101,15 +110,21 @@ func (l *Limiter) Allow(ctx context.Context, p *iam.Principal, class Class) (ok 
 	if r.Off {
 		return true, 0
 	}
+	now := l.cfg.Now()
+	if now.UnixNano() < l.retryAt.Load() {
+		l.metrics.errors.Inc()
+		return true, 0
+	}
 	checkCtx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	key := l.cfg.Prefix + "ratelimit:" + string(class) + ":" + p.ID.String()
-	ok, wait, err := take(checkCtx, l.cfg.Redis, key, r, 1, l.cfg.Now())
+	ok, wait, err := take(checkCtx, l.cfg.Redis, key, r, 1, now)
 	if err != nil && ctx.Err() != nil {
 		return true, 0 // the caller gave up; Redis did not fail
 	}
 	if err != nil {
 		l.metrics.errors.Inc()
+		l.retryAt.Store(now.Add(retryRedis).UnixNano())
 		if l.failing.CompareAndSwap(false, true) {
 			l.cfg.Logger.WarnContext(ctx, "rate limits are not enforced until Redis answers again", "err", err)
 		}
