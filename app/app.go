@@ -26,6 +26,7 @@ import (
 	"github.com/better-compute/vps/gateway"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
+	"github.com/better-compute/vps/ratelimit"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/server"
 )
@@ -136,8 +137,10 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
 	})
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
+	limiter := ratelimit.New(ratelimit.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Rates: cfg.RateLimits, Logger: cfg.Logger})
 	handler := server.New(server.Config{
 		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, MaxUnread: cfg.LiveMaxUnread, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
+		RateLimit: limiter,
 	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

@@ -12,6 +12,7 @@ import (
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/migrations"
+	"github.com/better-compute/vps/ratelimit"
 )
 
 func config(t *testing.T, dbURL string) app.Config {
@@ -131,6 +132,54 @@ func TestServe(t *testing.T) {
 		}
 	})
 
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+}
+
+// TestServeRateLimits: serve limits each principal's operations at the
+// rates configured, answers past them with 429, and counts the refusals in
+// /metrics.
+func TestServeRateLimits(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, testenv.DatabaseURL(t))
+	_, cfg.RedisPrefix = testenv.Redis(t)
+	cfg.RateLimits.OperatorQueries = ratelimit.Rate{PerSecond: 1.0 / 3600, Burst: 2}
+	ctx, cancel := context.WithCancel(t.Context())
+	srv, err := app.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait(ctx) }()
+	base := "http://" + srv.Addr
+
+	for i, want := range []int{200, 200, 429} {
+		req, _ := http.NewRequest("POST", base+"/graphql", strings.NewReader(`{"query":"{ viewer { principal { role } } }"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+cfg.BootstrapToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 429 && (resp.Header.Get("Retry-After") != "3600" || !strings.Contains(string(body), "RATE_LIMITED")) {
+			t.Fatalf("query %d: %d (Retry-After %q) %s; want %d", i+1, resp.StatusCode, resp.Header.Get("Retry-After"), body, want)
+		}
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`bc_rate_limited_total{class="query",role="operator"} 1`, `bc_rate_limit_errors_total 0`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics misses %s", want)
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Wait: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/live"
+	"github.com/better-compute/vps/ratelimit"
 )
 
 // Config is the configuration of `serve`: read from the environment (Env)
@@ -53,6 +54,11 @@ type Config struct {
 	// MaxConnections is how many websockets one principal may hold
 	// (BC_WS_MAX_CONNECTIONS). Default graph.DefaultMaxConnections.
 	MaxConnections int
+	// RateLimits are each role's rates of queries and of mutations, per
+	// principal across every serve (BC_RATE_LIMIT_MEMBER_QUERIES,
+	// BC_RATE_LIMIT_MEMBER_MUTATIONS, BC_RATE_LIMIT_OPERATOR_QUERIES,
+	// BC_RATE_LIMIT_OPERATOR_MUTATIONS). Default: ratelimit's defaults.
+	RateLimits ratelimit.Rates
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -83,7 +89,30 @@ func (c *Config) Env() []conf.Var {
 		conf.Int(&c.MaxConnections, "BC_WS_MAX_CONNECTIONS", graph.DefaultMaxConnections,
 			"websockets one principal may hold"),
 		providers(&c.Providers),
+		rateLimit(&c.RateLimits.MemberQueries, "BC_RATE_LIMIT_MEMBER_QUERIES", ratelimit.DefaultMemberQueries,
+			"a member's queries and subscription starts"),
+		rateLimit(&c.RateLimits.MemberMutations, "BC_RATE_LIMIT_MEMBER_MUTATIONS", ratelimit.DefaultMemberMutations,
+			"a member's mutations"),
+		rateLimit(&c.RateLimits.OperatorQueries, "BC_RATE_LIMIT_OPERATOR_QUERIES", ratelimit.DefaultOperatorQueries,
+			"an operator's queries and subscription starts"),
+		rateLimit(&c.RateLimits.OperatorMutations, "BC_RATE_LIMIT_OPERATOR_MUTATIONS", ratelimit.DefaultOperatorMutations,
+			"an operator's mutations"),
 	}
+}
+
+// rateLimit declares a rate of one role and class of operations, per
+// principal.
+func rateLimit(p *ratelimit.Rate, name string, value ratelimit.Rate, what string) conf.Var {
+	return conf.Func(name, value.String(),
+		"rate of "+what+" per principal, across every serve: N/s, N/m or N/h, then :burst (RATE_LIMITED past it), or off",
+		func(s string) error {
+			r, err := ratelimit.ParseRate(s)
+			if err != nil {
+				return err
+			}
+			*p = r
+			return nil
+		})
 }
 
 // Flags defines serve's flags on fs, bound to c's fields.
@@ -110,6 +139,7 @@ func (c *Config) applyDefaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = graph.DefaultMaxConnections
 	}
+	c.RateLimits = c.RateLimits.WithDefaults()
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}

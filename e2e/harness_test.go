@@ -184,6 +184,10 @@ func start(t testing.TB, o options) *cluster {
 	c.env = []string{
 		"DATABASE_URL=" + dbURL, "REDIS_URL=" + c.redisURL, "BC_SECRET=e2e secret",
 		"BC_BOOTSTRAP_TOKEN=" + c.operator, "BC_HOST_SILENT_AFTER=" + silentAfter.String(),
+		// The churn and benchmarks drive a member far past its default
+		// rates on purpose; a test of the limits sets them in serverEnv.
+		"BC_RATE_LIMIT_MEMBER_QUERIES=off", "BC_RATE_LIMIT_MEMBER_MUTATIONS=off",
+		"BC_RATE_LIMIT_OPERATOR_QUERIES=off", "BC_RATE_LIMIT_OPERATOR_MUTATIONS=off",
 	}
 	addr := freeAddr(t)
 	c.url = "http://" + addr

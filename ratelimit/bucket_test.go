@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/testenv"
 )
 
@@ -44,10 +47,33 @@ func TestBucketNeverOverGrants(t *testing.T) {
 
 // TestBucketRefills: an empty bucket says how long until it holds a token,
 // holds it after that time, never holds more than its burst, does not
-// refill when a clock runs behind, and expires once it would be full.
+// refill when a clock runs behind, and expires once it would be full; on
+// the Redis of deployments and on dev's in-process one.
 func TestBucketRefills(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := testenv.Redis(t)
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		rdb, prefix := testenv.Redis(t)
+		testRefills(t, rdb, prefix)
+	})
+	t.Run("dev", func(t *testing.T) {
+		t.Parallel()
+		url, stop, err := devenv.Redis()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(opts)
+		t.Cleanup(func() { rdb.Close() })
+		testRefills(t, rdb, "dev:")
+	})
+}
+
+func testRefills(t *testing.T, rdb *redis.Client, prefix string) {
 	ctx := context.Background()
 	r := Rate{PerSecond: 4, Burst: 2}
 	key := prefix + "b"

@@ -22,6 +22,7 @@ import (
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
+	"github.com/better-compute/vps/ratelimit"
 	"github.com/better-compute/vps/web"
 )
 
@@ -49,6 +50,9 @@ type Config struct {
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
+	// RateLimit bounds each principal's operations. Optional: without it
+	// nothing is limited.
+	RateLimit *ratelimit.Limiter
 }
 
 // Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
@@ -72,6 +76,9 @@ func New(cfg Config) *Server {
 	if cfg.Live != nil {
 		reg.MustRegister(cfg.Live.Collectors()...)
 	}
+	if cfg.RateLimit != nil {
+		reg.MustRegister(cfg.RateLimit.Collectors()...)
+	}
 
 	mux := http.NewServeMux()
 	gh := graph.NewHandler(graph.HandlerConfig{
@@ -83,6 +90,7 @@ func New(cfg Config) *Server {
 		Live:           cfg.Live,
 		MaxConnections: cfg.MaxConnections,
 		MaxUnread:      cfg.MaxUnread,
+		RateLimit:      cfg.RateLimit,
 	})
 	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {
