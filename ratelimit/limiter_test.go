@@ -220,3 +220,16 @@ func TestLimiterOff(t *testing.T) {
 		t.Fatalf("bc_rate_limit_errors_total = %v; want 0: Redis was asked", n)
 	}
 }
+
+// BenchmarkAllow is what the limiter adds to each operation: one script
+// call to Redis.
+func BenchmarkAllow(b *testing.B) {
+	rdb, prefix := testenv.Redis(b)
+	l := New(Config{Redis: rdb, Prefix: prefix, Rates: Rates{MemberQueries: Rate{PerSecond: 1e9, Burst: 1e9}}})
+	p := principal(iam.Member)
+	for b.Loop() {
+		if ok, _ := l.Allow(context.Background(), p, Query); !ok {
+			b.Fatal("refused")
+		}
+	}
+}
