@@ -184,6 +184,9 @@ func start(t testing.TB, o options) *cluster {
 	c.env = []string{
 		"DATABASE_URL=" + dbURL, "REDIS_URL=" + c.redisURL, "BC_SECRET=e2e secret",
 		"BC_BOOTSTRAP_TOKEN=" + c.operator, "BC_HOST_SILENT_AFTER=" + silentAfter.String(),
+		// The provider emulators listen on loopback: the operator lets
+		// tenants' accounts reach them.
+		"BC_PROVIDER_ENDPOINTS=127.0.0.1", "BC_PROVIDER_ALLOW_PRIVATE=true",
 	}
 	addr := freeAddr(t)
 	c.url = "http://" + addr

@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/seal"
@@ -63,8 +64,10 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// The settings checks the deployment wires in: the drivers'.
-	svc := control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings()})
+	// The settings checks the deployment wires in: the drivers', and an
+	// operator's endpoint policy that lists a Proxmox for tenants.
+	policy := cloud.Endpoints{Hosts: append(app.DefaultProviderEndpoints(), "pve.example.com")}
+	svc := control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings(policy)})
 	cfg := graph.HandlerConfig{Service: svc, DB: db, Logger: log}
 	if tune != nil {
 		tune(&cfg)

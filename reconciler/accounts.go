@@ -56,7 +56,8 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
 	}
-	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: row.Settings})
+	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Shared: row.TenantID == nil, Provider: row.Provider,
+		Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
 		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
 	}
