@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
@@ -51,6 +52,13 @@ type Config struct {
 	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
 	// comma-separated). Default control.DefaultProviders().
 	Providers []string
+	// ProviderEndpoints is the operator's policy on where provider accounts
+	// may send requests: Hosts, the hosts tenants' accounts may name
+	// (BC_PROVIDER_ENDPOINTS, comma-separated; default
+	// DefaultProviderEndpoints()), and AllowPrivate, whether any account
+	// may reach a loopback, link-local or private address
+	// (BC_PROVIDER_ALLOW_PRIVATE; default false, in dev true).
+	ProviderEndpoints cloud.Endpoints
 	// MaxConnections is how many websockets one principal may hold
 	// (BC_WS_MAX_CONNECTIONS). Default graph.DefaultMaxConnections.
 	MaxConnections int
@@ -97,6 +105,8 @@ func (c *Config) Env() []conf.Var {
 			"an operator's queries and subscription starts"),
 		rateLimit(&c.RateLimits.OperatorMutations, "BC_RATE_LIMIT_OPERATOR_MUTATIONS", ratelimit.DefaultOperatorMutations,
 			"an operator's mutations"),
+		providerEndpoints(&c.ProviderEndpoints.Hosts),
+		providerAllowPrivate(&c.ProviderEndpoints.AllowPrivate, false),
 	}
 }
 
@@ -135,6 +145,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Providers == nil {
 		c.Providers = control.DefaultProviders()
+	}
+	if c.ProviderEndpoints.Hosts == nil {
+		c.ProviderEndpoints.Hosts = DefaultProviderEndpoints()
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = graph.DefaultMaxConnections

@@ -81,6 +81,7 @@ func TestEnvRefuses(t *testing.T) {
 		{&Config{}, "BC_RATE_LIMIT_MEMBER_MUTATIONS", "10/d:5", `BC_RATE_LIMIT_MEMBER_MUTATIONS: "10/d:5" is not a rate`},
 		{&Config{}, "BC_RATE_LIMIT_OPERATOR_QUERIES", "10/s:0", `BC_RATE_LIMIT_OPERATOR_QUERIES: "10/s:0": the burst "0" is not a positive whole number`},
 		{&ReconcilerConfig{}, "BC_HOST_SILENT_AFTER", "0s", `BC_HOST_SILENT_AFTER: "0s" is not positive`},
+		{&ReconcilerConfig{}, "BC_PROVIDER_ALLOW_PRIVATE", "yes", `BC_PROVIDER_ALLOW_PRIVATE: "yes" is not true or false`},
 	} {
 		env := map[string]string{"DATABASE_URL": "postgres://db", "REDIS_URL": "redis://redis", "BC_SECRET": "s", c.name: c.val}
 		err := conf.Read(c.cfg.Env(), func(name string) (string, bool) { v, ok := env[name]; return v, ok })
@@ -106,5 +107,33 @@ func TestDevMakesWhatServeRequires(t *testing.T) {
 	}
 	if err := conf.Read(devVars, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatalf("dev with nothing set: %v", err)
+	}
+}
+
+// TestDevAllowsPrivateEndpoints: dev's emulators listen on loopback, so
+// dev lets provider accounts reach private addresses unless told not to;
+// serve does not.
+func TestDevAllowsPrivateEndpoints(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, true},
+		{map[string]string{"BC_PROVIDER_ALLOW_PRIVATE": "false"}, false},
+	} {
+		var dev DevConfig
+		dev.Flags(flag.NewFlagSet("dev", flag.ContinueOnError))
+		if err := conf.Read(dev.Env(), func(name string) (string, bool) { v, ok := c.env[name]; return v, ok }); err != nil {
+			t.Fatal(err)
+		}
+		if dev.ProviderEndpoints.AllowPrivate != c.want {
+			t.Errorf("dev with %v: AllowPrivate = %v, want %v", c.env, dev.ProviderEndpoints.AllowPrivate, c.want)
+		}
+	}
+	var serve Config
+	serve.Flags(flag.NewFlagSet("serve", flag.ContinueOnError))
+	serve.applyDefaults()
+	if serve.ProviderEndpoints.AllowPrivate || len(serve.ProviderEndpoints.Hosts) != 1 || serve.ProviderEndpoints.Hosts[0] != "api.hetzner.cloud" {
+		t.Errorf("serve's default policy: %+v", serve.ProviderEndpoints)
 	}
 }

@@ -46,6 +46,14 @@ var devMakes = map[string]string{
 	"BC_BOOTSTRAP_TOKEN": "kept in --state-dir",
 }
 
+// devDefaults are dev's own defaults of serve's variables: its emulators
+// listen on loopback, so provider accounts may reach private addresses
+// (BC_PROVIDER_ALLOW_PRIVATE=false turns that off). DevConfig.Flags
+// applies them.
+var devDefaults = map[string]string{
+	"BC_PROVIDER_ALLOW_PRIVATE": "true",
+}
+
 // Env returns the environment variables dev reads, bound to c's fields:
 // serve's, none of them required.
 func (c *DevConfig) Env() []conf.Var {
@@ -54,13 +62,18 @@ func (c *DevConfig) Env() []conf.Var {
 		if made, ok := devMakes[v.Name]; ok {
 			vars[i].Required, vars[i].Default = false, made
 		}
+		if def, ok := devDefaults[v.Name]; ok {
+			vars[i].Default = def
+		}
 	}
 	return vars
 }
 
-// Flags defines dev's flags on fs, serve's among them, bound to c's fields.
+// Flags defines dev's flags on fs, serve's among them, bound to c's fields,
+// and sets the fields of devDefaults, which the environment may change.
 func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.Config.Flags(fs)
+	c.ProviderEndpoints.AllowPrivate = true
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,

@@ -52,7 +52,10 @@ type ReconcilerConfig struct {
 	OrphanGrace time.Duration
 	// Drivers tune the provider drivers (--provider-poll,
 	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
-	// own defaults.
+	// own defaults. Their Endpoints are the operator's policy on where
+	// accounts may send requests, as on serve (BC_PROVIDER_ENDPOINTS,
+	// default DefaultProviderEndpoints(); BC_PROVIDER_ALLOW_PRIVATE,
+	// default false).
 	Drivers DriverOptions
 	// Logger is the process log. Default: JSON to stderr.
 	Logger *slog.Logger
@@ -66,6 +69,7 @@ func (c Config) Reconciler() ReconcilerConfig {
 		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL,
 		Secret: c.Secret, PreviousSecrets: c.PreviousSecrets,
 		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, Logger: c.Logger,
+		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints},
 	}
 }
 
@@ -79,6 +83,8 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		previousSecrets(&c.PreviousSecrets),
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
+		providerEndpoints(&c.Drivers.Endpoints.Hosts),
+		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 	}
 }
 
@@ -122,6 +128,9 @@ func (c *ReconcilerConfig) applyDefaults() {
 	}
 	if c.OrphanGrace <= 0 {
 		c.OrphanGrace = reconciler.DefaultOrphanGrace
+	}
+	if c.Drivers.Endpoints.Hosts == nil {
+		c.Drivers.Endpoints.Hosts = DefaultProviderEndpoints()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))

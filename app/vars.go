@@ -46,6 +46,16 @@ func providers(p *[]string) conf.Var {
 	})
 }
 
+func providerEndpoints(p *[]string) conf.Var {
+	return conf.List(p, "BC_PROVIDER_ENDPOINTS", DefaultProviderEndpoints(),
+		"comma-separated hosts tenants' provider accounts may name (host, host:port or *.domain); the same on serve and reconcile")
+}
+
+func providerAllowPrivate(p *bool, value bool) conf.Var {
+	return conf.Bool(p, "BC_PROVIDER_ALLOW_PRIVATE", value,
+		"let provider accounts reach loopback, link-local and private addresses (an emulator, a Proxmox on a private network); the same on serve and reconcile")
+}
+
 // required marks v as a variable the process cannot do without.
 func required(v conf.Var) conf.Var {
 	v.Required = true

@@ -35,7 +35,8 @@ type ProviderAccountInput struct {
 	Credentials string
 	// Settings are the provider's: Hetzner's location; Proxmox's endpoint,
 	// node, storage and template. They are stored as JSON, once
-	// Config.ProviderSettings has checked them.
+	// Config.ProviderSettings has checked them, and the endpoint against
+	// the operator's policy.
 	Settings map[string]any
 }
 
@@ -72,7 +73,7 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 		}
 		id := ids.New()
 		settings := settingsJSON(in.Settings)
-		sealed, err := s.accountSecrets(id, in.Provider, in.Credentials, settings)
+		sealed, err := s.accountSecrets(id, in.Provider, in.Credentials, settings, tenant == nil)
 		if err != nil {
 			return err
 		}
@@ -91,8 +92,9 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 }
 
 // accountSecrets validates an account's credentials and settings (JSON, as
-// stored) and returns the credentials sealed to the account's ID.
-func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, settings []byte) (sealed []byte, err error) {
+// stored; shared: of no tenant) and returns the credentials sealed to the
+// account's ID.
+func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, settings []byte, shared bool) (sealed []byte, err error) {
 	switch {
 	case strings.TrimSpace(credentials) == "":
 		return nil, apierr.Invalid("credentials", "are required")
@@ -100,7 +102,7 @@ func (s *Service) accountSecrets(id uuid.UUID, provider, credentials string, set
 		return nil, apierr.Invalid("credentials", "at most 4096 bytes")
 	}
 	if check := s.providerSettings[provider]; check != nil {
-		if err := check(settings); err != nil {
+		if err := check(settings, shared); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +153,7 @@ func (s *Service) UpdateProviderAccount(ctx context.Context, in UpdateProviderAc
 		if in.Settings != nil {
 			settings = settingsJSON(in.Settings)
 		}
-		sealed, err := s.accountSecrets(cur.ID, cur.Provider, credentials, settings)
+		sealed, err := s.accountSecrets(cur.ID, cur.Provider, credentials, settings, cur.TenantID == nil)
 		if err != nil {
 			return err
 		}

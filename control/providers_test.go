@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,14 +40,16 @@ func TestProvidersAllowed(t *testing.T) {
 func TestProviderSettingsChecked(t *testing.T) {
 	sealer, _ := seal.New("test")
 	var checked []string
-	check := func(raw json.RawMessage) error {
+	var shared []bool
+	check := func(raw json.RawMessage, isShared bool) error {
 		checked = append(checked, string(raw))
+		shared = append(shared, isShared)
 		if strings.Contains(string(raw), "ftp:") {
 			return apierr.Invalid("settings.endpoint", "must be the API URL")
 		}
 		return nil
 	}
-	svc := control.New(testenv.DB(t), control.Config{Sealer: sealer, ProviderSettings: map[string]func(json.RawMessage) error{control.ProviderHetzner: check}})
+	svc := control.New(testenv.DB(t), control.Config{Sealer: sealer, ProviderSettings: map[string]control.ProviderSettingsCheck{control.ProviderHetzner: check}})
 	ctx := iam.WithPrincipal(context.Background(), control.System)
 	_, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "h", Provider: control.ProviderHetzner, Credentials: "t",
 		Settings: map[string]any{"endpoint": "ftp://x"}})
@@ -63,8 +66,20 @@ func TestProviderSettingsChecked(t *testing.T) {
 	if _, err := svc.UpdateProviderAccount(ctx, control.UpdateProviderAccountInput{ID: acct.ID, Credentials: &rotated}); err != nil {
 		t.Fatal(err)
 	}
-	if len(checked) != 3 || checked[1] != `{"location":"fsn1"}` || !strings.Contains(checked[2], `"fsn1"`) {
+	tenant, err := svc.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{TenantID: tenant.ID, Name: "h", Provider: control.ProviderHetzner, Credentials: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) != 4 || checked[1] != `{"location":"fsn1"}` || !strings.Contains(checked[2], `"fsn1"`) {
 		t.Fatalf("checked %q", checked)
+	}
+	// The check is told whose account it is: the operators' shared ones
+	// skip the endpoint list.
+	if want := []bool{true, true, true, false}; !slices.Equal(shared, want) {
+		t.Fatalf("shared = %v, want %v", shared, want)
 	}
 	// No check for a provider: its settings are stored as given.
 	if _, err := svc.CreateProviderAccount(ctx, control.ProviderAccountInput{Name: "p", Provider: control.ProviderProxmox, Credentials: "t",

@@ -41,12 +41,18 @@ type Config struct {
 	Providers []string
 	// ProviderSettings check a provider account's settings before they are
 	// stored, by provider kind: each gets them as they will be stored, a
-	// JSON object, and returns an *apierr.Error naming the setting at
+	// JSON object, and whether the account is an operator's shared one
+	// (of no tenant), and returns an *apierr.Error naming the setting at
 	// fault (settings.endpoint). The process wiring passes the drivers'
-	// own checks (app.ProviderSettings): nothing in the API imports a
-	// driver. A kind with no check here has its settings stored unchecked.
-	ProviderSettings map[string]func(json.RawMessage) error
+	// own checks and the operator's endpoint policy (app.ProviderSettings):
+	// nothing in the API imports a driver. A kind with no check here has
+	// its settings stored unchecked.
+	ProviderSettings map[string]ProviderSettingsCheck
 }
+
+// ProviderSettingsCheck checks the settings of a provider account, a JSON
+// object; shared says the account is an operator's shared one.
+type ProviderSettingsCheck func(settings json.RawMessage, shared bool) error
 
 // DefaultProviders returns the default Config.Providers: every provider
 // kind there is a driver for, which are also the only kinds a deployment
@@ -63,7 +69,7 @@ type Service struct {
 
 	silentAfter      time.Duration
 	providers        []string
-	providerSettings map[string]func(json.RawMessage) error
+	providerSettings map[string]ProviderSettingsCheck
 }
 
 // New returns a Service on db.

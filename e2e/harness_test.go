@@ -188,6 +188,9 @@ func start(t testing.TB, o options) *cluster {
 		// rates on purpose; a test of the limits sets them in serverEnv.
 		"BC_RATE_LIMIT_MEMBER_QUERIES=off", "BC_RATE_LIMIT_MEMBER_MUTATIONS=off",
 		"BC_RATE_LIMIT_OPERATOR_QUERIES=off", "BC_RATE_LIMIT_OPERATOR_MUTATIONS=off",
+		// The provider emulators listen on loopback: the operator lets
+		// tenants' accounts reach them.
+		"BC_PROVIDER_ENDPOINTS=127.0.0.1", "BC_PROVIDER_ALLOW_PRIVATE=true",
 	}
 	addr := freeAddr(t)
 	c.url = "http://" + addr

@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/seal"
@@ -65,10 +66,12 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	policy := cloud.Endpoints{Hosts: append(app.DefaultProviderEndpoints(), "pve.example.com")}
 	e := &env{
 		t: t, db: db, sealer: sealer, log: log,
-		// The settings checks the deployment wires in: the drivers'.
-		svc:    control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings()}),
+		// The settings checks the deployment wires in: the drivers', and an
+		// operator's endpoint policy that lists a Proxmox for tenants.
+		svc:    control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings(policy)}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
 	e.url = e.serve(tune)

@@ -202,3 +202,68 @@ func TestProviderPoolAdmission(t *testing.T) {
 		}
 	})
 }
+
+// TestProviderEndpointPolicy: a member's provider account may name only an
+// endpoint the operator allows (the harness allows pve.example.com, as
+// BC_PROVIDER_ENDPOINTS would), never a loopback, link-local or private
+// address; an operator's shared account skips the list but not the
+// address check. Each refusal is INVALID_INPUT on settings.endpoint, on
+// create and on update.
+func TestProviderEndpointPolicy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.world("alpha")
+	proxmox := func(endpoint string) map[string]any {
+		return map[string]any{"endpoint": endpoint, "node": "pve1", "storage": "local-lvm", "template": 9000}
+	}
+	account := func(endpoint, tenant string) map[string]any {
+		in := map[string]any{"name": "pve", "provider": "PROXMOX", "credentials": "root@pam!ci=uuid", "settings": proxmox(endpoint)}
+		if tenant != "" {
+			in["tenantId"] = tenant
+		}
+		return map[string]any{"in": in}
+	}
+	refused := []string{
+		"http://127.0.0.1:8006/api2/json",
+		"http://169.254.169.254/latest/meta-data",
+		"https://10.0.0.5:8006",
+		"https://[::1]:8006",
+		"https://[fd00::1]:8006",
+		"https://0.0.0.0:8006",
+		"https://localhost:8006",
+		"https://evil.example.net:8006",
+		"https://pve.example.com.evil.net:8006",
+	}
+	for _, endpoint := range refused {
+		if r := e.do(a.member, createAccount, account(endpoint, "")); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "settings.endpoint" {
+			t.Errorf("a member's account at %s: %+v", endpoint, r.Errors)
+		}
+		if r := e.do(e.operator, createAccount, account(endpoint, a.tenant)); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "settings.endpoint" {
+			t.Errorf("an operator's account for a tenant at %s: %+v", endpoint, r.Errors)
+		}
+	}
+	if r := e.do(a.member, createAccount, map[string]any{"in": map[string]any{"name": "hz", "provider": "HETZNER", "credentials": "t",
+		"settings": map[string]any{"endpoint": "http://127.0.0.1:9/v1"}}}); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "settings.endpoint" {
+		t.Errorf("a member's Hetzner account on loopback: %+v", r.Errors)
+	}
+	e.must(a.member, createAccount, map[string]any{"in": map[string]any{"name": "hz", "provider": "HETZNER", "credentials": "t"}}, nil)
+
+	var created struct {
+		CreateProviderAccount struct{ ProviderAccount struct{ ID string } }
+	}
+	e.must(a.member, createAccount, account("https://PVE.example.com:8006/api2/json", ""), &created)
+	update := `mutation($in: UpdateProviderAccountInput!) { updateProviderAccount(input: $in) { providerAccount { id } } }`
+	for _, endpoint := range refused {
+		in := map[string]any{"in": map[string]any{"id": created.CreateProviderAccount.ProviderAccount.ID, "settings": proxmox(endpoint)}}
+		if r := e.do(a.member, update, in); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "settings.endpoint" {
+			t.Errorf("update to %s: %+v", endpoint, r.Errors)
+		}
+	}
+
+	t.Run("an operator's shared account skips the list, not the address check", func(t *testing.T) {
+		e.must(e.operator, createAccount, account("https://pve.internal.example:8006", ""), nil)
+		if r := e.do(e.operator, createAccount, account("http://127.0.0.1:8006", "")); r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != "settings.endpoint" {
+			t.Errorf("a shared account on loopback: %+v", r.Errors)
+		}
+	})
+}

@@ -40,8 +40,12 @@ WHERE p.provider_account_id = $1 AND i.state <> 'DELETED';
 -- name: LiveInstances :many
 SELECT id FROM instances WHERE id = ANY(@ids::uuid[]) AND state <> 'DELETED';
 
+-- ProviderAccountsToSweep lists the live accounts a pool uses: an account
+-- no pool uses has no instances to observe, and is never called.
 -- name: ProviderAccountsToSweep :many
-SELECT * FROM provider_accounts WHERE deleted_at IS NULL ORDER BY id;
+SELECT * FROM provider_accounts a
+WHERE a.deleted_at IS NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.provider_account_id = a.id)
+ORDER BY a.id;
 
 -- ClaimSweep takes an account's sweep when none was made within the
 -- interval, so reconcilers together list each account once an interval.

@@ -43,7 +43,7 @@ type accounts struct {
 // account returns the account of row, making its driver the first time and
 // whenever the account's credentials or settings changed.
 func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
-	version := sha256.Sum256(append(append([]byte{}, row.CredentialsSealed...), row.Settings...))
+	version := accountVersion(row)
 	r.accounts.mu.Lock()
 	defer r.accounts.mu.Unlock()
 	if a, ok := r.accounts.byID[row.ID]; ok && a.version == version {
@@ -56,7 +56,8 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
 	}
-	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Provider: row.Provider, Credentials: string(creds), Settings: row.Settings})
+	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Shared: row.TenantID == nil, Provider: row.Provider,
+		Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
 		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
 	}
@@ -66,6 +67,12 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 	}
 	r.accounts.byID[row.ID] = a
 	return a, nil
+}
+
+// accountVersion tells the versions of an account apart: it changes with
+// its credentials and settings.
+func accountVersion(row sqlc.ProviderAccount) [sha256.Size]byte {
+	return sha256.Sum256(append(append([]byte{}, row.CredentialsSealed...), row.Settings...))
 }
 
 // cachedAccount returns the account of id if its driver is made.

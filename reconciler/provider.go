@@ -74,13 +74,14 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 }
 
 // failed turns a call's error into the step to take instead: the provider's
-// refusal (quota, invalid) is the instance's ERROR, a server gone is LOST or,
-// when deleting, done; anything else is retried.
+// refusal (quota, invalid, credentials or endpoint refused) is the
+// instance's ERROR, a server gone is LOST or, when deleting, done; anything
+// else is retried.
 func failed(st providerStep, err error) (providerStep, error) {
 	var pe *cloud.Error
 	errors.As(err, &pe)
 	switch cloud.KindOf(err) {
-	case cloud.Quota, cloud.Invalid:
+	case cloud.Quota, cloud.Invalid, cloud.Refused:
 		return providerStep{to: lifecycle.Error, reason: fmt.Sprintf("the provider refused to %s its server: %s", st.call, pe.Message)}, nil
 	case cloud.NotFound:
 		if st.call == callDelete {

@@ -132,6 +132,7 @@ type Reconciler struct {
 	stream   *stream
 	queue    *queue[Request]
 	accounts accounts
+	refusals refusals
 	kinds    map[string]Kind
 	periodic []periodic
 }

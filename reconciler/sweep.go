@@ -20,14 +20,19 @@ const ActDeleteOrphan = "providerAccount.deleteOrphan"
 // sweepDue lists the servers of each provider account whose sweep is due
 // and that no other reconciler has taken: it records what it sees on the
 // instances, wakes those whose server changed or vanished, and deletes
-// orphans.
+// orphans. An account whose calls were refused waits (refusals).
 func (r *Reconciler) sweepDue(ctx context.Context) error {
 	q := sqlc.New(r.db)
 	rows, err := q.ProviderAccountsToSweep(ctx)
 	if err != nil {
 		return fmt.Errorf("list provider accounts: %w", err)
 	}
+	now := time.Now()
 	for _, row := range rows {
+		version := accountVersion(row)
+		if r.refusals.holding(row.ID, version, now) {
+			continue
+		}
 		interval := r.cfg.SweepInterval
 		if a, ok := r.cachedAccount(row.ID); ok {
 			interval = sweepInterval(interval, a.driver.Budget())
@@ -43,9 +48,7 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 		if err == nil {
 			err = r.sweepAccount(ctx, a)
 		}
-		if err != nil && ctx.Err() == nil {
-			r.log.WarnContext(ctx, "sweep provider account", "account", row.ID, "err", err)
-		}
+		r.sweepDone(ctx, row.ID, version, err)
 	}
 	return nil
 }

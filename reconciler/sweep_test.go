@@ -4,8 +4,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -36,5 +39,21 @@ func TestOneSweepPerInterval(t *testing.T) {
 	}
 	if claim(0) != 1 {
 		t.Fatal("the sweep was not taken once its interval had passed")
+	}
+}
+
+// TestSweepsOnlyAccountsWithPools: an account no pool uses is never
+// listed, however often the sweeps run: a member's account is not called
+// until an operator makes a pool on it.
+func TestSweepsOnlyAccountsWithPools(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	idle, busy := e.hetzner(nil), e.hetzner(nil)
+	e.account("idle", idle, hetznertest.DefaultToken)
+	e.providerPool("cloud", e.account("busy", busy, hetznertest.DefaultToken))
+	e.reconcilers(1, withProviders)
+	testenv.Eventually(t, 10*time.Second, "three sweeps of the pooled account", func() bool { return busy.sweeps() >= 3 })
+	if total, _ := idle.Faults().Total(); total != 0 {
+		t.Fatalf("the account without a pool got %d requests: %v", total, idle.Faults().Calls())
 	}
 }

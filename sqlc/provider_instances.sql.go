@@ -187,9 +187,13 @@ func (q *Queries) PoolProviderAccount(ctx context.Context, id uuid.UUID) (*uuid.
 }
 
 const providerAccountsToSweep = `-- name: ProviderAccountsToSweep :many
-SELECT id, tenant_id, provider, name, credentials_sealed, settings, created_at, deleted_at FROM provider_accounts WHERE deleted_at IS NULL ORDER BY id
+SELECT id, tenant_id, provider, name, credentials_sealed, settings, created_at, deleted_at FROM provider_accounts a
+WHERE a.deleted_at IS NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.provider_account_id = a.id)
+ORDER BY a.id
 `
 
+// ProviderAccountsToSweep lists the live accounts a pool uses: an account
+// no pool uses has no instances to observe, and is never called.
 func (q *Queries) ProviderAccountsToSweep(ctx context.Context) ([]ProviderAccount, error) {
 	rows, err := q.db.Query(ctx, providerAccountsToSweep)
 	if err != nil {

@@ -106,6 +106,9 @@ type Budget struct {
 // credentials opened.
 type Account struct {
 	ID string
+	// Shared: the account is an operator's, of no tenant, which the
+	// endpoint policy lets name any host (Endpoints).
+	Shared bool
 	// Provider is the kind: "hetzner" or "proxmox".
 	Provider    string
 	Credentials string

@@ -22,10 +22,16 @@ const (
 	Invalid
 	// NotFound: the server is gone.
 	NotFound
+	// Refused: the provider refused the account's credentials (401, 403),
+	// or the operator's endpoint policy (Endpoints) refused its endpoint.
+	// Nothing the account asks will succeed until its credentials or
+	// settings change, or the policy does: an instance goes to ERROR, and
+	// the account's sweeps back off.
+	Refused
 )
 
 func (k Kind) String() string {
-	return [...]string{"retryable", "rate-limited", "quota", "invalid", "not-found"}[k]
+	return [...]string{"retryable", "rate-limited", "quota", "invalid", "not-found", "refused"}[k]
 }
 
 // Error is a classified provider error.

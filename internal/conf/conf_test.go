@@ -14,6 +14,7 @@ type config struct {
 	Buffer  int
 	Silent  time.Duration
 	Origins []string
+	Private bool
 }
 
 func (c *config) env() []Var {
@@ -22,6 +23,7 @@ func (c *config) env() []Var {
 		Int(&c.Buffer, "BUFFER", 256, "a buffer"),
 		Duration(&c.Silent, "SILENT", 30*time.Second, "a silence"),
 		List(&c.Origins, "ORIGINS", nil, "origins"),
+		Bool(&c.Private, "PRIVATE", false, "a switch"),
 	}
 }
 
@@ -31,9 +33,9 @@ func lookup(env map[string]string) func(string) (string, bool) {
 
 func TestRead(t *testing.T) {
 	var c config
-	err := Read(c.env(), lookup(map[string]string{"NAME": "n", "BUFFER": "5", "SILENT": "2m", "ORIGINS": " a, ,b "}))
-	want := config{Name: "n", Buffer: 5, Silent: 2 * time.Minute, Origins: []string{"a", "b"}}
-	if err != nil || c.Name != want.Name || c.Buffer != want.Buffer || c.Silent != want.Silent || !slices.Equal(c.Origins, want.Origins) {
+	err := Read(c.env(), lookup(map[string]string{"NAME": "n", "BUFFER": "5", "SILENT": "2m", "ORIGINS": " a, ,b ", "PRIVATE": "true"}))
+	want := config{Name: "n", Buffer: 5, Silent: 2 * time.Minute, Origins: []string{"a", "b"}, Private: true}
+	if err != nil || c.Name != want.Name || c.Buffer != want.Buffer || c.Silent != want.Silent || !slices.Equal(c.Origins, want.Origins) || c.Private != want.Private {
 		t.Fatalf("Read = %+v, %v; want %+v", c, err, want)
 	}
 
@@ -58,6 +60,7 @@ func TestReadRefuses(t *testing.T) {
 		{"SILENT", "soon", []string{"SILENT", `"soon" is not a duration`}},
 		{"SILENT", "-1s", []string{"SILENT", "not positive"}},
 		{"SILENT", "0s", []string{"SILENT", "not positive"}},
+		{"PRIVATE", "yes", []string{"PRIVATE", `"yes" is not true or false`}},
 	} {
 		var cfg config
 		err := Read(cfg.env(), lookup(map[string]string{c.name: c.value}))

@@ -37,3 +37,13 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParseBool parses true or false (or 1, 0, t, f, in any case), saying what
+// is wrong with s otherwise.
+func ParseBool(s string) (bool, error) {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", s)
+	}
+	return b, nil
+}

@@ -59,6 +59,18 @@ func Duration(p *time.Duration, name string, value time.Duration, doc string) Va
 	})
 }
 
+// Bool declares a switch: true, false, 1, 0 (strconv.ParseBool's forms).
+func Bool(p *bool, name string, value bool, doc string) Var {
+	return Func(name, strconv.FormatBool(value), doc, func(s string) error {
+		b, err := ParseBool(s)
+		if err != nil {
+			return err
+		}
+		*p = b
+		return nil
+	})
+}
+
 // Func declares a variable that set parses, for values the constructors
 // above do not cover. value is the default as --help shows it.
 func Func(name, value, doc string, set func(string) error) Var {

@@ -23,8 +23,8 @@ var kindOfCode = map[hcloud.ErrorCode]cloud.Kind{
 	hcloud.ErrorCodeInvalidInput:          cloud.Invalid,
 	hcloud.ErrorCodeJSONError:             cloud.Invalid,
 	hcloud.ErrorCodeUniquenessError:       cloud.Invalid,
-	hcloud.ErrorCodeForbidden:             cloud.Invalid,
-	hcloud.ErrorCodeUnauthorized:          cloud.Invalid,
+	hcloud.ErrorCodeForbidden:             cloud.Refused,
+	hcloud.ErrorCodeUnauthorized:          cloud.Refused,
 	hcloud.ErrorCodeProtected:             cloud.Invalid,
 	hcloud.ErrorCodeInvalidServerType:     cloud.Invalid,
 	hcloud.ErrorUnsupportedError:          cloud.Invalid,
@@ -108,8 +108,9 @@ func kindOfStatus(resp *hcloud.Response) cloud.Kind {
 		return cloud.RateLimited
 	case s == http.StatusNotFound:
 		return cloud.NotFound
-	case s == http.StatusBadRequest, s == http.StatusUnauthorized, s == http.StatusForbidden,
-		s == http.StatusUnprocessableEntity:
+	case s == http.StatusUnauthorized, s == http.StatusForbidden:
+		return cloud.Refused
+	case s == http.StatusBadRequest, s == http.StatusUnprocessableEntity:
 		return cloud.Invalid
 	default: // 5xx, 409, 423, none
 		return cloud.Retryable

@@ -307,7 +307,7 @@ func TestErrors(t *testing.T) {
 		{
 			name:   "wrong token",
 			driver: func(c *Config) { c.Token = "wrong-" + token },
-			op:     create, kind: cloud.Invalid, message: "unable to authenticate",
+			op:     create, kind: cloud.Refused, message: "unable to authenticate",
 		},
 		{
 			name: "poweron while locked",

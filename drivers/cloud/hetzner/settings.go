@@ -3,6 +3,8 @@ package hetzner
 import (
 	"encoding/json"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
 	"github.com/better-compute/vps/drivers/cloud"
 )
 
@@ -33,4 +35,17 @@ func ParseSettings(raw json.RawMessage) (Settings, error) {
 		return s, cloud.InvalidSetting("endpoint", "must be the API URL, such as https://api.hetzner.cloud/v1")
 	}
 	return s, nil
+}
+
+// PublicHost is the host of Hetzner Cloud's API: the default list of
+// endpoints tenants' accounts may name has it (cloud.Endpoints).
+const PublicHost = "api.hetzner.cloud"
+
+// URL is the API base URL the account reaches: Endpoint, or hcloud-go's
+// default.
+func (s Settings) URL() string {
+	if s.Endpoint == "" {
+		return hcloud.Endpoint
+	}
+	return s.Endpoint
 }

@@ -139,7 +139,7 @@ func classify(err error) error {
 		kind := cloud.Retryable
 		switch c := ae.Code; {
 		case c == http.StatusUnauthorized || c == http.StatusForbidden:
-			kind = cloud.Invalid
+			kind = cloud.Refused
 		case c == http.StatusTooManyRequests:
 			kind = cloud.RateLimited
 		case c == http.StatusNotFound:
@@ -165,7 +165,7 @@ func classify(err error) error {
 		return &cloud.Error{Kind: kindOfMessage(te.Exit, cloud.Retryable), Message: te.Exit, Err: te}
 	}
 	if errors.Is(err, pve.ErrNotAuthorized) {
-		return &cloud.Error{Kind: cloud.Invalid, Message: "not authorized", Err: err}
+		return &cloud.Error{Kind: cloud.Refused, Message: "not authorized", Err: err}
 	}
 	if errors.Is(err, context.Canceled) {
 		return &cloud.Error{Kind: cloud.Retryable, Message: "canceled", Err: err}

@@ -41,7 +41,7 @@
 // DiskGB GiB; when the template's disk is already larger, Proxmox refuses
 // to shrink it and the clone keeps the larger disk.
 //
-// Errors are classified (errors.go): 401/403 and 400 are Invalid, 404 and
+// Errors are classified (errors.go): 401/403 are Refused, 400 Invalid, 404 and
 // "does not exist" NotFound (Invalid in Create, where it means the
 // template, storage or node is missing), "already exists" (two creates
 // given the same VMID by /cluster/nextid), locks, 5xx, timeouts and network
@@ -96,8 +96,14 @@ type Config struct {
 	// fresh MAC address.
 	Bridge string
 	// HTTPClient makes the requests; it is copied, not changed. Default: a
-	// client with dial, TLS handshake and response header timeouts.
+	// client on Transport with TLS handshake and response header timeouts.
 	HTTPClient *http.Client
+	// Transport is what the default client is made on: it is cloned, and
+	// the clone gets the timeouts and TLS settings. The reconciler passes
+	// cloud.Endpoints' transport, which checks every address dialled.
+	// Default: http.DefaultTransport's with a 10 s dial timeout. Ignored
+	// with HTTPClient.
+	Transport *http.Transport
 	// InsecureSkipVerify turns off TLS certificate verification of the
 	// default client, for a lab node's self-signed certificate. Ignored
 	// with HTTPClient (give that one the node's CA instead).
@@ -166,8 +172,13 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.HTTPClient != nil {
 		hc = *cfg.HTTPClient
 	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		var tr *http.Transport
+		if cfg.Transport != nil {
+			tr = cfg.Transport.Clone()
+		} else {
+			tr = http.DefaultTransport.(*http.Transport).Clone()
+			tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		}
 		tr.TLSHandshakeTimeout = 10 * time.Second
 		tr.ResponseHeaderTimeout = cfg.Timeout
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify}

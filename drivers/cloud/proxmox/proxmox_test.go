@@ -382,7 +382,7 @@ func TestWrongSecret(t *testing.T) {
 	_, listErr := d.List(ctx)
 	_, createErr := d.Create(ctx, request(false))
 	for _, err := range []error{listErr, createErr, d.Start(ctx, "100")} {
-		wantKind(t, err, cloud.Invalid)
+		wantKind(t, err, cloud.Refused)
 		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), proxmoxtest.DefaultSecret) {
 			t.Fatalf("secret in %q", err)
 		}

@@ -68,3 +68,6 @@ func wholeNumber(raw json.RawMessage) (int, bool) {
 	f, err := n.Float64()
 	return int(f), err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53
 }
+
+// URL is the API URL the account reaches: Endpoint.
+func (s Settings) URL() string { return s.Endpoint }
