@@ -127,7 +127,9 @@ func (c *inputChecker) value(path string, t *ast.Type, v any) error {
 		}
 	case ast.Scalar:
 		switch def.Name {
-		case "Int", "Boolean", "Float":
+		case "Int":
+			return checkInt32(path, v)
+		case "Boolean", "Float":
 			return nil
 		}
 		return checkStrings(path, v)
