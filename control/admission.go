@@ -49,6 +49,10 @@ func parseSSHKeys(lines []string) ([]string, error) {
 	return keys, nil
 }
 
+// keyTypeDSA is the type of a DSA key in an authorized_keys line, which
+// x/crypto/ssh no longer parses: it is named to say why the line is refused.
+const keyTypeDSA = "ssh-dss"
+
 // SSH key limits.
 const (
 	// MaxSSHKeyComment bounds a key's comment, which the console and the
@@ -65,7 +69,7 @@ const (
 // no bidirectional override reversing it); DSA keys and RSA keys shorter
 // than MinRSABits are refused as too weak.
 func CheckSSHKey(field, line string) (string, error) {
-	if slices.Contains(strings.Fields(line), ssh.InsecureKeyAlgoDSA) {
+	if slices.Contains(strings.Fields(line), keyTypeDSA) {
 		return "", apierr.Invalid(field, "DSA keys are too weak; use an ed25519, ECDSA or RSA (%d bits or more) key", MinRSABits)
 	}
 	key, comment, _, rest, err := ssh.ParseAuthorizedKey([]byte(line))
