@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: dev build test check generate tools bench screenshots
+.PHONY: dev build test check generate tools bench screenshots fuzz
 
 DEV_FLAGS ?= --sim 3
 
@@ -18,6 +18,27 @@ build:
 test:
 	bash scripts/services.sh
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# The fuzz targets of the parsers that take user input, each for FUZZTIME
+# (go test -fuzz runs one target per package at a time). Their seed corpus,
+# and every input a fuzzer found failing, run with the tests too; CI runs
+# this with FUZZTIME=3s.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	FuzzParse:./ids/ \
+	FuzzDecodeSeq:./ids/ \
+	FuzzCheckSSHKey:./control/ \
+	FuzzSeal:./seal/ \
+	FuzzInstanceFilter:./graph/ \
+	FuzzWatchFilter:./graph/ \
+	FuzzParseSettings:./drivers/cloud/hetzner/ \
+	FuzzParseSettings:./drivers/cloud/proxmox/
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} in $${t#*:} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZTIME) "$${t#*:}"; \
+	done
 
 # The figures of docs/benchmarks.md.
 bench:

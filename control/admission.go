@@ -1,13 +1,16 @@
 package control
 
 import (
+	"crypto/rsa"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/internal/text"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -37,13 +40,68 @@ func parseSSHKeys(lines []string) ([]string, error) {
 	}
 	keys := make([]string, len(lines))
 	for i, line := range lines {
-		key, comment, _, rest, err := ssh.ParseAuthorizedKey([]byte(line))
-		if err != nil || len(rest) > 0 {
-			return nil, apierr.Invalid(fmt.Sprintf("sshKeys[%d]", i), "not a single authorized_keys line")
+		key, err := CheckSSHKey(fmt.Sprintf("sshKeys[%d]", i), line)
+		if err != nil {
+			return nil, err
 		}
-		keys[i] = formatKey(key, comment)
+		keys[i] = key
 	}
 	return keys, nil
+}
+
+// keyTypeDSA is the type of a DSA key in an authorized_keys line, which
+// x/crypto/ssh no longer parses: it is named to say why the line is refused.
+const keyTypeDSA = "ssh-dss"
+
+// SSH key limits.
+const (
+	// MaxSSHKeyComment bounds a key's comment, which the console and the
+	// guest's authorized_keys show.
+	MaxSSHKeyComment = 256
+	// MinRSABits is the shortest RSA key accepted.
+	MinRSABits = 2048
+)
+
+// CheckSSHKey checks one authorized_keys line given in field and returns it
+// normalized (key type, key, comment; options dropped). The comment must be
+// at most MaxSSHKeyComment bytes of text free of control and format
+// characters, so it shows as what it is (no carriage return hiding a line,
+// no bidirectional override reversing it); DSA keys and RSA keys shorter
+// than MinRSABits are refused as too weak.
+func CheckSSHKey(field, line string) (string, error) {
+	if slices.Contains(strings.Fields(line), keyTypeDSA) {
+		return "", apierr.Invalid(field, "DSA keys are too weak; use an ed25519, ECDSA or RSA (%d bits or more) key", MinRSABits)
+	}
+	key, comment, _, rest, err := ssh.ParseAuthorizedKey([]byte(line))
+	if err != nil || len(rest) > 0 {
+		return "", apierr.Invalid(field, "not a single authorized_keys line")
+	}
+	if len(comment) > MaxSSHKeyComment {
+		return "", apierr.Invalid(field, "the comment is %d bytes, the limit is %d", len(comment), MaxSSHKeyComment)
+	}
+	if err := text.CheckLine(comment); err != nil {
+		return "", apierr.Invalid(field, "the comment %v", err)
+	}
+	if bits, ok := rsaBits(key); ok && bits < MinRSABits {
+		return "", apierr.Invalid(field, "the RSA key has %d bits; at least %d are required", bits, MinRSABits)
+	}
+	return formatKey(key, comment), nil
+}
+
+// rsaBits returns the size of an RSA key, or of a certificate's RSA key.
+func rsaBits(key ssh.PublicKey) (int, bool) {
+	if cert, ok := key.(*ssh.Certificate); ok {
+		key = cert.Key
+	}
+	ck, ok := key.(ssh.CryptoPublicKey)
+	if !ok {
+		return 0, false
+	}
+	pub, ok := ck.CryptoPublicKey().(*rsa.PublicKey)
+	if !ok {
+		return 0, false
+	}
+	return pub.N.BitLen(), true
 }
 
 func formatKey(key ssh.PublicKey, comment string) string {

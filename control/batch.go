@@ -89,9 +89,15 @@ func (s *Service) IPPools(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]
 	return mapGroups(ranges, domain.IPPoolFromRow), nil
 }
 
-// LeaseCounts counts the live leases of IP pools.
+// LeaseCounts counts the live leases of IP pools as the caller may see
+// them: operators count every lease; members only their tenant's, since a
+// pool tenants share would otherwise tell each how much the others use.
 func (s *Service) LeaseCounts(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]int, error) {
-	rows, err := s.q.CountLiveLeases(ctx, keys)
+	p, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.q.CountLiveLeases(ctx, sqlc.CountLiveLeasesParams{IpPoolIds: keys, Tenant: p.TenantFilter()})
 	if err != nil {
 		return nil, fmt.Errorf("count IP leases: %w", err)
 	}

@@ -116,6 +116,10 @@ func (s *Service) Pools(ctx context.Context) ([]domain.Pool, error) {
 	return list(ctx, "pools", s.q.ListPools, domain.PoolFromRow)
 }
 
+// MaxIPRange is the most addresses one IP range may hold (a /16): placement
+// scans a pool's ranges for the lowest free address under the pool's lock.
+const MaxIPRange = 1 << 16
+
 // IPPoolInput adds an IPv4 range to a pool.
 type IPPoolInput struct {
 	PoolID     uuid.UUID
@@ -176,6 +180,9 @@ func parseIPPool(in IPPoolInput) (sqlc.CreateIPPoolParams, error) {
 	}
 	if end.Less(start) {
 		return sqlc.CreateIPPoolParams{}, apierr.Invalid("rangeEnd", "must not be before rangeStart")
+	}
+	if n := domain.RangeSize(start, end); n > MaxIPRange {
+		return sqlc.CreateIPPoolParams{}, apierr.Invalid("rangeEnd", "the range holds %d addresses, at most %d are allowed", n, MaxIPRange)
 	}
 	if !gw.Less(start) && !end.Less(gw) {
 		return sqlc.CreateIPPoolParams{}, apierr.Invalid("gateway", "must be outside the range")

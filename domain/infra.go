@@ -47,6 +47,14 @@ type IPPool struct {
 	DNS        []netip.Addr
 }
 
+// RangeSize counts the IPv4 addresses from start to end inclusive.
+func RangeSize(start, end netip.Addr) int {
+	s, e := start.As4(), end.As4()
+	a := uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])
+	b := uint32(e[0])<<24 | uint32(e[1])<<16 | uint32(e[2])<<8 | uint32(e[3])
+	return int(b-a) + 1
+}
+
 // IPPoolFromRow maps an ip_pools row.
 func IPPoolFromRow(r sqlc.IpPool) IPPool {
 	return IPPool{ID: r.ID, PoolID: r.PoolID, CIDR: r.Cidr, Gateway: r.Gateway, RangeStart: r.RangeStart, RangeEnd: r.RangeEnd, DNS: r.Dns}

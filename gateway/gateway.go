@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
@@ -112,7 +113,8 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, what string, err 
 	if r.Context().Err() != nil {
 		return
 	}
-	g.log.ErrorContext(r.Context(), what, "err", err)
+	// The response's X-Request-Id finds this line.
+	g.log.ErrorContext(r.Context(), what, "request_id", audit.RequestID(r.Context()), "err", err)
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }
 

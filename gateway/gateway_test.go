@@ -253,3 +253,17 @@ func TestReport(t *testing.T) {
 		}
 	})
 }
+
+// post posts a raw report body.
+func (e *env) post(body string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.url+hostproto.ReportPath, strings.NewReader(body))
+	req.Header.Set(hostproto.Header, strconv.Itoa(hostproto.Version))
+	req.Header.Set("Authorization", "Bearer "+e.credential)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -22,59 +24,62 @@ import (
 // entry changed after that generation is left alone. Every instance whose
 // observation changed is handed to the reconciler.
 func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host) {
-	var rep hostproto.Report
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&rep); err != nil {
-		http.Error(w, "report is not valid JSON: "+err.Error(), http.StatusBadRequest)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReport))
+	if err != nil {
+		refuse(w, &reportError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("a report is at most %d bytes", maxReport)})
 		return
 	}
-	if rep.Protocol != hostproto.Version {
-		http.Error(w, fmt.Sprintf("report protocol %d, want %d", rep.Protocol, hostproto.Version), http.StatusBadRequest)
-		return
+	rep, err := decodeReport(body)
+	if err == nil {
+		err = pgx.BeginFunc(r.Context(), g.cfg.DB, func(tx pgx.Tx) error {
+			return g.record(r.Context(), sqlc.New(tx), host, rep)
+		})
 	}
-	if err := pgx.BeginFunc(r.Context(), g.cfg.DB, func(tx pgx.Tx) error {
-		return g.record(r.Context(), sqlc.New(tx), host, rep)
-	}); err != nil {
+	var refused *reportError
+	switch {
+	case errors.As(err, &refused):
+		refuse(w, refused)
+	case err != nil:
 		g.fail(w, r, "record report", err)
-		return
+	default:
+		w.WriteHeader(http.StatusNoContent)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
+
+// maxReport bounds a report's body.
+const maxReport = 8 << 20
 
 // record writes a report in one transaction. It locks the host's row last:
 // the reconciler locks an instance, then its host (to bump the spec
 // generation), so a report locking the host first and then its instances
 // would deadlock with it.
+//
+// A report of a generation the host was never sent is refused (409). One
+// older than the host already reported is late (or from a daemon that
+// restarted and has no spec yet, at generation 0): it counts as a
+// heartbeat, but says nothing of instances, which a newer report already
+// spoke for, and leaves the reported generation where it is.
 func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) error {
-	prev, err := q.HostLastSeen(ctx, host.ID)
+	state, err := q.HostReportState(ctx, host.ID)
 	if err != nil {
 		return fmt.Errorf("read host: %w", err)
+	}
+	if rep.Generation > state.SpecGeneration {
+		return &reportError{status: http.StatusConflict, field: "generation",
+			msg: fmt.Sprintf("%d is ahead of the spec the host was sent (generation %d)", rep.Generation, state.SpecGeneration)}
+	}
+	prev := state.LastSeenAt
+	var wake []uuid.UUID
+	if rep.Generation >= state.ReportedGeneration {
+		if wake, err = observe(ctx, q, host, rep); err != nil {
+			return err
+		}
 	}
 	if rep.Inventory != nil {
 		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory); err != nil {
 			return err
 		}
 	}
-	var (
-		reported = make([]uuid.UUID, 0, len(rep.Instances))
-		states   = make([]string, 0, len(rep.Instances))
-		reasons  = make([]string, 0, len(rep.Instances))
-	)
-	for _, st := range rep.Instances {
-		id, ok := ids.Decode(ids.Instance, st.ID)
-		if !ok {
-			continue // not ours
-		}
-		reported, states, reasons = append(reported, id), append(states, string(st.State)), append(reasons, st.Reason)
-	}
-	changed, err := q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: reported, States: states, Reasons: reasons, Host: &host.ID, Generation: rep.Generation})
-	if err != nil {
-		return fmt.Errorf("record observations: %w", err)
-	}
-	absent, err := q.ObserveAbsent(ctx, sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: reported})
-	if err != nil {
-		return fmt.Errorf("record absences: %w", err)
-	}
-	wake := append(changed, absent...)
 	if prev == nil || time.Since(*prev) > g.cfg.HostSilentAfter {
 		// Back from silence (or new): its instances may be LOST, and
 		// pending ones may now fit.
@@ -101,6 +106,32 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		return fmt.Errorf("record host: %w", err)
 	}
 	return nil
+}
+
+// observe records what a report saw of each instance whose spec entry it
+// has converged to, and returns the instances whose observation changed.
+func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) ([]uuid.UUID, error) {
+	var (
+		reported = make([]uuid.UUID, 0, len(rep.Instances))
+		states   = make([]string, 0, len(rep.Instances))
+		reasons  = make([]string, 0, len(rep.Instances))
+	)
+	for _, st := range rep.Instances {
+		id, ok := ids.Decode(ids.Instance, st.ID)
+		if !ok {
+			continue // not ours
+		}
+		reported, states, reasons = append(reported, id), append(states, string(st.State)), append(reasons, st.Reason)
+	}
+	changed, err := q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: reported, States: states, Reasons: reasons, Host: &host.ID, Generation: rep.Generation})
+	if err != nil {
+		return nil, fmt.Errorf("record observations: %w", err)
+	}
+	absent, err := q.ObserveAbsent(ctx, sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: reported})
+	if err != nil {
+		return nil, fmt.Errorf("record absences: %w", err)
+	}
+	return append(changed, absent...), nil
 }
 
 // adoptInventory gives a host without capacity the capacity it reports,

@@ -50,7 +50,7 @@ func TestCreateInstance(t *testing.T) {
 		{"another tenant's pool", a.member, func(in map[string]any) { in["poolId"] = b.pool }, "NOT_FOUND", "poolId"},
 		{"malformed pool id", a.member, func(in map[string]any) { in["poolId"] = "nope" }, "INVALID_INPUT", "poolId"},
 		{"pool of another class", a.member, func(in map[string]any) { in["poolId"] = e.pool("alpha-containers", "container", a.tenant) }, "INVALID_INPUT", "poolId"},
-		{"unknown flavor", a.member, func(in map[string]any) { in["flavorId"] = "flv_" + strings.Repeat("1", 26) }, "NOT_FOUND", "flavorId"},
+		{"unknown flavor", a.member, func(in map[string]any) { in["flavorId"] = "flv_" + strings.Repeat("1", 25) + "0" }, "NOT_FOUND", "flavorId"},
 		{"invisible image", a.member, func(in map[string]any) { in["imageId"] = b.image }, "NOT_FOUND", "imageId"},
 		{"unverified image in a verified-only pool", a.member, func(in map[string]any) {
 			in["imageId"] = e.image("alpha-unverified", "TENANT", a.tenant, false)

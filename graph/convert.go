@@ -3,7 +3,6 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/google/uuid"
@@ -102,14 +101,6 @@ func ptrInt64ToInt(v *int64) *int {
 	}
 	n := int(*v)
 	return &n
-}
-
-// rangeSize counts the IPv4 addresses from start to end inclusive.
-func rangeSize(start, end netip.Addr) int {
-	s, e := start.As4(), end.As4()
-	a := uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])
-	b := uint32(e[0])<<24 | uint32(e[1])<<16 | uint32(e[2])<<8 | uint32(e[3])
-	return int(b-a) + 1
 }
 
 // targetKinds maps audit target types to ID kinds.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/iam"
@@ -113,7 +115,8 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	cfg.applyDefaults()
 	q := sqlc.New(cfg.DB)
 	cs := &conns{max: cfg.MaxConnections}
-	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}}))
+	schema := generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}})
+	srv := handler.New(schema)
 	accept := acceptor{
 		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
 		maxUnread:                    cfg.MaxUnread,
@@ -169,7 +172,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	srv.Use(extension.FixedComplexityLimit(2000))
 	srv.SetErrorPresenter(presenter(cfg.Logger))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
-		cfg.Logger.ErrorContext(ctx, "resolver panic", "panic", v)
+		cfg.Logger.ErrorContext(ctx, "resolver panic", "request_id", audit.RequestID(ctx), "panic", v)
 		return apierr.New(apierr.Internal, "internal error")
 	})
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
@@ -179,6 +182,11 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		}
 		if refused := limitOperation(ctx, cfg.RateLimit, p); refused != nil {
 			return graphql.OneShot(refused)
+		}
+		if err := checkInputs(ctx, schema.Schema()); err != nil {
+			var apiErr *apierr.Error
+			errors.As(err, &apiErr)
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apiErr, nil)}})
 		}
 		return next(ctx)
 	})
@@ -203,7 +211,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		}
 		return resp
 	})
-	return &Handler{Handler: supported(authenticate(q, cfg.Service, srv)), q: q, conns: cs}
+	return &Handler{Handler: supported(authenticate(q, cfg.Service, cfg.Logger, srv)), q: q, conns: cs}
 }
 
 // supported answers requests no transport serves (another method, a POST
@@ -229,13 +237,18 @@ func supported(next http.Handler) http.Handler {
 
 // authenticate puts the principal of the request's bearer token, if any, and
 // fresh loaders into its context. Operations without a principal are refused.
-func authenticate(q *sqlc.Queries, svc *control.Service, next http.Handler) http.Handler {
+func authenticate(q *sqlc.Queries, svc *control.Service, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := withLoaders(r.Context(), svc)
 		if token := iam.BearerToken(r.Header.Get("Authorization")); token != "" {
 			p, err := iam.Authenticate(ctx, q, token)
 			if err != nil && !errors.Is(err, iam.ErrUnauthenticated) {
-				http.Error(w, `{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}`, http.StatusInternalServerError)
+				id := audit.RequestID(ctx)
+				log.ErrorContext(ctx, "internal error", "request_id", id, "during", "authentication", "err", err)
+				body, _ := json.Marshal(map[string]any{"errors": gqlerror.List{internalError(id, nil)}})
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				w.Write(body)
 				return
 			}
 			if p != nil {
@@ -247,20 +260,35 @@ func authenticate(q *sqlc.Queries, svc *control.Service, next http.Handler) http
 }
 
 // presenter shows API errors as they are and hides everything else behind
-// INTERNAL, logging it with the request's path.
+// INTERNAL, logging it with the request's path and id. An INTERNAL error
+// carries the request id (extensions.requestId), so what a client reports
+// finds the log line.
 func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gqlErr *gqlerror.Error
 		if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 			return gqlErr // parse and validation errors; codes normalized later
 		}
+		path := graphql.GetPath(ctx)
 		var apiErr *apierr.Error
-		if errors.As(err, &apiErr) {
-			return toGQL(apiErr, graphql.GetPath(ctx))
+		if errors.As(err, &apiErr) && apiErr.Code != apierr.Internal {
+			return toGQL(apiErr, path)
 		}
-		log.ErrorContext(ctx, "internal error", "path", graphql.GetPath(ctx).String(), "err", err)
-		return toGQL(apierr.New(apierr.Internal, "internal error"), graphql.GetPath(ctx))
+		if apiErr == nil { // an *apierr.Error of code INTERNAL was logged where it was made
+			log.ErrorContext(ctx, "internal error", "request_id", audit.RequestID(ctx), "path", path.String(), "err", err)
+		}
+		return internalError(audit.RequestID(ctx), path)
 	}
+}
+
+// internalError is the INTERNAL error the client sees: no details, but the
+// request id the server logged them under.
+func internalError(requestID string, path ast.Path) *gqlerror.Error {
+	e := toGQL(apierr.New(apierr.Internal, "internal error"), path)
+	if requestID != "" {
+		e.Extensions["requestId"] = requestID
+	}
+	return e
 }
 
 func toGQL(e *apierr.Error, path ast.Path) *gqlerror.Error {

@@ -172,7 +172,7 @@ func (r *poolResolver) IPPools(ctx context.Context, obj *domain.Pool) ([]model.I
 		out[i] = model.IPPool{
 			ID: ids.Encode(ids.IPPool, p.ID), Cidr: p.CIDR.String(), Gateway: p.Gateway.String(),
 			RangeStart: p.RangeStart.String(), RangeEnd: p.RangeEnd.String(), DNS: dns,
-			Size: rangeSize(p.RangeStart, p.RangeEnd), Leased: leased,
+			Size: domain.RangeSize(p.RangeStart, p.RangeEnd), Leased: leased,
 		}
 	}
 	return out, nil

@@ -124,16 +124,9 @@ func (r *queryResolver) Instance(ctx context.Context, id string) (domain.Instanc
 
 // Instances is the resolver for the instances field.
 func (r *queryResolver) Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error) {
-	var f control.InstanceFilter
-	if filter != nil {
-		var d decoder
-		if f.PoolID = d.ptrID(ids.Pool, "filter.poolId", filter.PoolID); d.err != nil {
-			return model.InstanceConnection{}, d.err
-		}
-		f.State = (*string)(filter.State)
-		f.DesiredState = (*string)(filter.DesiredState)
-		f.Name = filter.Name
-		f.ExcludeDeleted = deref(filter.ExcludeDeleted)
+	f, err := instanceFilter(filter)
+	if err != nil {
+		return model.InstanceConnection{}, err
 	}
 	page := control.Page[uuid.UUID]{First: deref(first)}
 	if after != nil {

@@ -39,6 +39,8 @@ func TestOperatorSetup(t *testing.T) {
 			{"10.20.0.0/24", "10.21.0.1", "10.20.0.10", "10.20.0.20", "gateway"},
 			{"10.20.0.0/24", "10.20.0.1", "10.20.0.30", "10.20.0.20", "rangeEnd"},
 			{"10.20.0.0/24", "10.20.0.15", "10.20.0.10", "10.20.0.20", "gateway"},
+			// At most 65536 addresses in one range.
+			{"10.0.0.0/8", "10.0.0.1", "10.0.0.10", "10.1.0.10", "rangeEnd"},
 		} {
 			r := e.do(e.operator, `mutation($p: ID!, $c: String!, $g: String!, $s: String!, $e: String!) { createIpPool(input: {poolId: $p, cidr: $c, gateway: $g, rangeStart: $s, rangeEnd: $e}) { pool { id } } }`,
 				map[string]any{"p": pool, "c": bad.cidr, "g": bad.gw, "s": bad.start, "e": bad.end})

@@ -37,14 +37,17 @@ func Encode(k Kind, id uuid.UUID) string {
 }
 
 // Parse splits an API ID into its kind and UUID; ok is false when s is not
-// a well-formed ID.
+// a well-formed ID. Only the one encoding Encode gives is well-formed: 26
+// base32 digits carry 130 bits, and a string that differs from it in the
+// last two would otherwise name the same object as another string, which
+// breaks whoever compares IDs as strings (a subscription's id filter).
 func Parse(s string) (k Kind, id uuid.UUID, ok bool) {
 	prefix, body, found := strings.Cut(s, "_")
 	if !found || len(body) != 26 {
 		return "", uuid.Nil, false
 	}
 	b, err := encoding.DecodeString(body)
-	if err != nil || len(b) != 16 {
+	if err != nil || len(b) != 16 || encoding.EncodeToString(b) != body {
 		return "", uuid.Nil, false
 	}
 	copy(id[:], b)
@@ -72,12 +75,14 @@ func EncodeSeq(k Kind, n int64) string {
 	return string(k) + "_" + strconv.FormatInt(n, 36)
 }
 
-// DecodeSeq returns the sequence number of an API ID of kind k.
+// DecodeSeq returns the sequence number of an API ID of kind k. Only the
+// encoding EncodeSeq gives decodes: not a sign, a leading zero or an upper
+// case digit, which ParseInt takes.
 func DecodeSeq(k Kind, s string) (int64, bool) {
 	body, found := strings.CutPrefix(s, string(k)+"_")
 	if !found {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(body, 36, 64)
-	return n, err == nil && n > 0
+	return n, err == nil && n > 0 && strconv.FormatInt(n, 36) == body
 }

@@ -18,12 +18,15 @@ WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE
 -- name: SpecDevices :many
 SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address;
 
--- RecordReport notes a host's report and returns when it was seen before.
--- name: HostLastSeen :one
-SELECT last_seen_at FROM hosts WHERE id = $1;
+-- HostReportState reads what a report is checked against: when the host was
+-- last seen, the generation it was sent and the one it last reported.
+-- name: HostReportState :one
+SELECT last_seen_at, spec_generation, reported_generation FROM hosts WHERE id = $1;
 
+-- RecordReport notes a host's report. The reported generation never goes
+-- down: a late report of an older one is only a heartbeat.
 -- name: RecordReport :exec
-UPDATE hosts SET last_seen_at = now(), reported_generation = @generation,
+UPDATE hosts SET last_seen_at = now(), reported_generation = greatest(reported_generation, @generation),
     inventory = coalesce(sqlc.narg(inventory)::jsonb, inventory)
 WHERE id = @id;
 

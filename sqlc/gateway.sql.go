@@ -140,16 +140,23 @@ func (q *Queries) HostInstances(ctx context.Context, hostID *uuid.UUID) ([]uuid.
 	return items, nil
 }
 
-const hostLastSeen = `-- name: HostLastSeen :one
-SELECT last_seen_at FROM hosts WHERE id = $1
+const hostReportState = `-- name: HostReportState :one
+SELECT last_seen_at, spec_generation, reported_generation FROM hosts WHERE id = $1
 `
 
-// RecordReport notes a host's report and returns when it was seen before.
-func (q *Queries) HostLastSeen(ctx context.Context, id uuid.UUID) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, hostLastSeen, id)
-	var last_seen_at *time.Time
-	err := row.Scan(&last_seen_at)
-	return last_seen_at, err
+type HostReportStateRow struct {
+	LastSeenAt         *time.Time
+	SpecGeneration     int64
+	ReportedGeneration int64
+}
+
+// HostReportState reads what a report is checked against: when the host was
+// last seen, the generation it was sent and the one it last reported.
+func (q *Queries) HostReportState(ctx context.Context, id uuid.UUID) (HostReportStateRow, error) {
+	row := q.db.QueryRow(ctx, hostReportState, id)
+	var i HostReportStateRow
+	err := row.Scan(&i.LastSeenAt, &i.SpecGeneration, &i.ReportedGeneration)
+	return i, err
 }
 
 const observeAbsent = `-- name: ObserveAbsent :many
@@ -236,7 +243,7 @@ func (q *Queries) ObserveReported(ctx context.Context, arg ObserveReportedParams
 }
 
 const recordReport = `-- name: RecordReport :exec
-UPDATE hosts SET last_seen_at = now(), reported_generation = $1,
+UPDATE hosts SET last_seen_at = now(), reported_generation = greatest(reported_generation, $1),
     inventory = coalesce($2::jsonb, inventory)
 WHERE id = $3
 `
@@ -247,6 +254,8 @@ type RecordReportParams struct {
 	ID         uuid.UUID
 }
 
+// RecordReport notes a host's report. The reported generation never goes
+// down: a late report of an older one is only a heartbeat.
 func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) error {
 	_, err := q.db.Exec(ctx, recordReport, arg.Generation, arg.Inventory, arg.ID)
 	return err

@@ -13,18 +13,27 @@ import (
 )
 
 const countLiveLeases = `-- name: CountLiveLeases :many
-SELECT ip_pool_id, count(*)::int AS leased FROM ip_leases
-WHERE released_at IS NULL AND ip_pool_id = ANY($1::uuid[])
-GROUP BY ip_pool_id
+SELECT l.ip_pool_id, count(*)::int AS leased FROM ip_leases l
+JOIN instances i ON i.id = l.instance_id
+WHERE l.released_at IS NULL AND l.ip_pool_id = ANY($1::uuid[])
+  AND ($2::uuid IS NULL OR i.tenant_id = $2)
+GROUP BY l.ip_pool_id
 `
+
+type CountLiveLeasesParams struct {
+	IpPoolIds []uuid.UUID
+	Tenant    *uuid.UUID
+}
 
 type CountLiveLeasesRow struct {
 	IpPoolID uuid.UUID
 	Leased   int32
 }
 
-func (q *Queries) CountLiveLeases(ctx context.Context, ipPoolIds []uuid.UUID) ([]CountLiveLeasesRow, error) {
-	rows, err := q.db.Query(ctx, countLiveLeases, ipPoolIds)
+// CountLiveLeases counts the live leases of IP pools, only those of one
+// tenant's instances when tenant is set.
+func (q *Queries) CountLiveLeases(ctx context.Context, arg CountLiveLeasesParams) ([]CountLiveLeasesRow, error) {
+	rows, err := q.db.Query(ctx, countLiveLeases, arg.IpPoolIds, arg.Tenant)
 	if err != nil {
 		return nil, err
 	}

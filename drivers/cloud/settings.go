@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/better-compute/vps/internal/text"
 )
 
 // A provider account's settings are a JSON object, stored as the API was
@@ -56,14 +58,16 @@ func (f SettingsFields) Has(key string) bool {
 }
 
 // Text returns the setting key trimmed; ok is false when it is absent, not
-// a string, or blank.
+// a string, blank, or not one line of plain text (a NUL, which Postgres
+// cannot store, or another control or format character, which no location,
+// node, storage or URL has).
 func (f SettingsFields) Text(key string) (v string, ok bool) {
 	raw, present := f[key]
 	if !present || json.Unmarshal(raw, &v) != nil {
 		return "", false
 	}
 	v = strings.TrimSpace(v)
-	return v, v != ""
+	return v, v != "" && text.CheckLine(v) == nil
 }
 
 // URL returns the setting key, trimmed; ok is false unless it is an http

@@ -2132,6 +2132,7 @@ type IpPool implements Node {
   rangeEnd: String!
   dns: [String!]!
   size: Int!
+  "Addresses leased to live instances: all of them for operators, the caller's tenant's for members."
   leased: Int!
 }
 

@@ -230,7 +230,8 @@ type IPPool struct {
 	RangeEnd   string   `json:"rangeEnd"`
 	DNS        []string `json:"dns"`
 	Size       int      `json:"size"`
-	Leased     int      `json:"leased"`
+	// Addresses leased to live instances: all of them for operators, the caller's tenant's for members.
+	Leased int `json:"leased"`
 }
 
 func (IPPool) IsNode() {}

@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/ids"
+)
+
+// TestReportChecks: a report with a number out of range, a state outside
+// the protocol's set or a string the database cannot store is 400 naming
+// the field, and nothing of it is stored.
+func TestReportChecks(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.place("running")
+	id := ids.Encode(ids.Instance, e.instance)
+	cases := []struct {
+		name  string
+		body  string
+		field string
+	}{
+		{"negative memory", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":-1,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative vCPUs", `{"protocol":1,"generation":1,"inventory":{"vcpus":-4,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"negative disk", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":-10}}`, "inventory.diskGb"},
+		{"vCPUs past 32 bits", `{"protocol":1,"generation":1,"inventory":{"vcpus":4294967297,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"memory past 64 bits", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":99999999999999999999,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative generation", `{"protocol":1,"generation":-1}`, "generation"},
+		{"unknown state", `{"protocol":1,"generation":1,"instances":[{"id":"` + id + `","state":"exploded"}]}`, "instances[0].state"},
+		{"NUL in a reason", `{"protocol":1,"generation":1,"instances":[{"id":"` + id + `","state":"failed","reason":"bad\u0000"}]}`, "instances[0].reason"},
+		{"NUL in a GPU", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := e.post(c.body)
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 400 || !strings.HasPrefix(string(b), c.field+": ") {
+				t.Fatalf("%d %q, want 400 naming %s", resp.StatusCode, b, c.field)
+			}
+		})
+	}
+	var capacities, observed int
+	e.db.QueryRow(context.Background(), "SELECT count(*) FROM host_capacity").Scan(&capacities)
+	e.db.QueryRow(context.Background(), "SELECT count(*) FROM instances WHERE observed_state IS NOT NULL").Scan(&observed)
+	if capacities != 0 || observed != 0 {
+		t.Fatalf("stored from refused reports: %d capacities, %d observations", capacities, observed)
+	}
+}
+
+// TestReportGeneration: a report may not claim a generation the host was
+// never sent (409, nothing stored), and one older than the host already
+// reported counts only as a heartbeat: it neither lowers the stored
+// generation nor records what it saw.
+func TestReportGeneration(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	gen := e.place("running")
+	id := ids.Encode(ids.Instance, e.instance)
+	var reported int64
+	var observed *string
+	read := func() {
+		e.db.QueryRow(context.Background(), "SELECT reported_generation FROM hosts WHERE id = $1", e.host).Scan(&reported)
+		e.db.QueryRow(context.Background(), "SELECT observed_state FROM instances WHERE id = $1", e.instance).Scan(&observed)
+	}
+
+	resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen + 5,
+		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateRunning}}})
+	if resp.StatusCode != 409 {
+		t.Fatalf("a report ahead of the spec: %d, want 409", resp.StatusCode)
+	}
+	if read(); reported != 0 || observed != nil {
+		t.Fatalf("after a report ahead of the spec: reported generation %d, observed %v", reported, observed)
+	}
+
+	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen,
+		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateRunning}}}); resp.StatusCode != 204 {
+		t.Fatalf("a current report: %d", resp.StatusCode)
+	}
+	var seen1 any
+	e.db.QueryRow(context.Background(), "SELECT last_seen_at FROM hosts WHERE id = $1", e.host).Scan(&seen1)
+
+	// A late report of the same instance at an older generation that still
+	// covers its entry: it must not overwrite what the newer one said.
+	e.exec("UPDATE instances SET spec_generation = $1 WHERE id = $2", gen-1, e.instance)
+	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen - 1,
+		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateStopped}}}); resp.StatusCode != 204 {
+		t.Fatalf("an older report: %d, want 204 (a heartbeat)", resp.StatusCode)
+	}
+	if read(); reported != gen || observed == nil || *observed != "running" {
+		t.Fatalf("after an older report: reported generation %d (want %d), observed %v (want running)", reported, gen, *observed)
+	}
+	var seen2 any
+	e.db.QueryRow(context.Background(), "SELECT last_seen_at FROM hosts WHERE id = $1", e.host).Scan(&seen2)
+	if seen1 == seen2 {
+		t.Fatal("an older report did not count as a heartbeat")
+	}
+}
