@@ -97,11 +97,12 @@ const (
 	// DefaultMaxTokens is how many lexical tokens a document may have.
 	DefaultMaxTokens = 10_000
 	// DefaultMaxSelections is how many fields a document may select. The
-	// console's largest query selects about 40, GraphiQL's introspection
-	// query about 250.
+	// console's queries select a few dozen, GraphiQL's introspection query
+	// 226.
 	DefaultMaxSelections = 500
 	// DefaultMaxDepth is how deep a document's fields may nest. The
-	// console's queries nest 4 deep, GraphiQL's introspection query 15.
+	// console's queries nest at most 4 deep, GraphiQL's introspection
+	// query 15.
 	DefaultMaxDepth = 20
 	// DefaultDocumentTimeout is how long parsing and validating one
 	// document may take.
@@ -124,7 +125,11 @@ func (cfg *HandlerConfig) applyDefaults() {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
-	l := &cfg.Limits
+	cfg.Limits = cfg.Limits.WithDefaults()
+}
+
+// WithDefaults returns l with its zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxBody <= 0 {
 		l.MaxBody = DefaultMaxBody
 	}
@@ -140,6 +145,7 @@ func (cfg *HandlerConfig) applyDefaults() {
 	if l.DocumentTimeout <= 0 {
 		l.DocumentTimeout = DefaultDocumentTimeout
 	}
+	return l
 }
 
 // Handler is the /graphql endpoint.

@@ -49,6 +49,9 @@ type Config struct {
 	// AllowedOrigins are the browser origins that may open websockets besides
 	// the server's own host. Default: none.
 	AllowedOrigins []string
+	// GraphQL bounds the work one GraphQL request may cause. Zero fields
+	// take graph's defaults.
+	GraphQL graph.Limits
 }
 
 // Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
@@ -83,6 +86,7 @@ func New(cfg Config) *Server {
 		Live:           cfg.Live,
 		MaxConnections: cfg.MaxConnections,
 		MaxUnread:      cfg.MaxUnread,
+		Limits:         cfg.GraphQL,
 	})
 	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {
