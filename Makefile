@@ -48,6 +48,7 @@ bench:
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench Sweep100 ./drivers/cloud/hetzner/ ./drivers/cloud/proxmox/
 	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
+	$(GO) test -run '^$$' -bench OversizedDocuments -benchtime 1x -count 3 ./e2e/
 
 # The console's pictures in docs/console, for docs/console.md.
 screenshots: build

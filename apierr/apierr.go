@@ -5,6 +5,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -24,13 +25,21 @@ const (
 	Internal           Code = "INTERNAL"
 )
 
+// Codes are the codes of the API, as docs/api.md lists them.
+var Codes = []Code{Unauthenticated, Forbidden, NotFound, InvalidInput, QuotaExceeded, Conflict, FailedPrecondition, RateLimited, Internal}
+
+// Documented reports whether c is one of Codes.
+func (c Code) Documented() bool { return slices.Contains(Codes, c) }
+
 // Error is an error safe to show to a client.
 type Error struct {
 	Code    Code
 	Message string
 	// Field names the input field at fault, for InvalidInput and NotFound.
 	Field string
-	// Limit names the quota limit that was hit, for QuotaExceeded.
+	// Limit names the limit that was hit: the quota's, for QuotaExceeded;
+	// the request's (body, tokens, selections, depth, time, complexity),
+	// for InvalidInput.
 	Limit string
 	// RetryAfter is how long to wait before trying again, for RateLimited.
 	RetryAfter time.Duration

@@ -67,6 +67,12 @@ type Config struct {
 	// BC_RATE_LIMIT_MEMBER_MUTATIONS, BC_RATE_LIMIT_OPERATOR_QUERIES,
 	// BC_RATE_LIMIT_OPERATOR_MUTATIONS). Default: ratelimit's defaults.
 	RateLimits ratelimit.Rates
+	// GraphQL bounds the work one GraphQL request may cause: the body read
+	// (BC_GRAPHQL_MAX_BODY), a document's tokens, selections and depth
+	// (BC_GRAPHQL_MAX_TOKENS, BC_GRAPHQL_MAX_SELECTIONS,
+	// BC_GRAPHQL_MAX_DEPTH) and the time parsing and validating it may take
+	// (BC_GRAPHQL_DOCUMENT_TIMEOUT). Defaults: graph.Limits.WithDefaults.
+	GraphQL graph.Limits
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -96,6 +102,16 @@ func (c *Config) Env() []conf.Var {
 			"bytes a websocket client may leave unread before it is closed as a slow consumer"),
 		conf.Int(&c.MaxConnections, "BC_WS_MAX_CONNECTIONS", graph.DefaultMaxConnections,
 			"websockets one principal may hold"),
+		conf.Int(&c.GraphQL.MaxBody, "BC_GRAPHQL_MAX_BODY", graph.DefaultMaxBody,
+			"bytes of the largest GraphQL request body read; a larger one is refused with 413"),
+		conf.Int(&c.GraphQL.MaxTokens, "BC_GRAPHQL_MAX_TOKENS", graph.DefaultMaxTokens,
+			"lexical tokens a GraphQL document may have"),
+		conf.Int(&c.GraphQL.MaxSelections, "BC_GRAPHQL_MAX_SELECTIONS", graph.DefaultMaxSelections,
+			"fields a GraphQL document may select, a fragment's counted at each spread"),
+		conf.Int(&c.GraphQL.MaxDepth, "BC_GRAPHQL_MAX_DEPTH", graph.DefaultMaxDepth,
+			"how deep a GraphQL document's fields may nest"),
+		conf.Duration(&c.GraphQL.DocumentTimeout, "BC_GRAPHQL_DOCUMENT_TIMEOUT", graph.DefaultDocumentTimeout,
+			"how long parsing and validating one GraphQL document may take"),
 		providers(&c.Providers),
 		rateLimit(&c.RateLimits.MemberQueries, "BC_RATE_LIMIT_MEMBER_QUERIES", ratelimit.DefaultMemberQueries,
 			"a member's queries and subscription starts"),
@@ -153,6 +169,7 @@ func (c *Config) applyDefaults() {
 		c.MaxConnections = graph.DefaultMaxConnections
 	}
 	c.RateLimits = c.RateLimits.WithDefaults()
+	c.GraphQL = c.GraphQL.WithDefaults()
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}

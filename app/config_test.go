@@ -77,6 +77,8 @@ func TestEnvRefuses(t *testing.T) {
 		{&Config{}, "BC_LIVE_MAX_UNREAD", "1MiB", `BC_LIVE_MAX_UNREAD: "1MiB" is not a whole number`},
 		{&Config{}, "BC_WS_MAX_CONNECTIONS", "-1", `BC_WS_MAX_CONNECTIONS: "-1" is not positive`},
 		{&Config{}, "BC_HOST_SILENT_AFTER", "5", `BC_HOST_SILENT_AFTER: "5" has no unit`},
+		{&Config{}, "BC_GRAPHQL_MAX_BODY", "1MiB", `BC_GRAPHQL_MAX_BODY: "1MiB" is not a whole number`},
+		{&Config{}, "BC_GRAPHQL_DOCUMENT_TIMEOUT", "1", `BC_GRAPHQL_DOCUMENT_TIMEOUT: "1" has no unit`},
 		{&Config{}, "BC_PROVIDERS", "hetzner,aws", `BC_PROVIDERS: "aws" is not a provider kind`},
 		{&Config{}, "BC_RATE_LIMIT_MEMBER_MUTATIONS", "10/d:5", `BC_RATE_LIMIT_MEMBER_MUTATIONS: "10/d:5" is not a rate`},
 		{&Config{}, "BC_RATE_LIMIT_OPERATOR_QUERIES", "10/s:0", `BC_RATE_LIMIT_OPERATOR_QUERIES: "10/s:0": the burst "0" is not a positive whole number`},

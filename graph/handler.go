@@ -2,13 +2,12 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -61,6 +60,29 @@ type HandlerConfig struct {
 	// starts included); those over it are refused as RATE_LIMITED, over
 	// HTTP with 429 and Retry-After. Without it nothing is limited.
 	RateLimit *ratelimit.Limiter
+	// Limits bound the work one request may cause before it is refused.
+	Limits Limits
+}
+
+// Limits bound what one request may make the server do before it runs:
+// the body it reads and the document it parses and validates. Zero fields
+// take their defaults.
+type Limits struct {
+	// MaxBody is the size in bytes of the largest request body read.
+	// Default DefaultMaxBody.
+	MaxBody int
+	// MaxTokens is how many lexical tokens a document may have. Default
+	// DefaultMaxTokens.
+	MaxTokens int
+	// MaxSelections is how many fields a document may select, counting a
+	// fragment's once for every spread of it. Default DefaultMaxSelections.
+	MaxSelections int
+	// MaxDepth is how deep a document's fields may nest, through
+	// fragments too. Default DefaultMaxDepth.
+	MaxDepth int
+	// DocumentTimeout is how long parsing and validating one document may
+	// take before the work is stopped. Default DefaultDocumentTimeout.
+	DocumentTimeout time.Duration
 }
 
 // Defaults of HandlerConfig.
@@ -76,6 +98,24 @@ const (
 	// DefaultWriteTimeout is how long one write to a websocket client may
 	// take before it is closed as a slow consumer.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxBody is the largest request body read (1 MiB).
+	DefaultMaxBody = 1 << 20
+	// DefaultMaxTokens is how many lexical tokens a document may have.
+	DefaultMaxTokens = 10_000
+	// DefaultMaxSelections is how many fields a document may select. The
+	// console's queries select a few dozen, GraphiQL's introspection query
+	// 226.
+	DefaultMaxSelections = 500
+	// DefaultMaxDepth is how deep a document's fields may nest. The
+	// console's queries nest at most 4 deep, GraphiQL's introspection
+	// query 15.
+	DefaultMaxDepth = 20
+	// DefaultDocumentTimeout is how long parsing and validating one
+	// document may take.
+	DefaultDocumentTimeout = time.Second
+	// maxComplexity is gqlgen's complexity limit: with a field costing 1,
+	// DefaultMaxSelections keeps documents under it.
+	maxComplexity = 2000
 )
 
 func (cfg *HandlerConfig) applyDefaults() {
@@ -91,6 +131,27 @@ func (cfg *HandlerConfig) applyDefaults() {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+}
+
+// WithDefaults returns l with its zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxBody <= 0 {
+		l.MaxBody = DefaultMaxBody
+	}
+	if l.MaxTokens <= 0 {
+		l.MaxTokens = DefaultMaxTokens
+	}
+	if l.MaxSelections <= 0 {
+		l.MaxSelections = DefaultMaxSelections
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.DocumentTimeout <= 0 {
+		l.DocumentTimeout = DefaultDocumentTimeout
+	}
+	return l
 }
 
 // Handler is the /graphql endpoint.
@@ -109,14 +170,14 @@ func (h *Handler) Run(ctx context.Context) {
 // revocationCheck is how often websockets' tokens are checked.
 const revocationCheck = 3 * time.Second
 
-// NewHandler returns the /graphql endpoint: POST and websocket, with
-// bearer-token authentication on both.
+// NewHandler returns the /graphql endpoint: POST, GET and websocket, with
+// bearer-token authentication on all three.
 func NewHandler(cfg HandlerConfig) *Handler {
 	cfg.applyDefaults()
 	q := sqlc.New(cfg.DB)
 	cs := &conns{max: cfg.MaxConnections}
-	schema := generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}})
-	srv := handler.New(schema)
+	es := generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}})
+	srv := handler.New(es)
 	accept := acceptor{
 		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
 		maxUnread:                    cfg.MaxUnread,
@@ -125,8 +186,10 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	if cfg.Live != nil {
 		accept.onSlow = cfg.Live.ClientSlow
 	}
+	maxPayload := int64(cfg.Limits.MaxBody)
 	srv.AddTransport(transport.Websocket{
-		Implementation: accept,
+		Implementation:   accept,
+		PayloadReadLimit: &maxPayload,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			refuse := func(code int, reason string) (context.Context, *transport.InitPayload, error) {
 				return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, code), reason), nil, errors.New(reason)
@@ -136,23 +199,21 @@ func NewHandler(cfg HandlerConfig) *Handler {
 				// 4403 Forbidden is graphql-transport-ws's answer to a refused init.
 				return refuse(closeForbidden, "unauthenticated")
 			}
-			if c := connFrom(ctx); c != nil {
-				c.principal = p
-				if err := cs.add(c); err != nil {
-					return refuse(closeTooManyRequests, err.Error())
-				}
-				if cfg.Live != nil {
-					cfg.Live.ClientConnected()
-				}
+			c := connFrom(ctx)
+			c.principal = p
+			if err := cs.add(c); err != nil {
+				return refuse(closeTooManyRequests, err.Error())
 			}
-			ctx = withLoaders(iam.WithPrincipal(ctx, p), cfg.Service)
+			if cfg.Live != nil {
+				cfg.Live.ClientConnected()
+			}
 			if !p.ExpiresAt.IsZero() {
 				// The connection ends when its token expires.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithDeadline(ctx, p.ExpiresAt)
-				context.AfterFunc(ctx, cancel)
+				expire := time.AfterFunc(time.Until(p.ExpiresAt), func() { c.close(closeUnauthorized, "token expired") })
+				context.AfterFunc(ctx, func() { expire.Stop() })
 			}
-			return ctx, &payload, nil
+			// The ack carries nothing: the payload holds the token.
+			return withLoaders(iam.WithPrincipal(ctx, p), cfg.Service), nil, nil
 		},
 		CloseFunc: func(ctx context.Context, _ int) {
 			if c := connFrom(ctx); c != nil && c.principal != nil {
@@ -168,8 +229,10 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(handoff{})
+	srv.Use(documents{schema: es.Schema(), limits: cfg.Limits, log: cfg.Logger})
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(2000))
+	srv.Use(complexityLimit{extension.FixedComplexityLimit(maxComplexity)})
 	srv.SetErrorPresenter(presenter(cfg.Logger))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "resolver panic", "request_id", audit.RequestID(ctx), "panic", v)
@@ -178,12 +241,12 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		p := iam.FromContext(ctx)
 		if p == nil {
-			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apierr.New(apierr.Unauthenticated, "a valid bearer token is required"), nil)}})
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(errUnauthenticated, nil)}})
 		}
 		if refused := limitOperation(ctx, cfg.RateLimit, p); refused != nil {
 			return graphql.OneShot(refused)
 		}
-		if err := checkInputs(ctx, schema.Schema()); err != nil {
+		if err := checkInputs(ctx, es.Schema()); err != nil {
 			var apiErr *apierr.Error
 			errors.As(err, &apiErr)
 			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apiErr, nil)}})
@@ -194,7 +257,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		start := time.Now()
 		resp := next(ctx)
 		if resp != nil {
-			normalizeCodes(resp.Errors)
+			clean(resp.Errors)
 		}
 		if cfg.Observe != nil && resp != nil {
 			opType := "unknown"
@@ -211,52 +274,8 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		}
 		return resp
 	})
-	return &Handler{Handler: supported(authenticate(q, cfg.Service, cfg.Logger, srv)), q: q, conns: cs}
-}
-
-// supported answers requests no transport serves (another method, a POST
-// that is not JSON) with an error in the API's shape.
-func supported(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		websocket := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-		json := r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
-		if websocket {
-			r = withConn(r)
-		} else {
-			w, r = withRefusals(w, r)
-		}
-		if !websocket && !json && r.Method != http.MethodGet {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"errors":[{"message":"send a POST with Content-Type: application/json, a GET, or a websocket upgrade","extensions":{"code":"INVALID_INPUT"}}]}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// authenticate puts the principal of the request's bearer token, if any, and
-// fresh loaders into its context. Operations without a principal are refused.
-func authenticate(q *sqlc.Queries, svc *control.Service, log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := withLoaders(r.Context(), svc)
-		if token := iam.BearerToken(r.Header.Get("Authorization")); token != "" {
-			p, err := iam.Authenticate(ctx, q, token)
-			if err != nil && !errors.Is(err, iam.ErrUnauthenticated) {
-				id := audit.RequestID(ctx)
-				log.ErrorContext(ctx, "internal error", "request_id", id, "during", "authentication", "err", err)
-				body, _ := json.Marshal(map[string]any{"errors": gqlerror.List{internalError(id, nil)}})
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusInternalServerError)
-				w.Write(body)
-				return
-			}
-			if p != nil {
-				ctx = iam.WithPrincipal(ctx, p)
-			}
-		}
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
+	g := &gate{q: q, svc: cfg.Service, log: cfg.Logger, maxBody: cfg.Limits.MaxBody, origins: cfg.AllowedOrigins, next: srv}
+	return &Handler{Handler: g, q: q, conns: cs}
 }
 
 // presenter shows API errors as they are and hides everything else behind
@@ -309,19 +328,50 @@ func toGQL(e *apierr.Error, path ast.Path) *gqlerror.Error {
 	return &gqlerror.Error{Message: msg, Path: path, Extensions: ext}
 }
 
-// normalizeCodes gives gqlgen's own errors (parse, validation, unknown
-// fields) a code from the API's set.
-func normalizeCodes(errs gqlerror.List) {
+// maxMessage is the longest error message shown, in bytes.
+const maxMessage = 240
+
+// clean gives every error a code from the API's set and a message fit to
+// show: gqlgen's own errors (a body that is not JSON, parse and validation
+// errors) are INVALID_INPUT, and no message echoes the request or runs past
+// maxMessage bytes.
+func clean(errs gqlerror.List) {
 	for _, e := range errs {
 		code, _ := e.Extensions["code"].(string)
-		switch {
-		case code == "": // the transport's own, such as a body that is not JSON
+		if !apierr.Code(code).Documented() {
 			if e.Extensions == nil {
 				e.Extensions = map[string]any{}
 			}
 			e.Extensions["code"] = string(apierr.InvalidInput)
-		case strings.HasPrefix(code, "GRAPHQL_"):
-			e.Extensions["code"] = string(apierr.InvalidInput)
 		}
+		if strings.HasPrefix(e.Message, "json request body could not be decoded") {
+			// gqlgen's message has the decoder's error, naming Go types, and the body.
+			e.Message = "the body is not a GraphQL request: a JSON object with a query string"
+		}
+		e.Message = truncate(e.Message, maxMessage)
 	}
+}
+
+// truncate cuts s to at most n bytes, at a character boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// complexityLimit is gqlgen's complexity limit, its refusal in the API's
+// codes: it reaches websocket clients without passing clean.
+type complexityLimit struct{ *extension.ComplexityLimit }
+
+func (c complexityLimit) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+	if err := c.ComplexityLimit.MutateOperationContext(ctx, opCtx); err != nil {
+		return toGQL(refused("complexity", "the operation's complexity is over %d", maxComplexity), nil)
+	}
+	return nil
 }

@@ -67,9 +67,9 @@ func refusalFrom(ctx context.Context) *refusal {
 
 // withRefusals answers HTTP requests whose operation the rate limit
 // refused with 429 and Retry-After instead of 200.
-func withRefusals(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+func withRefusals(w http.ResponseWriter, ctx context.Context) (http.ResponseWriter, context.Context) {
 	ref := &refusal{}
-	return &refusalWriter{ResponseWriter: w, ref: ref}, r.WithContext(context.WithValue(r.Context(), refusalKey{}, ref))
+	return &refusalWriter{ResponseWriter: w, ref: ref}, context.WithValue(ctx, refusalKey{}, ref)
 }
 
 // refusalWriter turns the status of a refused operation's answer into 429.

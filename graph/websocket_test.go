@@ -179,3 +179,55 @@ func TestWebsocketLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectionAckCarriesNothing: connection_ack does not echo the
+// connection_init payload (the bearer token) on either protocol.
+func TestConnectionAckCarriesNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, protocol := range []string{"graphql-transport-ws", "graphql-ws"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.url, "http"), &websocket.DialOptions{Subprotocols: []string{protocol}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.CloseNow()
+			wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + e.operator}})
+			var msg struct {
+				Type    string
+				Payload json.RawMessage
+			}
+			if err := wsjson.Read(ctx, conn, &msg); err != nil || msg.Type != "connection_ack" {
+				t.Fatalf("after init: %+v, %v", msg, err)
+			}
+			if len(msg.Payload) > 0 && string(msg.Payload) != "null" && string(msg.Payload) != "{}" {
+				t.Fatalf("connection_ack payload = %s", msg.Payload)
+			}
+		})
+	}
+}
+
+// TestTokenExpiryClosesWebsocket: a websocket is closed with 4401 when its
+// token expires, as docs/api.md says.
+func TestTokenExpiryClosesWebsocket(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var out struct{ CreateApiToken struct{ Token string } }
+	e.must(e.operator, `mutation($at: DateTime) { createApiToken(input: {name: "brief", expiresAt: $at}) { token } }`,
+		map[string]any{"at": time.Now().Add(2 * time.Second).Format(time.RFC3339Nano)}, &out)
+	conn, ctx := e.dialWS(t, "Bearer "+out.CreateApiToken.Token)
+	var msg map[string]any
+	if err := wsjson.Read(ctx, conn, &msg); err != nil || msg["type"] != "connection_ack" {
+		t.Fatalf("init: %v %v", msg, err)
+	}
+	err := wsjson.Read(ctx, conn, &msg)
+	for err == nil {
+		err = wsjson.Read(ctx, conn, &msg)
+	}
+	if status := websocket.CloseStatus(err); status != 4401 {
+		t.Fatalf("closed with %v (%v), want 4401", status, err)
+	}
+}

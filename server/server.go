@@ -53,6 +53,9 @@ type Config struct {
 	// RateLimit bounds each principal's operations. Optional: without it
 	// nothing is limited.
 	RateLimit *ratelimit.Limiter
+	// GraphQL bounds the work one GraphQL request may cause. Zero fields
+	// take graph's defaults.
+	GraphQL graph.Limits
 }
 
 // Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
@@ -91,6 +94,7 @@ func New(cfg Config) *Server {
 		MaxConnections: cfg.MaxConnections,
 		MaxUnread:      cfg.MaxUnread,
 		RateLimit:      cfg.RateLimit,
+		Limits:         cfg.GraphQL,
 	})
 	mux.Handle("/graphql", gh)
 	if cfg.Hosts != nil {
