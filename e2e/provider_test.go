@@ -201,23 +201,37 @@ func proxmoxCloud(t testing.TB) *cloud {
 	}
 }
 
+// providerArgs are the reconcile flags of clusters with provider pools: fast
+// sweeps and short timeouts.
+var providerArgs = []string{
+	"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
+}
+
 // providerCluster starts a control plane whose tenant has a provider
 // account on cl and a pool on it, and points c.create at that pool.
 func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
-	c := start(t, options{reconcilers: reconcilers, reconcileArgs: []string{
-		"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
-	}})
+	c := start(t, options{reconcilers: reconcilers, reconcileArgs: providerArgs})
 	c.providerPool(cl, "cloud", cl.credentials)
-	kind := strings.ToLower(cl.kind)
-	types := map[string]any{}
-	if cl.serverType != "" {
-		types[kind] = cl.serverType
+	c.cloudCatalog(cl)
+	return c
+}
+
+// cloudCatalog makes a flavor and an image that the clouds have a
+// counterpart of, and points c.create at them.
+func (c *cluster) cloudCatalog(clouds ...*cloud) {
+	c.t.Helper()
+	types, images := map[string]any{}, map[string]any{}
+	for _, cl := range clouds {
+		kind := strings.ToLower(cl.kind)
+		if cl.serverType != "" {
+			types[kind] = cl.serverType
+		}
+		images[kind] = cl.image
 	}
 	c.flavor = c.must(c.operator, `mutation($m: Map) { createFlavor(input: {name: "cloud-small", vcpus: 2, memoryMb: 2048, diskGb: 20, providerServerTypes: $m}) { flavor { id } } }`,
 		map[string]any{"m": types}, "createFlavor", "flavor", "id")
 	c.image = c.must(c.operator, `mutation($m: Map) { registerImage(input: {name: "cloud-debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("d", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true, providerImages: $m}) { image { id } } }`,
-		map[string]any{"m": map[string]any{kind: cl.image}}, "registerImage", "image", "id")
-	return c
+		map[string]any{"m": images}, "registerImage", "image", "id")
 }
 
 // providerPool registers the tenant's account on cl with credentials, makes
@@ -225,12 +239,22 @@ func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
 // account's ID.
 func (c *cluster) providerPool(cl *cloud, name, credentials string) string {
 	c.t.Helper()
-	acct := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+	acct, pool := c.providerPoolOf(c.tenant, c.member, cl, name, credentials)
+	c.pool = pool
+	return acct
+}
+
+// providerPoolOf registers an account on cl with credentials for tenant,
+// as its member token, makes a pool named name on it and returns the
+// account's and the pool's IDs.
+func (c *cluster) providerPoolOf(tenant, token string, cl *cloud, name, credentials string) (acct, pool string) {
+	c.t.Helper()
+	acct = c.must(token, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
 		map[string]any{"in": map[string]any{"name": name, "provider": cl.kind, "credentials": credentials, "settings": cl.settings}},
 		"createProviderAccount", "providerAccount", "id")
-	c.pool = c.must(c.operator, `mutation($a: ID!, $t: ID!, $n: String!) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
-		map[string]any{"a": acct, "t": c.tenant, "n": name}, "createPool", "pool", "id")
-	return acct
+	pool = c.must(c.operator, `mutation($a: ID!, $t: ID!, $n: String!) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
+		map[string]any{"a": acct, "t": tenant, "n": name}, "createPool", "pool", "id")
+	return acct, pool
 }
 
 // ours returns the provider's servers that carry a label.
