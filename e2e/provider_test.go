@@ -44,6 +44,9 @@ type cloud struct {
 	refusal string
 	// block, while set, holds every create after the provider served it.
 	block func(hold func())
+	// before, while set, is called with each request before the provider
+	// serves it.
+	before func(hook func(*http.Request))
 	// served counts the replies with a status code.
 	served func(code int) int
 	// arrivedWithin: see holder.
@@ -62,6 +65,7 @@ type cloud struct {
 type holder struct {
 	mu       sync.Mutex
 	hold     func()
+	before   func(*http.Request)
 	statuses map[int]int
 	// arrivals are when requests came, and limited when 429s were sent.
 	arrivals, limited []time.Time
@@ -70,6 +74,12 @@ type holder struct {
 func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
+		h.mu.Lock()
+		before := h.before
+		h.mu.Unlock()
+		if before != nil {
+			before(r)
+		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		h.mu.Lock()
@@ -98,6 +108,12 @@ func (h *holder) set(hold func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hold = hold
+}
+
+func (h *holder) setBefore(hook func(*http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.before = hook
 }
 
 // arrivedWithin counts the requests that came while a 429 sent earlier
@@ -159,7 +175,7 @@ func hetznerCloudWith(t testing.TB, cfg hetznertest.Config) *cloud {
 			}
 		},
 		limit: em.SetServerLimit, refusal: "server limit reached",
-		block:  h.set,
+		block: h.set, before: h.setBefore,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }
@@ -196,7 +212,7 @@ func proxmoxCloud(t testing.TB) *cloud {
 			em.AddVM(name, []string{proxmox.Tag})
 		},
 		limit: em.SetMaxVMs, refusal: "clone failed: quota exceeded",
-		block:  h.set,
+		block: h.set, before: h.setBefore,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }

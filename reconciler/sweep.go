@@ -98,10 +98,15 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 		}
 	}
 	for _, in := range insts {
-		if in.ProviderServerID != nil && !listed[in.ID] && in.ProviderServerAt.Before(listedAt) {
-			if err := r.observe(ctx, q, in.ID, *in.ProviderServerID, statusAbsent, nil, listedAt); err != nil {
-				return err
-			}
+		if in.ProviderServerID == nil || listed[in.ID] || !in.ProviderServerAt.Before(listedAt) {
+			continue
+		}
+		status, addrs, err := r.confirmAbsent(ctx, a, in.ID, *in.ProviderServerID)
+		if err != nil {
+			return err
+		}
+		if err := r.observe(ctx, q, in.ID, *in.ProviderServerID, status, addrs, listedAt); err != nil {
+			return err
 		}
 	}
 	unowned, err := r.unowned(ctx, q, others)
@@ -109,6 +114,27 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 		return err
 	}
 	return r.sweepOrphans(ctx, q, a, append(orphans, unowned...))
+}
+
+// confirmAbsent asks for the server of an instance that a listing missed
+// before it is called gone: a listing of several pages misses servers that
+// exist when one is deleted between two pages (the next page shifts by
+// one). It returns statusAbsent unless the provider has the server.
+func (r *Reconciler) confirmAbsent(ctx context.Context, a *account, id uuid.UUID, serverID string) (cloud.Status, []string, error) {
+	var found []cloud.Server
+	err := a.call(ctx, "look up missed server", func(ctx context.Context) (err error) {
+		found, err = a.driver.Find(ctx, id.String())
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	for _, s := range found {
+		if s.ID == serverID {
+			return s.Status, s.Addresses, nil
+		}
+	}
+	return statusAbsent, nil, nil
 }
 
 // observe records a server's status and wakes its instance when it changed.
