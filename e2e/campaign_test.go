@@ -138,6 +138,7 @@ type campaignLoad struct {
 	wg      sync.WaitGroup
 	stop    chan struct{}
 	once    sync.Once
+	pace    *time.Ticker
 
 	mu sync.Mutex
 	// live are the instances not deleted, by tenant index.
@@ -177,16 +178,19 @@ func runLoad(t testing.TB, c *cluster, tenants []*campaignTenant, total int) *ca
 			}
 		})
 	}
-	go func() { l.wg.Wait(); pace.Stop() }()
+	l.pace = pace
 	return l
 }
 
 // progress is the share of operations done.
 func (l *campaignLoad) progress() float64 { return float64(l.done.Load()) / float64(l.total) }
 
-func (l *campaignLoad) wait() { l.wg.Wait() }
+// finished reports whether every operation was made.
+func (l *campaignLoad) finished() bool { return l.done.Load() >= int64(l.total) }
 
-func (l *campaignLoad) halt() { l.once.Do(func() { close(l.stop) }); l.wg.Wait() }
+func (l *campaignLoad) wait() { l.wg.Wait(); l.pace.Stop() }
+
+func (l *campaignLoad) halt() { l.once.Do(func() { close(l.stop) }); l.wait() }
 
 const createQuery = `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`
 

@@ -58,16 +58,10 @@ func newChaos(c *cluster, pg *postgres) *chaos {
 
 // run injects faults until the load is done.
 func (ch *chaos) run(l *campaignLoad) {
-	done := make(chan struct{})
-	go func() { l.wait(); close(done) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
+	for n := 0; !l.finished(); n++ {
+		<-tick.C
 		ch.restartDown()
 		for ch.fired < len(ch.once) && ch.once[ch.fired].at <= l.progress() {
 			ch.fire()
@@ -127,6 +121,8 @@ func (ch *chaos) pause(p *proc, name string) {
 		return c.count("hosts WHERE name = $1 AND last_seen_at < now() - make_interval(secs => $2)", name, silentAfter.Seconds()) == 1 &&
 			c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state = 'RUNNING'", name) == 0
 	})
+	lost := c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state = 'LOST'", name)
+	c.t.Logf("chaos: %s silent; %d of its instances LOST", name, lost)
 	p.signal(syscall.SIGCONT)
 }
 

@@ -457,15 +457,20 @@ func (c *cluster) settle(timeout time.Duration) time.Duration {
 			return time.Since(start)
 		}
 		if time.Now().After(deadline) {
-			rows, _ := c.db.Query(context.Background(), "SELECT state, desired_state, state_reason, count(*) FROM instances WHERE state <> desired_state GROUP BY 1, 2, 3")
+			rows, err := c.db.Query(context.Background(), `SELECT i.state, i.desired_state, i.state_reason, p.class,
+				coalesce(i.observed_state, '') || '/' || coalesce(i.provider_status, ''), count(*)
+				FROM instances i JOIN pools p ON p.id = i.pool_id WHERE i.state <> i.desired_state GROUP BY 1, 2, 3, 4, 5`)
 			var sb strings.Builder
-			for rows.Next() {
-				var s, d, r string
+			for err == nil && rows.Next() {
+				var s, d, r, class, seen string
 				var n int
-				rows.Scan(&s, &d, &r, &n)
-				fmt.Fprintf(&sb, "\n  %d × %s (want %s) %s", n, s, d, r)
+				err = rows.Scan(&s, &d, &r, &class, &seen, &n)
+				fmt.Fprintf(&sb, "\n  %d × %s (want %s) in a %s pool, seen %s: %s", n, s, d, class, seen, r)
 			}
-			c.t.Fatalf("not settled after %v:%s", timeout, sb.String())
+			if err == nil {
+				err = rows.Err()
+			}
+			c.t.Fatalf("not settled after %v:%s (%v)", timeout, sb.String(), err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

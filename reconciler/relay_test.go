@@ -106,4 +106,3 @@ func TestRelayKeepsEachInstancesOrder(t *testing.T) {
 func around(vs []int, i int) string {
 	return fmt.Sprint(vs[max(0, i-3):min(len(vs), i+3)])
 }
-
