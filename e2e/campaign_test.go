@@ -58,7 +58,7 @@ func TestFaultCampaign(t *testing.T) {
 	hz, px := hetznerCloud(t), proxmoxCloud(t)
 	var taps []*reportTap
 	c := start(t, options{
-		serves: 2, hosts: 10, reconcilers: 2, hostVcpus: 64,
+		serves: 2, hosts: 10, reconcilers: 2, hostVcpus: 24,
 		databaseURL: pg.url, reconcileArgs: providerArgs,
 		hostServer: func(_ int, url string) string {
 			tap := tapHost(t, url)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -36,12 +37,9 @@ type fault struct {
 
 func newChaos(c *cluster, pg *postgres) *chaos {
 	ch := &chaos{c: c, pg: pg, rng: rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano()))), injected: map[string]int{}}
-	// The last host is the one paused; the others may be killed.
-	paused := c.hosts[len(c.hosts)-1]
-	someHost := func() *proc { return c.hosts[ch.rng.IntN(len(c.hosts)-1)] }
 	ch.once = []fault{
 		{0.10, "redis flushed", c.flushRedis},
-		{0.20, "host killed", func() { ch.kill(someHost()) }},
+		{0.20, "host killed", func() { ch.kill(c.hosts[ch.busiest()]) }},
 		{0.30, "serve killed", func() { ch.kill(c.serves[1]) }},
 		{0.40, "redis restarted", c.restartRedis},
 		{0.50, "postgres restarted", func() {
@@ -50,8 +48,12 @@ func newChaos(c *cluster, pg *postgres) *chaos {
 			}
 		}},
 		{0.60, "serve killed", func() { ch.kill(c.serves[1]) }},
-		{0.70, "host killed", func() { ch.kill(someHost()) }},
-		{0.80, "host paused past the silence timeout", func() { ch.pause(paused, "hv-9") }},
+		{0.70, "host killed", func() { ch.kill(c.hosts[ch.busiest()]) }},
+		{0.80, "host paused past the silence timeout", func() {
+			ch.restartDown()
+			i := ch.busiest()
+			ch.pause(c.hosts[i], fmt.Sprintf("hv-%d", i))
+		}},
 	}
 	return ch
 }
@@ -122,8 +124,24 @@ func (ch *chaos) pause(p *proc, name string) {
 			c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state = 'RUNNING'", name) == 0
 	})
 	lost := c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state = 'LOST'", name)
-	c.t.Logf("chaos: %s silent; %d of its instances LOST", name, lost)
+	live := c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state <> 'DELETED'", name)
+	c.t.Logf("chaos: %s silent; %d of its %d instances LOST", name, lost, live)
 	p.signal(syscall.SIGCONT)
+}
+
+// busiest returns the index of the host with the most instances not
+// deleted that is not down: the one whose fault tests the most.
+func (ch *chaos) busiest() int {
+	best, most := 0, -1
+	for i, p := range ch.c.hosts {
+		if slices.Contains(ch.down, p) {
+			continue
+		}
+		if n := ch.c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = $1 AND i.state <> 'DELETED'", fmt.Sprintf("hv-%d", i)); n > most {
+			best, most = i, n
+		}
+	}
+	return best
 }
 
 func (ch *chaos) total() int {
