@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -184,5 +185,47 @@ func (c *cluster) checkAudit(st loadStats) {
 	c.t.Logf("audit: %d successful instance mutations; the load saw %d accepted (%v), %d unanswered", n, st.accepted, st.byAction, st.unanswered)
 	if n < st.accepted || n > st.accepted+st.unanswered {
 		c.t.Errorf("the audit log has %d successful instance mutations; the load saw %d accepted and %d unanswered", n, st.accepted, st.unanswered)
+	}
+}
+
+// explainUnsettled logs, for each provider instance not at its desired
+// state, what it records, what the providers have under its label, the
+// orphan deletions of that label and every log line that names it.
+func (c *cluster) explainUnsettled(clouds ...*cloud) {
+	rows, err := c.db.Query(context.Background(), `SELECT i.id, i.state, coalesce(i.provider_server_id, ''), i.version FROM instances i
+		JOIN pools p ON p.id = i.pool_id WHERE p.class = 'provider' AND i.state <> i.desired_state`)
+	if err != nil {
+		c.t.Logf("explain: %v", err)
+		return
+	}
+	type stuck struct {
+		id            uuid.UUID
+		state, server string
+		version       int
+	}
+	var all []stuck
+	for rows.Next() {
+		var s stuck
+		rows.Scan(&s.id, &s.state, &s.server, &s.version)
+		all = append(all, s)
+	}
+	for _, s := range all {
+		c.t.Logf("unsettled %s (%s): %s v%d, records server %q", s.id, ids.Encode(ids.Instance, s.id), s.state, s.version, s.server)
+		for _, cl := range clouds {
+			for sid, label := range cl.servers() {
+				if label == s.id.String() {
+					c.t.Logf("  %s has server %s for it", cl.kind, sid)
+				}
+			}
+		}
+		c.t.Logf("  orphan deletions of its label: %d", c.count("audit_events WHERE action = 'providerAccount.deleteOrphan' AND details->>'instanceLabel' = $1", s.id.String()))
+		for _, p := range c.procs {
+			b, _ := os.ReadFile(p.log)
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, s.id.String()) {
+					c.t.Logf("  %s: %s", p.name, line)
+				}
+			}
+		}
 	}
 }

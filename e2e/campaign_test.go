@@ -67,6 +67,11 @@ func TestFaultCampaign(t *testing.T) {
 		},
 	})
 	c.cloudCatalog(hz, px)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.explainUnsettled(hz, px)
+		}
+	})
 	tenants := c.campaignTenants(3, hz, px)
 	// On the serve process chaos never kills: it stays connected through
 	// everything.
@@ -78,12 +83,11 @@ func TestFaultCampaign(t *testing.T) {
 	ops.wait()
 	ch.finish()
 
-	c.settle(3 * time.Minute)
-	converged := time.Since(ch.last)
 	st := ops.stats()
 	t.Logf("operations: %d (accepted %d, refused %v, unanswered %d)", total, st.accepted, st.refused, st.unanswered)
 	t.Logf("faults injected: %d (%v)", ch.total(), ch.injected)
-	t.Logf("converged %v after the last fault", converged.Round(time.Millisecond))
+	c.settle(3 * time.Minute)
+	t.Logf("converged %v after the last fault", time.Since(ch.last).Round(time.Millisecond))
 
 	left := c.checkBooks(taps, hz, px)
 	c.checkDelivered(watcher)
