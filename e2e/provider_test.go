@@ -44,9 +44,9 @@ type cloud struct {
 	refusal string
 	// block, while set, holds every create after the provider served it.
 	block func(hold func())
-	// before, while set, is called with each request before the provider
-	// serves it.
-	before func(hook func(*http.Request))
+	// before and after, while set, are called with each request before
+	// the provider serves it and after (before its reply is sent).
+	before, after func(hook func(*http.Request))
 	// served counts the replies with a status code.
 	served func(code int) int
 	// arrivedWithin: see holder.
@@ -66,6 +66,7 @@ type holder struct {
 	mu       sync.Mutex
 	hold     func()
 	before   func(*http.Request)
+	after    func(*http.Request)
 	statuses map[int]int
 	// arrivals are when requests came, and limited when 429s were sent.
 	arrivals, limited []time.Time
@@ -83,7 +84,7 @@ func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		h.mu.Lock()
-		hold := h.hold
+		hold, after := h.hold, h.after
 		if h.statuses == nil {
 			h.statuses = map[int]int{}
 		}
@@ -95,6 +96,9 @@ func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http
 		h.mu.Unlock()
 		if hold != nil && isCreate(r) {
 			hold()
+		}
+		if after != nil {
+			after(r)
 		}
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
@@ -114,6 +118,12 @@ func (h *holder) setBefore(hook func(*http.Request)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.before = hook
+}
+
+func (h *holder) setAfter(hook func(*http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.after = hook
 }
 
 // arrivedWithin counts the requests that came while a 429 sent earlier
@@ -175,7 +185,7 @@ func hetznerCloudWith(t testing.TB, cfg hetznertest.Config) *cloud {
 			}
 		},
 		limit: em.SetServerLimit, refusal: "server limit reached",
-		block: h.set, before: h.setBefore,
+		block: h.set, before: h.setBefore, after: h.setAfter,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }
@@ -212,7 +222,7 @@ func proxmoxCloud(t testing.TB) *cloud {
 			em.AddVM(name, []string{proxmox.Tag})
 		},
 		limit: em.SetMaxVMs, refusal: "clone failed: quota exceeded",
-		block: h.set, before: h.setBefore,
+		block: h.set, before: h.setBefore, after: h.setAfter,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }

@@ -137,6 +137,31 @@ func (r *Reconciler) confirmAbsent(ctx context.Context, a *account, id uuid.UUID
 	return statusAbsent, nil, nil
 }
 
+// stillOrphan asks the provider whether an orphan's server still carries
+// the label it was seen with, just before it is deleted by ID: the listing
+// that found it may be stale, and a provider that reuses IDs (Proxmox's
+// VMIDs) may have given the ID of the orphan, deleted since, to a new
+// instance's server.
+func (r *Reconciler) stillOrphan(ctx context.Context, a *account, o sqlc.ProviderOrphan) (bool, error) {
+	if o.InstanceLabel == "" {
+		return true, nil // nothing to look it up by; no instance's server carries no label
+	}
+	var found []cloud.Server
+	err := a.call(ctx, "look up orphan", func(ctx context.Context) (err error) {
+		found, err = a.driver.Find(ctx, o.InstanceLabel)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, s := range found {
+		if s.ID == o.ServerID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // observe records a server's status and wakes its instance when it changed.
 func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID, serverID string, status cloud.Status, addrs []string, listedAt time.Time) error {
 	s := string(status)
@@ -196,7 +221,17 @@ func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *accou
 		return fmt.Errorf("list due orphans: %w", err)
 	}
 	for _, o := range due {
-		err := a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
+		still, err := r.stillOrphan(ctx, a, o)
+		if err != nil {
+			return err
+		}
+		if !still {
+			if err := q.ForgetOrphan(ctx, sqlc.ForgetOrphanParams{AccountID: a.id, ServerID: o.ServerID}); err != nil {
+				return fmt.Errorf("forget orphan %s: %w", o.ServerID, err)
+			}
+			continue
+		}
+		err = a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
 		if err != nil && cloud.KindOf(err) != cloud.NotFound {
 			return err
 		}
