@@ -41,16 +41,19 @@ type CreateInstanceInput struct {
 
 // CreateInstance admits an instance and records it as desired state.
 func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (domain.Instance, error) {
-	var inst sqlc.Instance
+	var out domain.Instance
 	err := s.mutate(ctx, ActCreateInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		var err error
-		inst, err = s.admit(ctx, tx, q, ev, in)
+		inst, err := s.admit(ctx, tx, q, ev, in)
+		if err != nil {
+			return err
+		}
+		out, err = withAddresses(ctx, q, inst)
 		return err
 	})
 	if err != nil {
 		return domain.Instance{}, err
 	}
-	return s.withAddresses(ctx, inst)
+	return out, nil
 }
 
 func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (sqlc.Instance, error) {
@@ -239,7 +242,7 @@ func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.U
 // SetDesiredState asks for an instance to be running, stopped or deleted.
 // Asking for what is already desired changes nothing.
 func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecycle.Desired) (domain.Instance, error) {
-	var inst sqlc.Instance
+	var out domain.Instance
 	action, ok := DesiredStateActions[want]
 	if !ok {
 		return domain.Instance{}, apierr.Invalid("desiredState", "must be RUNNING, STOPPED or DELETED")
@@ -251,26 +254,30 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return err
 		}
 		ev.TenantID = cur.TenantID
-		inst = cur
 		deleted := cur.DesiredState == string(lifecycle.WantDeleted) || cur.State == string(lifecycle.Deleted)
 		switch {
 		case deleted && want == lifecycle.WantDeleted, cur.DesiredState == string(want):
 			ev.Details = map[string]any{"unchanged": true}
-			return nil
+			out, err = withAddresses(ctx, q, cur)
+			return err
 		case deleted:
 			return apierr.New(apierr.FailedPrecondition, "instance %s is deleted", cur.Name)
 		}
-		inst, err = q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: id, DesiredState: string(want), Version: cur.Version})
+		inst, err := q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: id, DesiredState: string(want), Version: cur.Version})
 		if err != nil {
 			return fmt.Errorf("set desired state: %w", err)
 		}
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
-		return events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst)
+		if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
+			return err
+		}
+		out, err = withAddresses(ctx, q, inst)
+		return err
 	})
 	if err != nil {
 		return domain.Instance{}, err
 	}
-	return s.withAddresses(ctx, inst)
+	return out, nil
 }
 
 // visibleInstance reads an instance with get and answers NOT_FOUND when the
@@ -296,12 +303,14 @@ func (s *Service) Instance(ctx context.Context, id uuid.UUID) (domain.Instance, 
 	if err != nil {
 		return domain.Instance{}, err
 	}
-	return s.withAddresses(ctx, inst)
+	return withAddresses(ctx, s.q, inst)
 }
 
-// withAddresses maps an instance row with the addresses it leases.
-func (s *Service) withAddresses(ctx context.Context, row sqlc.Instance) (domain.Instance, error) {
-	insts, err := s.mapInstances(ctx, []sqlc.Instance{row})
+// withAddresses maps an instance row with the addresses it leases, read
+// through q: a mutation's answer is read in its transaction, so that what
+// was done is never answered with an error.
+func withAddresses(ctx context.Context, q *sqlc.Queries, row sqlc.Instance) (domain.Instance, error) {
+	insts, err := mapInstances(ctx, q, []sqlc.Instance{row})
 	if err != nil {
 		return domain.Instance{}, err
 	}
@@ -310,12 +319,12 @@ func (s *Service) withAddresses(ctx context.Context, row sqlc.Instance) (domain.
 
 // mapInstances maps instance rows with the addresses they lease, read in
 // one query.
-func (s *Service) mapInstances(ctx context.Context, rows []sqlc.Instance) ([]domain.Instance, error) {
+func mapInstances(ctx context.Context, q *sqlc.Queries, rows []sqlc.Instance) ([]domain.Instance, error) {
 	keys := make([]uuid.UUID, len(rows))
 	for i, r := range rows {
 		keys[i] = r.ID
 	}
-	leases, err := groupByID(ctx, "IP leases", keys, s.q.ListLiveLeases, func(l sqlc.IpLease) uuid.UUID { return l.InstanceID })
+	leases, err := groupByID(ctx, "IP leases", keys, q.ListLiveLeases, func(l sqlc.IpLease) uuid.UUID { return l.InstanceID })
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +406,7 @@ func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uui
 		return nil, false, fmt.Errorf("list instances: %w", err)
 	}
 	rows, hasNext = trim(rows, lim)
-	items, err = s.mapInstances(ctx, rows)
+	items, err = mapInstances(ctx, s.q, rows)
 	return items, hasNext, err
 }
 
@@ -443,5 +452,5 @@ func (s *Service) WatchedInstances(ctx context.Context, f WatchFilter, since tim
 	if err != nil {
 		return nil, fmt.Errorf("read watched instances: %w", err)
 	}
-	return s.mapInstances(ctx, rows)
+	return mapInstances(ctx, s.q, rows)
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -90,10 +89,7 @@ func TestRedisFlushed(t *testing.T) {
 	t.Parallel()
 	c := start(t, options{hosts: 3, reconcilers: 1, hostVcpus: 100})
 	churn(t, c, 100, func() {
-		out, err := exec.Command("redis-cli", "-u", c.redisURL, "FLUSHALL").CombinedOutput()
-		if err != nil {
-			t.Fatalf("FLUSHALL: %v %s", err, out)
-		}
+		c.flushRedis()
 		t.Log("flushed Redis")
 	})
 }

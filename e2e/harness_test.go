@@ -139,10 +139,12 @@ func (p *proc) tail() string {
 // cluster is a running control plane with a tenant ready to create
 // instances.
 type cluster struct {
-	t        testing.TB
-	db       *pgxpool.Pool
-	env      []string
-	url      string
+	t   testing.TB
+	db  *pgxpool.Pool
+	env []string
+	url string
+	// urls are the serve processes' addresses, url the first's.
+	urls     []string
 	operator string
 	member   string
 	tenant   string
@@ -150,6 +152,8 @@ type cluster struct {
 	flavor   string
 	image    string
 	server   *proc
+	// serves are the serve processes, server the first.
+	serves   []*proc
 	redis    *proc
 	redisURL string
 	hosts    []*proc
@@ -158,6 +162,8 @@ type cluster struct {
 }
 
 type options struct {
+	// serves is how many serve processes run; at least one.
+	serves      int
 	hosts       int
 	reconcilers int
 	// hostVcpus is each host's capacity; memory follows at 1 GiB a vCPU.
@@ -168,17 +174,36 @@ type options struct {
 	serverEnv []string
 	// reconcileArgs are extra flags for every reconcile process.
 	reconcileArgs []string
+	// databaseURL is a migrated database the cluster runs on; default a
+	// fresh one of testenv's.
+	databaseURL string
+	// hostServer maps the URL a host is told to talk to (a serve's,
+	// round-robin); default as it is.
+	hostServer func(i int, url string) string
+}
+
+func (o *options) applyDefaults() {
+	if o.serves < 1 {
+		o.serves = 1
+	}
+	if o.hostServer == nil {
+		o.hostServer = func(_ int, url string) string { return url }
+	}
 }
 
 const silentAfter = 3 * time.Second
 
 func start(t testing.TB, o options) *cluster {
 	t.Helper()
+	o.applyDefaults()
 	bin := binary(t)
 	dir := t.TempDir()
 	c := &cluster{t: t}
 	c.redisURL, c.redis = startRedis(t, dir)
-	dbURL := testenv.DatabaseURL(t)
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		dbURL = testenv.DatabaseURL(t)
+	}
 	c.db = testenv.Open(t, dbURL)
 	c.operator = "bct_e2e-operator-token-0123456789"
 	c.env = []string{
@@ -192,10 +217,18 @@ func start(t testing.TB, o options) *cluster {
 		// tenants' accounts reach them.
 		"BC_PROVIDER_ENDPOINTS=127.0.0.1", "BC_PROVIDER_ALLOW_PRIVATE=true",
 	}
-	addr := freeAddr(t)
-	c.url = "http://" + addr
-	c.server = c.proc("serve", o.serverEnv, bin, "serve", "--listen", addr)
-	waitReadyAt(t, c.url)
+	for i := range o.serves {
+		addr, name := freeAddr(t), "serve"
+		if i > 0 {
+			name = fmt.Sprintf("serve-%d", i+1)
+		}
+		c.serves = append(c.serves, c.proc(name, o.serverEnv, bin, "serve", "--listen", addr))
+		c.urls = append(c.urls, "http://"+addr)
+	}
+	for _, u := range c.urls {
+		waitReadyAt(t, u)
+	}
+	c.server, c.url = c.serves[0], c.urls[0]
 	c.seed(o)
 	for i := range o.reconcilers {
 		args := append([]string{bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"}, o.reconcileArgs...)
@@ -203,7 +236,8 @@ func start(t testing.TB, o options) *cluster {
 	}
 	for i := range o.hosts {
 		cred := c.adopt(fmt.Sprintf("hv-%d", i), o.hostVcpus)
-		args := append([]string{bin, "host", "--runtime", "fake", "--server", c.url, "--heartbeat", "500ms"}, o.hostArgs...)
+		server := o.hostServer(i, c.urls[i%len(c.urls)])
+		args := append([]string{bin, "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms"}, o.hostArgs...)
 		c.hosts = append(c.hosts, c.proc(fmt.Sprintf("host-%d", i), []string{"BC_HOST_CREDENTIAL=" + cred}, args...))
 	}
 	t.Cleanup(func() {
@@ -234,19 +268,42 @@ func startRedis(t testing.TB, dir string) (string, *proc) {
 		args: []string{"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}}
 	p.start()
 	t.Cleanup(p.stop)
+	waitRedis(t, addr, p)
+	return "redis://" + addr, p
+}
+
+// waitRedis waits until the Redis server p listens at addr.
+func waitRedis(t testing.TB, addr string, p *proc) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			conn.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("REDIS-SERVER DID NOT START (is Debian's redis-server installed? make test installs it): %v\n%s", err, p.tail())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "redis://" + addr, p
+}
+
+// restartRedis kills the cluster's Redis server and starts it again, empty.
+func (c *cluster) restartRedis() {
+	c.t.Helper()
+	c.redis.signal(syscall.SIGKILL)
+	c.redis.start()
+	waitRedis(c.t, strings.TrimPrefix(c.redisURL, "redis://"), c.redis)
+}
+
+// flushRedis loses all of Redis's data, as FLUSHALL does.
+func (c *cluster) flushRedis() {
+	c.t.Helper()
+	out, err := exec.Command("redis-cli", "-u", c.redisURL, "FLUSHALL").CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("FLUSHALL: %v %s", err, out)
+	}
 }
 
 func waitReadyAt(t testing.TB, url string) {
@@ -288,22 +345,33 @@ func metric(t testing.TB, url, name string) float64 {
 // gql runs a GraphQL operation and returns its data; errors fail the test
 // unless allowed.
 func (c *cluster) gql(token, query string, vars map[string]any) (map[string]any, []map[string]any) {
+	data, errs, err := post(c.url, token, query, vars)
+	if err != nil {
+		c.t.Errorf("graphql: %v", err)
+	}
+	return data, errs
+}
+
+// post runs a GraphQL operation at the serve process at url; err is a
+// failure to get an answer.
+func post(url, token, query string, vars map[string]any) (map[string]any, []map[string]any, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest("POST", c.url+"/graphql", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", url+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Errorf("graphql: %v", err)
-		return nil, nil
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	var out struct {
 		Data   map[string]any   `json:"data"`
 		Errors []map[string]any `json:"errors"`
 	}
-	json.NewDecoder(resp.Body).Decode(&out)
-	return out.Data, out.Errors
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, nil, fmt.Errorf("read answer: %w", err)
+	}
+	return out.Data, out.Errors, nil
 }
 
 func (c *cluster) must(token, query string, vars map[string]any, path ...string) string {
@@ -321,12 +389,20 @@ func (c *cluster) must(token, query string, vars map[string]any, path ...string)
 }
 
 func (c *cluster) seed(o options) {
-	c.tenant = c.must(c.operator, `mutation { createTenant(input: {name: "acme"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
-	c.member = c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "acme", tenantId: $t}) { token } }`, map[string]any{"t": c.tenant}, "createApiToken", "token")
+	c.tenant, c.member = c.addTenant("acme")
 	c.pool = c.must(c.operator, `mutation { createPool(input: {name: "fra1", class: "vps-host"}) { pool { id } } }`, nil, "createPool", "pool", "id")
 	c.must(c.operator, `mutation($p: ID!) { createIpPool(input: {poolId: $p, cidr: "10.50.0.0/22", gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: "10.50.3.250"}) { pool { id } } }`, map[string]any{"p": c.pool})
 	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "one", vcpus: 1, memoryMb: 1024, diskGb: 10}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
 	c.image = c.must(c.operator, `mutation { registerImage(input: {name: "debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("c", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`, nil, "registerImage", "image", "id")
+}
+
+// addTenant creates a tenant named name and returns its ID and a member's
+// token.
+func (c *cluster) addTenant(name string) (id, token string) {
+	c.t.Helper()
+	id = c.must(c.operator, `mutation($n: String!) { createTenant(input: {name: $n}) { tenant { id } } }`, map[string]any{"n": name}, "createTenant", "tenant", "id")
+	token = c.must(c.operator, `mutation($n: String!, $t: ID) { createApiToken(input: {name: $n, tenantId: $t}) { token } }`, map[string]any{"n": name, "t": id}, "createApiToken", "token")
+	return id, token
 }
 
 // adopt creates a host with capacity and returns its credential.
@@ -388,23 +464,32 @@ func (c *cluster) settle(timeout time.Duration) time.Duration {
 			return time.Since(start)
 		}
 		if time.Now().After(deadline) {
-			rows, _ := c.db.Query(context.Background(), "SELECT state, desired_state, state_reason, count(*) FROM instances WHERE state <> desired_state GROUP BY 1, 2, 3")
+			rows, err := c.db.Query(context.Background(), `SELECT i.state, i.desired_state, i.state_reason, p.class,
+				coalesce(i.observed_state, '') || '/' || coalesce(i.provider_status, ''), count(*)
+				FROM instances i JOIN pools p ON p.id = i.pool_id WHERE i.state <> i.desired_state GROUP BY 1, 2, 3, 4, 5`)
 			var sb strings.Builder
-			for rows.Next() {
-				var s, d, r string
+			for err == nil && rows.Next() {
+				var s, d, r, class, seen string
 				var n int
-				rows.Scan(&s, &d, &r, &n)
-				fmt.Fprintf(&sb, "\n  %d × %s (want %s) %s", n, s, d, r)
+				err = rows.Scan(&s, &d, &r, &class, &seen, &n)
+				fmt.Fprintf(&sb, "\n  %d × %s (want %s) in a %s pool, seen %s: %s", n, s, d, class, seen, r)
 			}
-			c.t.Fatalf("not settled after %v:%s", timeout, sb.String())
+			if err == nil {
+				err = rows.Err()
+			}
+			c.t.Fatalf("not settled after %v:%s (%v)", timeout, sb.String(), err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// noLeaks checks nothing is held once every instance is deleted.
-func (c *cluster) noLeaks() {
+// noLeaks checks nothing is held once every instance is deleted, and that
+// the tenants of tokens (default the member's) use no quota.
+func (c *cluster) noLeaks(tokens ...string) {
 	c.t.Helper()
+	if len(tokens) == 0 {
+		tokens = []string{c.member}
+	}
 	for what, q := range map[string]string{
 		"live allocations":                    "allocations WHERE released_at IS NULL",
 		"live device claims":                  "device_claims WHERE released_at IS NULL",
@@ -416,11 +501,14 @@ func (c *cluster) noLeaks() {
 			c.t.Errorf("%d %s", n, what)
 		}
 	}
-	data, _ := c.gql(c.member, `{ viewer { tenant { quota { usage { instances vcpus memoryMb gpus } } } } }`, nil)
-	usage := data["viewer"].(map[string]any)["tenant"].(map[string]any)["quota"].(map[string]any)["usage"].(map[string]any)
-	for k, v := range usage {
-		if v.(float64) != 0 {
-			c.t.Errorf("quota usage %s = %v", k, v)
+	for _, token := range tokens {
+		data, _ := c.gql(token, `{ viewer { tenant { name quota { usage { instances vcpus memoryMb gpus } } } } }`, nil)
+		tenant := data["viewer"].(map[string]any)["tenant"].(map[string]any)
+		usage := tenant["quota"].(map[string]any)["usage"].(map[string]any)
+		for k, v := range usage {
+			if v.(float64) != 0 {
+				c.t.Errorf("quota usage of %s: %s = %v", tenant["name"], k, v)
+			}
 		}
 	}
 }

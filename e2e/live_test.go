@@ -116,8 +116,7 @@ func TestIncludeCurrent(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	c := start(t, options{hosts: 2, reconcilers: 1, hostVcpus: 50})
-	other := c.must(c.operator, `mutation { createTenant(input: {name: "globex"}) { tenant { id } } }`, nil, "createTenant", "tenant", "id")
-	otherToken := c.must(c.operator, `mutation($t: ID) { createApiToken(input: {name: "globex", tenantId: $t}) { token } }`, map[string]any{"t": other}, "createApiToken", "token")
+	other, otherToken := c.addTenant("globex")
 	mine := subscribe(t, c.url, c.member, nil)
 	ops := subscribe(t, c.url, c.operator, nil)
 	var acme, globex []string
@@ -154,12 +153,8 @@ func TestTenantIsolation(t *testing.T) {
 // subscriber of another.
 func TestTwoServers(t *testing.T) {
 	t.Parallel()
-	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 10})
-	addr := freeAddr(t)
-	second := c.proc("serve-2", nil, binary(t), "serve", "--listen", addr)
-	_ = second
-	waitReadyAt(t, "http://"+addr)
-	ws := subscribe(t, "http://"+addr, c.member, nil)
+	c := start(t, options{serves: 2, hosts: 1, reconcilers: 1, hostVcpus: 10})
+	ws := subscribe(t, c.urls[1], c.member, nil)
 	id := c.create("vm", "RUNNING")
 	c.settle(20 * time.Second)
 	ws.converges(t, 20*time.Second, func() map[string]string { return c.dbView(t, false) })

@@ -44,6 +44,9 @@ type cloud struct {
 	refusal string
 	// block, while set, holds every create after the provider served it.
 	block func(hold func())
+	// before and after, while set, are called with each request before
+	// the provider serves it and after (before its reply is sent).
+	before, after func(hook func(*http.Request))
 	// served counts the replies with a status code.
 	served func(code int) int
 	// arrivedWithin: see holder.
@@ -62,6 +65,8 @@ type cloud struct {
 type holder struct {
 	mu       sync.Mutex
 	hold     func()
+	before   func(*http.Request)
+	after    func(*http.Request)
 	statuses map[int]int
 	// arrivals are when requests came, and limited when 429s were sent.
 	arrivals, limited []time.Time
@@ -70,10 +75,16 @@ type holder struct {
 func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
+		h.mu.Lock()
+		before := h.before
+		h.mu.Unlock()
+		if before != nil {
+			before(r)
+		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
 		h.mu.Lock()
-		hold := h.hold
+		hold, after := h.hold, h.after
 		if h.statuses == nil {
 			h.statuses = map[int]int{}
 		}
@@ -85,6 +96,9 @@ func (h *holder) wrap(isCreate func(*http.Request) bool, next http.Handler) http
 		h.mu.Unlock()
 		if hold != nil && isCreate(r) {
 			hold()
+		}
+		if after != nil {
+			after(r)
 		}
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
@@ -98,6 +112,18 @@ func (h *holder) set(hold func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hold = hold
+}
+
+func (h *holder) setBefore(hook func(*http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.before = hook
+}
+
+func (h *holder) setAfter(hook func(*http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.after = hook
 }
 
 // arrivedWithin counts the requests that came while a 429 sent earlier
@@ -159,7 +185,7 @@ func hetznerCloudWith(t testing.TB, cfg hetznertest.Config) *cloud {
 			}
 		},
 		limit: em.SetServerLimit, refusal: "server limit reached",
-		block:  h.set,
+		block: h.set, before: h.setBefore, after: h.setAfter,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
 }
@@ -196,28 +222,42 @@ func proxmoxCloud(t testing.TB) *cloud {
 			em.AddVM(name, []string{proxmox.Tag})
 		},
 		limit: em.SetMaxVMs, refusal: "clone failed: quota exceeded",
-		block:  h.set,
+		block: h.set, before: h.setBefore, after: h.setAfter,
 		served: h.served, arrivedWithin: h.arrivedWithin,
 	}
+}
+
+// providerArgs are the reconcile flags of clusters with provider pools: fast
+// sweeps and short timeouts.
+var providerArgs = []string{
+	"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
 }
 
 // providerCluster starts a control plane whose tenant has a provider
 // account on cl and a pool on it, and points c.create at that pool.
 func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
-	c := start(t, options{reconcilers: reconcilers, reconcileArgs: []string{
-		"--sweep-interval", "200ms", "--orphan-grace", "1s", "--provider-poll", "20ms", "--shutdown-timeout", "2s", "--provider-timeout", "1s",
-	}})
+	c := start(t, options{reconcilers: reconcilers, reconcileArgs: providerArgs})
 	c.providerPool(cl, "cloud", cl.credentials)
-	kind := strings.ToLower(cl.kind)
-	types := map[string]any{}
-	if cl.serverType != "" {
-		types[kind] = cl.serverType
+	c.cloudCatalog(cl)
+	return c
+}
+
+// cloudCatalog makes a flavor and an image that the clouds have a
+// counterpart of, and points c.create at them.
+func (c *cluster) cloudCatalog(clouds ...*cloud) {
+	c.t.Helper()
+	types, images := map[string]any{}, map[string]any{}
+	for _, cl := range clouds {
+		kind := strings.ToLower(cl.kind)
+		if cl.serverType != "" {
+			types[kind] = cl.serverType
+		}
+		images[kind] = cl.image
 	}
 	c.flavor = c.must(c.operator, `mutation($m: Map) { createFlavor(input: {name: "cloud-small", vcpus: 2, memoryMb: 2048, diskGb: 20, providerServerTypes: $m}) { flavor { id } } }`,
 		map[string]any{"m": types}, "createFlavor", "flavor", "id")
 	c.image = c.must(c.operator, `mutation($m: Map) { registerImage(input: {name: "cloud-debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("d", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true, providerImages: $m}) { image { id } } }`,
-		map[string]any{"m": map[string]any{kind: cl.image}}, "registerImage", "image", "id")
-	return c
+		map[string]any{"m": images}, "registerImage", "image", "id")
 }
 
 // providerPool registers the tenant's account on cl with credentials, makes
@@ -225,12 +265,22 @@ func providerCluster(t testing.TB, cl *cloud, reconcilers int) *cluster {
 // account's ID.
 func (c *cluster) providerPool(cl *cloud, name, credentials string) string {
 	c.t.Helper()
-	acct := c.must(c.member, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+	acct, pool := c.providerPoolOf(c.tenant, c.member, cl, name, credentials)
+	c.pool = pool
+	return acct
+}
+
+// providerPoolOf registers an account on cl with credentials for tenant,
+// as its member token, makes a pool named name on it and returns the
+// account's and the pool's IDs.
+func (c *cluster) providerPoolOf(tenant, token string, cl *cloud, name, credentials string) (acct, pool string) {
+	c.t.Helper()
+	acct = c.must(token, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
 		map[string]any{"in": map[string]any{"name": name, "provider": cl.kind, "credentials": credentials, "settings": cl.settings}},
 		"createProviderAccount", "providerAccount", "id")
-	c.pool = c.must(c.operator, `mutation($a: ID!, $t: ID!, $n: String!) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
-		map[string]any{"a": acct, "t": c.tenant, "n": name}, "createPool", "pool", "id")
-	return acct
+	pool = c.must(c.operator, `mutation($a: ID!, $t: ID!, $n: String!) { createPool(input: {name: $n, class: "provider", tenantId: $t, providerAccountId: $a}) { pool { id } } }`,
+		map[string]any{"a": acct, "t": tenant, "n": name}, "createPool", "pool", "id")
+	return acct, pool
 }
 
 // ours returns the provider's servers that carry a label.

@@ -15,8 +15,9 @@ import (
 // one no kind handles is dead-lettered, not lost), events
 // to their channels. Rows are deleted in the transaction that read them,
 // after Redis took them, so a crash between the two only repeats them
-// (work coalesces; clients dedupe events by version). Several relays share
-// the outbox by skipping each other's locked rows.
+// (work coalesces; clients dedupe events by version). Several relays take
+// turns: one waits for the rows another claimed, so that each instance's
+// events are published in the order they were committed.
 func (r *Reconciler) relay(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	go r.listen(ctx, wake)

@@ -101,10 +101,15 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 		}
 	}
 	for _, in := range insts {
-		if in.ProviderServerID != nil && !listed[in.ID] && in.ProviderServerAt.Before(listedAt) {
-			if err := r.observe(ctx, q, in.ID, *in.ProviderServerID, statusAbsent, nil, listedAt); err != nil {
-				return err
-			}
+		if in.ProviderServerID == nil || listed[in.ID] || !in.ProviderServerAt.Before(listedAt) {
+			continue
+		}
+		status, addrs, err := r.confirmAbsent(ctx, a, in.ID, *in.ProviderServerID)
+		if err != nil {
+			return err
+		}
+		if err := r.observe(ctx, q, in.ID, *in.ProviderServerID, status, addrs, listedAt); err != nil {
+			return err
 		}
 	}
 	unowned, err := r.unowned(ctx, q, others)
@@ -112,6 +117,52 @@ func (r *Reconciler) sweepAccount(ctx context.Context, a *account) error {
 		return err
 	}
 	return r.sweepOrphans(ctx, q, a, append(orphans, unowned...))
+}
+
+// confirmAbsent asks for the server of an instance that a listing missed
+// before it is called gone: a listing of several pages misses servers that
+// exist when one is deleted between two pages (the next page shifts by
+// one). It returns statusAbsent unless the provider has the server.
+func (r *Reconciler) confirmAbsent(ctx context.Context, a *account, id uuid.UUID, serverID string) (cloud.Status, []string, error) {
+	var found []cloud.Server
+	err := a.call(ctx, "look up missed server", func(ctx context.Context) (err error) {
+		found, err = a.driver.Find(ctx, id.String())
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	for _, s := range found {
+		if s.ID == serverID {
+			return s.Status, s.Addresses, nil
+		}
+	}
+	return statusAbsent, nil, nil
+}
+
+// stillOrphan asks the provider whether an orphan's server still carries
+// the label it was seen with, just before it is deleted by ID: the listing
+// that found it may be stale, and a provider that reuses IDs (Proxmox's
+// VMIDs) may have given the ID of the orphan, deleted since, to a new
+// instance's server.
+func (r *Reconciler) stillOrphan(ctx context.Context, a *account, o sqlc.ProviderOrphan) (bool, error) {
+	if o.InstanceLabel == "" {
+		return true, nil // nothing to look it up by; no instance's server carries no label
+	}
+	var found []cloud.Server
+	err := a.call(ctx, "look up orphan", func(ctx context.Context) (err error) {
+		found, err = a.driver.Find(ctx, o.InstanceLabel)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, s := range found {
+		if s.ID == o.ServerID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // observe records a server's status and wakes its instance when it changed.
@@ -173,7 +224,17 @@ func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *accou
 		return fmt.Errorf("list due orphans: %w", err)
 	}
 	for _, o := range due {
-		err := a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
+		still, err := r.stillOrphan(ctx, a, o)
+		if err != nil {
+			return err
+		}
+		if !still {
+			if err := q.ForgetOrphan(ctx, sqlc.ForgetOrphanParams{AccountID: a.id, ServerID: o.ServerID}); err != nil {
+				return fmt.Errorf("forget orphan %s: %w", o.ServerID, err)
+			}
+			continue
+		}
+		err = a.call(ctx, "delete orphan", func(ctx context.Context) error { return a.driver.Delete(ctx, o.ServerID) })
 		if err != nil && cloud.KindOf(err) != cloud.NotFound {
 			return err
 		}

@@ -35,6 +35,13 @@ if ! pg_up; then
 	pg_up || { echo "services.sh: Postgres did not come up" >&2; exit 1; }
 fi
 
+# The fault campaign (e2e/campaign_test.go) runs a Postgres cluster of its
+# own, with initdb and pg_ctl of Debian's server package, which a machine
+# using a Postgres elsewhere may lack.
+if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+	install postgresql
+fi
+
 if ! redis_up; then
 	command -v redis-server >/dev/null || install redis-server
 	mkdir -p /var/lib/redis /var/log/redis

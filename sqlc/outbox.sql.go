@@ -12,10 +12,12 @@ import (
 )
 
 const claimOutbox = `-- name: ClaimOutbox :many
-SELECT id, topic, key, created_at, channel, payload FROM outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+SELECT id, topic, key, created_at, channel, payload FROM outbox ORDER BY id LIMIT $1 FOR UPDATE
 `
 
-// ClaimOutbox takes the oldest rows for one relay; other relays skip them.
+// ClaimOutbox takes the oldest rows for one relay. Another relay waits for
+// them rather than skipping them: were it to publish the rows after them
+// first, an instance's later event would come before its earlier one.
 func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) {
 	rows, err := q.db.Query(ctx, claimOutbox, lim)
 	if err != nil {

@@ -1,0 +1,94 @@
+package control_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/lifecycle"
+	"github.com/better-compute/vps/seal"
+)
+
+// TestAnswerInTheTransaction: a mutation's answer is read in its
+// transaction. Read after the commit, a database that goes away in between
+// (a restart, a failover) makes a mutation that was done, and audited,
+// answer with an error: the caller retries or gives up on what happened.
+// Here every connection after the mutation's first fails.
+func TestAnswerInTheTransaction(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(testenv.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// armed counts the connections taken while a mutation runs; after the
+	// first, the database is gone.
+	var armed, taken atomic.Int32
+	cfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) {
+		if armed.Load() == 1 && taken.Add(1) > 1 {
+			return false, errors.New("the database went away after the commit")
+		}
+		return true, nil
+	}
+	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	sealer, _ := seal.New("test")
+	svc := control.New(db, control.Config{Sealer: sealer})
+	ctx := iam.WithPrincipal(context.Background(), control.System)
+	tenant, err := svc.CreateTenant(ctx, "acme")
+	check(t, err)
+	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
+	check(t, err)
+	flavor, err := svc.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
+	check(t, err)
+	img, err := svc.RegisterImage(ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
+		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
+	check(t, err)
+	pub, _, _ := ed25519.GenerateKey(nil)
+	key, _ := ssh.NewPublicKey(pub)
+
+	var id uuid.UUID
+	for _, tc := range []struct {
+		name   string
+		mutate func() (domain.Instance, error)
+	}{
+		{"create", func() (domain.Instance, error) {
+			return svc.CreateInstance(ctx, control.CreateInstanceInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID, ImageID: img.ID,
+				Name: "vm", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
+		}},
+		{"stop", func() (domain.Instance, error) { return svc.SetDesiredState(ctx, id, lifecycle.WantStopped) }},
+		{"start", func() (domain.Instance, error) { return svc.SetDesiredState(ctx, id, lifecycle.WantRunning) }},
+		{"delete", func() (domain.Instance, error) { return svc.SetDesiredState(ctx, id, lifecycle.WantDeleted) }},
+	} {
+		taken.Store(0)
+		armed.Store(1)
+		inst, err := tc.mutate()
+		armed.Store(0)
+		if err != nil {
+			t.Fatalf("%s: done, but answered %v", tc.name, err)
+		}
+		id = inst.ID
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
