@@ -47,5 +47,5 @@ UPDATE sandboxes SET version = version + 1, updated_at = now() WHERE id = $1;
 
 -- EndSandbox records how a sandbox ended (EXPIRED or DELETED), once.
 -- name: EndSandbox :execrows
-UPDATE sandboxes SET ended_as = @ended_as, ended_at = now(), version = version + 1, updated_at = now()
+UPDATE sandboxes SET ended_as = @ended_as::text, ended_at = now(), version = version + 1, updated_at = now()
 WHERE id = @id AND ended_as IS NULL;

@@ -19,11 +19,11 @@ INSERT INTO instances (
 -- still free, so no warm instance is claimed twice.
 -- name: ClaimWarmInstance :one
 UPDATE instances SET
-    claimed_at = now(), sandbox_id = @sandbox_id, tenant_id = @tenant_id,
+    claimed_at = now(), sandbox_id = @sandbox_id::uuid, tenant_id = @tenant_id,
     desired_state = 'RUNNING', version = version + 1, updated_at = now()
 WHERE id = (
     SELECT w.id FROM instances w
-    WHERE w.warm_template_id = @template_id AND w.warm_template_version = @template_version
+    WHERE w.warm_template_id = @template_id::uuid AND w.warm_template_version = @template_version::bigint
       AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED'
       AND w.state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
     ORDER BY (w.state = 'PAUSED') DESC, w.id
@@ -36,5 +36,5 @@ RETURNING *;
 -- deleted: when the template is, or (the reconciler) when the pool shrinks.
 -- name: DeleteFreeWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
-WHERE warm_template_id = $1 AND claimed_at IS NULL AND desired_state <> 'DELETED'
+WHERE warm_template_id = @template_id::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
 RETURNING *;

@@ -39,12 +39,12 @@ func (q *Queries) CountSandboxes(ctx context.Context, arg CountSandboxesParams) 
 }
 
 const endSandbox = `-- name: EndSandbox :execrows
-UPDATE sandboxes SET ended_as = $1, ended_at = now(), version = version + 1, updated_at = now()
+UPDATE sandboxes SET ended_as = $1::text, ended_at = now(), version = version + 1, updated_at = now()
 WHERE id = $2 AND ended_as IS NULL
 `
 
 type EndSandboxParams struct {
-	EndedAs *string
+	EndedAs string
 	ID      uuid.UUID
 }
 

@@ -13,11 +13,11 @@ import (
 
 const claimWarmInstance = `-- name: ClaimWarmInstance :one
 UPDATE instances SET
-    claimed_at = now(), sandbox_id = $1, tenant_id = $2,
+    claimed_at = now(), sandbox_id = $1::uuid, tenant_id = $2,
     desired_state = 'RUNNING', version = version + 1, updated_at = now()
 WHERE id = (
     SELECT w.id FROM instances w
-    WHERE w.warm_template_id = $3 AND w.warm_template_version = $4
+    WHERE w.warm_template_id = $3::uuid AND w.warm_template_version = $4::bigint
       AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED'
       AND w.state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
     ORDER BY (w.state = 'PAUSED') DESC, w.id
@@ -28,10 +28,10 @@ RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, 
 `
 
 type ClaimWarmInstanceParams struct {
-	SandboxID       *uuid.UUID
+	SandboxID       uuid.UUID
 	TenantID        uuid.UUID
-	TemplateID      *uuid.UUID
-	TemplateVersion *int64
+	TemplateID      uuid.UUID
+	TemplateVersion int64
 }
 
 // ClaimWarmInstance gives a sandbox one free warm instance of a template's
@@ -96,14 +96,14 @@ func (q *Queries) ClaimWarmInstance(ctx context.Context, arg ClaimWarmInstancePa
 
 const deleteFreeWarmInstances = `-- name: DeleteFreeWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
-WHERE warm_template_id = $1 AND claimed_at IS NULL AND desired_state <> 'DELETED'
+WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed
 `
 
 // DeleteFreeWarmInstances asks for a template's free warm instances to be
 // deleted: when the template is, or (the reconciler) when the pool shrinks.
-func (q *Queries) DeleteFreeWarmInstances(ctx context.Context, warmTemplateID *uuid.UUID) ([]Instance, error) {
-	rows, err := q.db.Query(ctx, deleteFreeWarmInstances, warmTemplateID)
+func (q *Queries) DeleteFreeWarmInstances(ctx context.Context, templateID uuid.UUID) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, deleteFreeWarmInstances, templateID)
 	if err != nil {
 		return nil, err
 	}

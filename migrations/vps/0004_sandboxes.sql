@@ -59,8 +59,10 @@ CREATE INDEX sandboxes_template_live ON sandboxes (template_id) WHERE ended_as I
 -- What the expiry of the vps.sandboxes reconciler reads.
 CREATE INDEX sandboxes_expiry ON sandboxes (expires_at) WHERE ended_as IS NULL;
 
+-- Deferred, so createSandbox claims a warm instance for a sandbox before it
+-- inserts the sandbox, which says whether it started warm.
 ALTER TABLE instances
-    ADD COLUMN sandbox_id uuid REFERENCES sandboxes (id),
+    ADD COLUMN sandbox_id uuid REFERENCES sandboxes (id) DEFERRABLE INITIALLY DEFERRED,
     ADD COLUMN warm_template_id uuid REFERENCES sandbox_templates (id);
 CREATE UNIQUE INDEX instances_sandbox ON instances (sandbox_id) WHERE sandbox_id IS NOT NULL;
 
