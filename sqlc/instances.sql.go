@@ -228,6 +228,73 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 	return i, err
 }
 
+const getInstancesByIDs = `-- name: GetInstancesByIDs :many
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = ANY($1::uuid[])
+`
+
+func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, getInstancesByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
+			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.EnvSealed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertInstance = `-- name: InsertInstance :one
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
