@@ -544,7 +544,7 @@ func (s *Service) openEnv(sealed []byte, id uuid.UUID) (map[string]string, error
 
 // envNames lists env's names, sorted.
 func envNames(env map[string]string) []string {
-	return slices.Sorted(maps.Keys(env))
+	return append([]string{}, slices.Sorted(maps.Keys(env))...)
 }
 
 func seconds(d time.Duration) int32 { return int32(d / time.Second) }
