@@ -32,6 +32,15 @@ var (
 	ActUpdateProviderAccount = Action{"providerAccount.update", "providerAccount"}
 	ActDeleteProviderAccount = Action{"providerAccount.delete", "providerAccount"}
 	ActReseal                = Action{"secrets.reseal", "secrets"}
+
+	ActCreateSandboxTemplate = Action{"sandboxTemplate.create", "sandboxTemplate"}
+	ActUpdateSandboxTemplate = Action{"sandboxTemplate.update", "sandboxTemplate"}
+	ActDeleteSandboxTemplate = Action{"sandboxTemplate.delete", "sandboxTemplate"}
+	ActCreateSandbox         = Action{"sandbox.create", "sandbox"}
+	ActSetSandboxTimeout     = Action{"sandbox.setTimeout", "sandbox"}
+	ActPauseSandbox          = Action{"sandbox.pause", "sandbox"}
+	ActResumeSandbox         = Action{"sandbox.resume", "sandbox"}
+	ActDeleteSandbox         = Action{"sandbox.delete", "sandbox"}
 )
 
 // DesiredStateActions are the actions that set an instance's desired state.

@@ -122,18 +122,18 @@ func DescribeKey(line string) (typ, fingerprint, comment string) {
 	return key.Type(), ssh.FingerprintSHA256(key), comment
 }
 
-// checkQuota reports the first limit that one more instance of flavor f
+// checkQuota reports the first limit that n more instances of flavor f
 // would exceed.
-func checkQuota(quota sqlc.Quota, usage sqlc.TenantUsageRow, f sqlc.Flavor) error {
+func checkQuota(quota sqlc.Quota, usage sqlc.TenantUsageRow, f sqlc.Flavor, n int64) error {
 	checks := []struct {
 		limit     string
 		max       *int64
 		used, add int64
 	}{
-		{"instances", i64(quota.MaxInstances), int64(usage.Instances), 1},
-		{"vcpus", i64(quota.MaxVcpus), int64(usage.Vcpus), int64(f.Vcpus)},
-		{"memoryMb", quota.MaxMemoryMb, usage.MemoryMb, f.MemoryMb},
-		{"gpus", i64(quota.MaxGpus), int64(usage.Gpus), int64(f.GpuCount)},
+		{"instances", i64(quota.MaxInstances), int64(usage.Instances), n},
+		{"vcpus", i64(quota.MaxVcpus), int64(usage.Vcpus), n * int64(f.Vcpus)},
+		{"memoryMb", quota.MaxMemoryMb, usage.MemoryMb, n * f.MemoryMb},
+		{"gpus", i64(quota.MaxGpus), int64(usage.Gpus), n * int64(f.GpuCount)},
 	}
 	for _, c := range checks {
 		if c.max != nil && c.add > 0 && c.used+c.add > *c.max {

@@ -41,6 +41,24 @@ func (s *Service) PrincipalNames(ctx context.Context, keys []uuid.UUID) (map[uui
 	return names, nil
 }
 
+// InstancesByID loads instances with their addresses, deleted ones
+// included (a sandbox's instance).
+func (s *Service) InstancesByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Instance, error) {
+	rows, err := s.q.GetInstancesByIDs(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load instances: %w", err)
+	}
+	insts, err := mapInstances(ctx, s.q, rows)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[uuid.UUID]domain.Instance, len(insts))
+	for _, inst := range insts {
+		m[inst.ID] = inst
+	}
+	return m, nil
+}
+
 // PoolsByID loads pools.
 func (s *Service) PoolsByID(ctx context.Context, keys []uuid.UUID) (map[uuid.UUID]domain.Pool, error) {
 	return byID(ctx, "pools", keys, s.q.GetPoolsByIDs, func(p sqlc.Pool) uuid.UUID { return p.ID }, domain.PoolFromRow)

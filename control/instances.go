@@ -236,7 +236,7 @@ func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.U
 	if err != nil {
 		return fmt.Errorf("count usage: %w", err)
 	}
-	return checkQuota(quota, usage, f)
+	return checkQuota(quota, usage, f, 1)
 }
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.
@@ -262,6 +262,10 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return err
 		case deleted:
 			return apierr.New(apierr.FailedPrecondition, "instance %s is deleted", cur.Name)
+		case cur.SandboxID != nil:
+			return apierr.New(apierr.FailedPrecondition, "instance %s runs sandbox %s; change it through the sandbox", cur.Name, ids.Encode(ids.Sandbox, *cur.SandboxID))
+		case cur.WarmTemplateID != nil:
+			return apierr.New(apierr.FailedPrecondition, "instance %s waits in the warm pool of sandbox template %s", cur.Name, ids.Encode(ids.SandboxTemplate, *cur.WarmTemplateID))
 		}
 		inst, err := q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: id, DesiredState: string(want), Version: cur.Version})
 		if err != nil {

@@ -13,8 +13,9 @@ import (
 
 // Resealed says what Reseal did.
 type Resealed struct {
-	// UserData and Credentials count the values sealed again.
-	UserData, Credentials int
+	// UserData, Credentials and Env count the values sealed again; Env
+	// counts sandbox templates' and their instances' environments.
+	UserData, Credentials, Env int
 	// Failed names the values that would not open with any configured
 	// secret; they are left as they are.
 	Failed []string
@@ -26,8 +27,9 @@ type sealedRow struct {
 	sealed []byte
 }
 
-// Reseal seals every value another key sealed — instances' user data and
-// provider accounts' credentials — under the current key, so the previous
+// Reseal seals every value another key sealed — instances' user data,
+// provider accounts' credentials, and the env of sandbox templates and of
+// their instances — under the current key, so the previous
 // secrets can be dropped from BC_SECRET_PREVIOUS. Each value is written by
 // a compare-and-set of its own, so it runs safely beside the servers and may
 // be run again; the run is audited.
@@ -68,8 +70,40 @@ func (s *Service) Reseal(ctx context.Context) (Resealed, error) {
 	if err != nil {
 		return out, err
 	}
+	for _, kind := range []struct {
+		what  string
+		stale func(context.Context, uuid.UUID) ([]sealedRow, error)
+		store func(ctx context.Context, id uuid.UUID, was, sealed []byte) (int64, error)
+	}{
+		{"sandbox template env", func(ctx context.Context, after uuid.UUID) ([]sealedRow, error) {
+			rows, err := s.q.StaleTemplateEnv(ctx, sqlc.StaleTemplateEnvParams{KeyID: key, After: after})
+			page := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				page[i] = sealedRow{r.ID, r.Env}
+			}
+			return page, err
+		}, func(ctx context.Context, id uuid.UUID, was, sealed []byte) (int64, error) {
+			return s.q.ResealTemplateEnv(ctx, sqlc.ResealTemplateEnvParams{ID: id, Was: was, Sealed: sealed})
+		}},
+		{"instance env", func(ctx context.Context, after uuid.UUID) ([]sealedRow, error) {
+			rows, err := s.q.StaleInstanceEnv(ctx, sqlc.StaleInstanceEnvParams{KeyID: key, After: after})
+			page := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				page[i] = sealedRow{r.ID, r.EnvSealed}
+			}
+			return page, err
+		}, func(ctx context.Context, id uuid.UUID, was, sealed []byte) (int64, error) {
+			return s.q.ResealInstanceEnv(ctx, sqlc.ResealInstanceEnvParams{ID: id, Was: was, Sealed: sealed})
+		}},
+	} {
+		n, err := s.resealAll(ctx, kind.what, &out.Failed, kind.stale, kind.store)
+		out.Env += n
+		if err != nil {
+			return out, err
+		}
+	}
 	err = s.mutate(ctx, ActReseal, func(ctx context.Context, _ pgx.Tx, _ *sqlc.Queries, ev *audit.Event) error {
-		ev.Details = map[string]any{"userData": out.UserData, "credentials": out.Credentials, "failed": len(out.Failed)}
+		ev.Details = map[string]any{"userData": out.UserData, "credentials": out.Credentials, "env": out.Env, "failed": len(out.Failed)}
 		return nil
 	})
 	return out, err

@@ -39,9 +39,19 @@ func TestReseal(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	tpl, err := before.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: tenant.ID, Name: "py", PoolID: pool.ID,
+		FlavorID: flavor.ID, ImageID: img.ID, Env: []control.EnvVar{{Name: "GREETING", Value: "hello"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbx, err := before.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: tenant.ID, TemplateID: tpl.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	rotated, _ := seal.New("new secret", "old secret")
 	out, err := control.New(db, control.Config{Sealer: rotated}).Reseal(ctx)
-	if err != nil || out.UserData != 1 || out.Credentials != 1 || len(out.Failed) != 0 {
+	if err != nil || out.UserData != 1 || out.Credentials != 1 || out.Env != 2 || len(out.Failed) != 0 {
 		t.Fatalf("Reseal = %+v, %v", out, err)
 	}
 	newOnly, _ := seal.New("new secret")
@@ -54,13 +64,18 @@ func TestReseal(t *testing.T) {
 	if got, err := newOnly.Open(creds, acct.ID[:]); err != nil || string(got) != token {
 		t.Fatalf("credentials under the new secret alone: %q, %v", got, err)
 	}
-	if again, err := control.New(db, control.Config{Sealer: rotated}).Reseal(ctx); err != nil || again.UserData+again.Credentials != 0 {
+	var env []byte
+	db.QueryRow(context.Background(), "SELECT env_sealed FROM instances WHERE id = $1", sbx.InstanceID).Scan(&env)
+	if got, err := newOnly.Open(env, sbx.InstanceID[:]); err != nil || string(got) != `{"GREETING":"hello"}` {
+		t.Fatalf("the sandbox instance's env under the new secret alone: %q, %v", got, err)
+	}
+	if again, err := control.New(db, control.Config{Sealer: rotated}).Reseal(ctx); err != nil || again.UserData+again.Credentials+again.Env != 0 {
 		t.Fatalf("a second Reseal = %+v, %v", again, err)
 	}
 	t.Run("a value no secret opens is reported and left alone", func(t *testing.T) {
 		other, _ := seal.New("unrelated secret")
 		out, err := control.New(db, control.Config{Sealer: other}).Reseal(ctx)
-		if err != nil || len(out.Failed) != 2 || out.UserData+out.Credentials != 0 {
+		if err != nil || len(out.Failed) != 4 || out.UserData+out.Credentials+out.Env != 0 {
 			t.Fatalf("Reseal with an unrelated secret = %+v, %v", out, err)
 		}
 	})

@@ -1,7 +1,8 @@
 // Package domain holds the control plane's objects as the API shows them and
 // events carry them: tenants, principals, pools, hosts, flavors, images,
-// provider accounts, audit events and instances, with the few values that
-// hang off them (quotas, capacities, IP ranges, API tokens).
+// provider accounts, audit events, instances, sandbox templates and
+// sandboxes, with the few values that hang off them (quotas, capacities,
+// IP ranges, API tokens, network policies).
 //
 // Each is mapped from its database row here and nowhere else, by one
 // XFromRow function per row type, so a column added, renamed or retyped in

@@ -28,9 +28,13 @@ type Instance struct {
 	// leases from its pool's IP ranges.
 	Addresses []string
 	// HostID is the host it is placed on; nil when unplaced or at a provider.
-	HostID    *uuid.UUID
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	HostID *uuid.UUID
+	// SandboxID is the sandbox it runs, if any; WarmTemplateID the
+	// sandbox template whose warm pool it was made for, if any.
+	SandboxID      *uuid.UUID
+	WarmTemplateID *uuid.UUID
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 	// Version increases with every change.
 	Version int64
 }
@@ -45,7 +49,7 @@ func InstanceFromRow(r sqlc.Instance, leases []sqlc.IpLease) Instance {
 	return Instance{
 		ID: r.ID, Name: r.Name, TenantID: r.TenantID, PoolID: r.PoolID, FlavorID: r.FlavorID, ImageID: r.ImageID,
 		ImageVerified: r.ImageVerified, SSHKeys: r.SshKeys, DesiredState: r.DesiredState, State: r.State,
-		StateReason: r.StateReason, Addresses: addrs, HostID: r.HostID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StateReason: r.StateReason, Addresses: addrs, HostID: r.HostID, SandboxID: r.SandboxID, WarmTemplateID: r.WarmTemplateID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Version: r.Version,
 	}
 }

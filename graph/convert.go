@@ -107,7 +107,7 @@ func ptrInt64ToInt(v *int64) *int {
 var targetKinds = map[string]ids.Kind{
 	"instance": ids.Instance, "tenant": ids.Tenant, "pool": ids.Pool, "host": ids.Host,
 	"flavor": ids.Flavor, "image": ids.Image, "apiToken": ids.APIToken, "ipPool": ids.IPPool,
-	"providerAccount": ids.ProviderAccount,
+	"providerAccount": ids.ProviderAccount, "sandboxTemplate": ids.SandboxTemplate, "sandbox": ids.Sandbox,
 }
 
 // jsonMap decodes a JSON object column.

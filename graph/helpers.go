@@ -76,6 +76,10 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		n, err = r.apiToken(ctx, uid)
 	case ids.ProviderAccount:
 		n, err = r.svc.ProviderAccount(ctx, uid)
+	case ids.SandboxTemplate:
+		n, err = r.svc.SandboxTemplate(ctx, uid)
+	case ids.Sandbox:
+		n, err = r.svc.Sandbox(ctx, uid)
 	default:
 		err = apierr.NotFoundf("id", "not found")
 	}

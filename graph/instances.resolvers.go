@@ -8,7 +8,6 @@ package graph
 import (
 	"context"
 
-	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/generated"
@@ -16,7 +15,6 @@ import (
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
-	"github.com/google/uuid"
 )
 
 // ID is the resolver for the id field.
@@ -46,11 +44,7 @@ func (r *instanceResolver) Image(ctx context.Context, obj *domain.Instance) (*do
 
 // SSHKeys is the resolver for the sshKeys field.
 func (r *instanceResolver) SSHKeys(ctx context.Context, obj *domain.Instance) ([]model.SSHKey, error) {
-	keys := make([]model.SSHKey, len(obj.SSHKeys))
-	for i, line := range obj.SSHKeys {
-		keys[i].Type, keys[i].Fingerprint, keys[i].Comment = control.DescribeKey(line)
-	}
-	return keys, nil
+	return describeKeys(obj.SSHKeys), nil
 }
 
 // DesiredState is the resolver for the desiredState field.
@@ -128,13 +122,9 @@ func (r *queryResolver) Instances(ctx context.Context, first *int, after *string
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}
-	page := control.Page[uuid.UUID]{First: deref(first)}
-	if after != nil {
-		id, ok := ids.Decode(ids.Instance, *after)
-		if !ok {
-			return model.InstanceConnection{}, apierr.Invalid("after", "not a cursor of this list")
-		}
-		page.After = &id
+	page, err := pageOf(ids.Instance, first, after)
+	if err != nil {
+		return model.InstanceConnection{}, err
 	}
 	items, hasNext, err := r.svc.Instances(ctx, f, page)
 	if err != nil {

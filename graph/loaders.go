@@ -26,6 +26,8 @@ type loaders struct {
 	ipPools    *dataloadgen.Loader[uuid.UUID, []domain.IPPool]
 	leased     *dataloadgen.Loader[uuid.UUID, int]
 	principals *dataloadgen.Loader[uuid.UUID, string]
+	instances  *dataloadgen.Loader[uuid.UUID, domain.Instance]
+	templates  *dataloadgen.Loader[uuid.UUID, domain.SandboxTemplate]
 }
 
 const loaderWait = 200 * time.Microsecond
@@ -43,6 +45,8 @@ func newLoaders(svc *control.Service) *loaders {
 		ipPools:    dataloadgen.NewMappedLoader(svc.IPPools, dataloadgen.WithWait(loaderWait)),
 		leased:     dataloadgen.NewMappedLoader(svc.LeaseCounts, dataloadgen.WithWait(loaderWait)),
 		principals: dataloadgen.NewMappedLoader(svc.PrincipalNames, dataloadgen.WithWait(loaderWait)),
+		instances:  dataloadgen.NewMappedLoader(svc.InstancesByID, dataloadgen.WithWait(loaderWait)),
+		templates:  dataloadgen.NewMappedLoader(svc.SandboxTemplatesByID, dataloadgen.WithWait(loaderWait)),
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	AuditEvent Kind = "aud"
 
 	ProviderAccount Kind = "pa"
+	Sandbox         Kind = "sbx"
+	SandboxTemplate Kind = "sbt"
 )
 
 var encoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,9 +15,10 @@ import (
 	"github.com/better-compute/vps/migrations"
 )
 
-// TestVPSNames checks the embedded vps migrations are the design document's
-// first ones, in order, so the numbers after them stay free for the issues
-// the document gives them to.
+// TestVPSNames checks the embedded vps migrations are named as the design
+// document names their numbers, in order, so the numbers not embedded yet
+// stay free for the issues the document gives them to; ours past its list
+// are numbered from 0013 on.
 func TestVPSNames(t *testing.T) {
 	entries, err := fs.ReadDir(migrations.Files, "vps")
 	if err != nil {
@@ -29,33 +31,56 @@ func TestVPSNames(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no vps migrations embedded")
 	}
-	if err := designPrefix(files); err != nil {
+	if err := designNames(files); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("a migration off the list fails", func(t *testing.T) {
 		for _, files := range [][]string{
 			{"0001_instances.sql", "0002_sealed_user_data.sql", "0003_placement.sql"},
-			{"0001_instances.sql", "0003_provider_bootstraps.sql"},
+			{"0001_instances.sql", "0004_sandbox.sql"},
+			{"0001_instances.sql", "0012_sandboxes.sql"},
 			{"0002_sealed_user_data.sql"},
 			{"0001_instances.sql", "0002_sealed_user_data.sql", "0001_instances.down.sql"},
+			{"0001_instances.sql", "0013_ours.sql", "0013_again.sql"},
+			{"0001_instances.sql", "13_ours.sql"},
 		} {
-			if designPrefix(files) == nil {
+			if designNames(files) == nil {
 				t.Errorf("%v passes", files)
 			}
 		}
 	})
+	t.Run("kept numbers may be missing", func(t *testing.T) {
+		files := []string{"0001_instances.sql", "0002_sealed_user_data.sql", "0004_sandboxes.sql", "0006_warm_claims.sql", "0013_ours.sql", "0014_more.sql"}
+		if err := designNames(files); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
-// designPrefix says whether the vps migration files, as fs.ReadDir lists
-// them (sorted), are a prefix of migrations.VPSDesign.
-func designPrefix(files []string) error {
-	if len(files) > len(migrations.VPSDesign) {
-		return fmt.Errorf("%d vps migrations, the design document names %d: %v", len(files), len(migrations.VPSDesign), files)
+// designNames says whether the vps migration files, as fs.ReadDir lists
+// them (sorted), start with 0001_instances, name each number of
+// migrations.VPSDesign as it does, and number the others past its list,
+// each number once.
+func designNames(files []string) error {
+	if len(files) == 0 || "vps/"+strings.TrimSuffix(files[0], ".sql") != migrations.VPSDesign[0] {
+		return fmt.Errorf("the vps migrations start with %v, not %s", files, migrations.VPSDesign[0])
 	}
-	for i, f := range files {
-		if got, want := "vps/"+strings.TrimSuffix(f, ".sql"), migrations.VPSDesign[i]; got != want {
-			return fmt.Errorf("vps migration %d is %s.sql, the design document names %s", i+1, got, want)
+	last := 0
+	for _, f := range files {
+		num, _, ok := strings.Cut(f, "_")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || len(num) != 4 || !strings.HasSuffix(f, ".sql") || strings.Count(f, ".") != 1 {
+			return fmt.Errorf("vps migration %s is not named NNNN_name.sql", f)
+		}
+		if n <= last {
+			return fmt.Errorf("vps migration %s repeats number %d", f, n)
+		}
+		last = n
+		if n <= len(migrations.VPSDesign) {
+			if got, want := "vps/"+strings.TrimSuffix(f, ".sql"), migrations.VPSDesign[n-1]; got != want {
+				return fmt.Errorf("vps migration %d is %s.sql, the design document names %s", n, got, want)
+			}
 		}
 	}
 	return nil
@@ -85,9 +110,9 @@ func TestUnknownVersions(t *testing.T) {
 		}, 2, "as numbered before 0003_placement"},
 		{"by a newer build", func(t *testing.T) string {
 			url := testenv.DatabaseURL(t)
-			exec(t, testenv.Open(t, url), "INSERT INTO goose_vps (version_id, is_applied) VALUES (13, true)")
+			exec(t, testenv.Open(t, url), "INSERT INTO goose_vps (version_id, is_applied) VALUES (99, true)")
 			return url
-		}, 13, "from a migration this binary does not have"},
+		}, 99, "from a migration this binary does not have"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pool := testenv.Open(t, c.url(t))
@@ -143,4 +168,28 @@ func versions(t *testing.T, pool *pgxpool.Pool) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestKeptNumberArrivesLate checks a migration whose number the design
+// document kept, arriving after later ones were applied (0005 once 0013
+// is), is reported pending and applied: 0006 is taken back out of a
+// current database to stand for it.
+func TestKeptNumberArrivesLate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.DB(t)
+	exec(t, pool, "ALTER TABLE instances DROP COLUMN claimed_at")
+	exec(t, pool, "DELETE FROM goose_vps WHERE version_id = 6")
+
+	err := migrations.Current(ctx, pool)
+	if err == nil || !strings.Contains(err.Error(), "pending") {
+		t.Fatalf("Current = %v, want migrations pending", err)
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	if err := migrations.Current(ctx, pool); err != nil {
+		t.Fatalf("Current after Up: %v", err)
+	}
+	exec(t, pool, "SELECT claimed_at FROM instances")
 }

@@ -66,3 +66,6 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (@include_deleted::boolean OR state <> 'DELETED')
 ORDER BY id
 LIMIT 10000;
+
+-- name: GetInstancesByIDs :many
+SELECT * FROM instances WHERE id = ANY(@ids::uuid[]);

@@ -16,3 +16,19 @@ ORDER BY id LIMIT 500;
 
 -- name: ResealProviderCredentials :execrows
 UPDATE provider_accounts SET credentials_sealed = @sealed WHERE id = @id AND credentials_sealed = @was;
+
+-- name: StaleTemplateEnv :many
+SELECT id, env FROM sandbox_templates
+WHERE env IS NOT NULL AND substring(env from 2 for 4) <> @key_id::bytea AND id > @after
+ORDER BY id LIMIT 500;
+
+-- name: ResealTemplateEnv :execrows
+UPDATE sandbox_templates SET env = @sealed WHERE id = @id AND env = @was;
+
+-- name: StaleInstanceEnv :many
+SELECT id, env_sealed FROM instances
+WHERE env_sealed IS NOT NULL AND substring(env_sealed from 2 for 4) <> @key_id::bytea AND id > @after
+ORDER BY id LIMIT 500;
+
+-- name: ResealInstanceEnv :execrows
+UPDATE instances SET env_sealed = @sealed WHERE id = @id AND env_sealed = @was;

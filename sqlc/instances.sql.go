@@ -49,7 +49,7 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed
 `
 
 func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
@@ -98,6 +98,12 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
 			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.EnvSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -110,7 +116,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -153,12 +159,18 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
 		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -206,8 +218,81 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
 		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
 	)
 	return i, err
+}
+
+const getInstancesByIDs = `-- name: GetInstancesByIDs :many
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = ANY($1::uuid[])
+`
+
+func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, getInstancesByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
+			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.EnvSealed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const insertInstance = `-- name: InsertInstance :one
@@ -217,7 +302,7 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed
 `
 
 type InsertInstanceParams struct {
@@ -302,6 +387,12 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
 		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
 	)
 	return i, err
 }
@@ -323,7 +414,7 @@ func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenPa
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -402,6 +493,12 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
 			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.EnvSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -414,7 +511,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -457,6 +554,12 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
 		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
 	)
 	return i, err
 }
@@ -465,7 +568,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed
 `
 
 type SetDesiredStateParams struct {
@@ -515,12 +618,18 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.ProviderStatus,
 		&i.ProviderAddresses,
 		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
 	)
 	return i, err
 }
 
 const watchInstances = `-- name: WatchInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR pool_id = $3)
@@ -595,6 +704,12 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.ProviderStatus,
 			&i.ProviderAddresses,
 			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.EnvSealed,
 		); err != nil {
 			return nil, err
 		}

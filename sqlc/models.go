@@ -111,42 +111,48 @@ type Image struct {
 }
 
 type Instance struct {
-	ID                uuid.UUID
-	TenantID          uuid.UUID
-	PoolID            uuid.UUID
-	FlavorID          uuid.UUID
-	ImageID           uuid.UUID
-	ImageUrl          string
-	ImageSha256       string
-	ImageFormat       string
-	ImageVerified     bool
-	Name              string
-	SshKeys           []string
-	Vcpus             int32
-	MemoryMb          int64
-	DiskGb            int32
-	GpuModel          *string
-	GpuCount          int32
-	DesiredState      string
-	State             string
-	StateReason       string
-	HostID            *uuid.UUID
-	IdempotencyKey    *string
-	Version           int64
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	SpecPower         *string
-	SpecGeneration    int64
-	Mac               *string
-	ObservedState     *string
-	ObservedReason    string
-	ObservedAt        *time.Time
-	AvoidHostID       *uuid.UUID
-	ProviderServerID  *string
-	ProviderServerAt  *time.Time
-	ProviderStatus    *string
-	ProviderAddresses []string
-	UserDataSealed    []byte
+	ID                  uuid.UUID
+	TenantID            uuid.UUID
+	PoolID              uuid.UUID
+	FlavorID            uuid.UUID
+	ImageID             uuid.UUID
+	ImageUrl            string
+	ImageSha256         string
+	ImageFormat         string
+	ImageVerified       bool
+	Name                string
+	SshKeys             []string
+	Vcpus               int32
+	MemoryMb            int64
+	DiskGb              int32
+	GpuModel            *string
+	GpuCount            int32
+	DesiredState        string
+	State               string
+	StateReason         string
+	HostID              *uuid.UUID
+	IdempotencyKey      *string
+	Version             int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	SpecPower           *string
+	SpecGeneration      int64
+	Mac                 *string
+	ObservedState       *string
+	ObservedReason      string
+	ObservedAt          *time.Time
+	AvoidHostID         *uuid.UUID
+	ProviderServerID    *string
+	ProviderServerAt    *time.Time
+	ProviderStatus      *string
+	ProviderAddresses   []string
+	UserDataSealed      []byte
+	SandboxID           *uuid.UUID
+	WarmTemplateID      *uuid.UUID
+	ClaimedAt           *time.Time
+	NetworkPolicy       []byte
+	WarmTemplateVersion *int64
+	EnvSealed           []byte
 }
 
 type IpLease struct {
@@ -234,6 +240,62 @@ type Quota struct {
 	MaxMemoryMb  *int64
 	MaxGpus      *int32
 	UpdatedAt    time.Time
+}
+
+type Sandbox struct {
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	TemplateID      uuid.UUID
+	TemplateVersion int64
+	StartedFrom     string
+	Metadata        []byte
+	ExpiresAt       time.Time
+	EndedAs         *string
+	EndedAt         *time.Time
+	IdempotencyKey  *string
+	Version         int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type SandboxTemplate struct {
+	ID              uuid.UUID
+	TenantID        *uuid.UUID
+	Public          bool
+	Name            string
+	PoolID          uuid.UUID
+	FlavorID        uuid.UUID
+	ImageID         uuid.UUID
+	SshKeys         []string
+	DefaultTimeoutS int32
+	MaxTimeoutS     int32
+	WarmCount       int32
+	Version         int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	DeletedAt       *time.Time
+	Env             []byte
+	EnvNames        []string
+	Network         []byte
+	InstanceVersion int64
+}
+
+type SandboxView struct {
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	TemplateID      uuid.UUID
+	TemplateVersion int64
+	StartedFrom     string
+	Metadata        []byte
+	ExpiresAt       time.Time
+	EndedAs         *string
+	EndedAt         *time.Time
+	IdempotencyKey  *string
+	Version         int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	InstanceID      uuid.UUID
+	State           string
 }
 
 type Tenant struct {

@@ -11,6 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const resealInstanceEnv = `-- name: ResealInstanceEnv :execrows
+UPDATE instances SET env_sealed = $1 WHERE id = $2 AND env_sealed = $3
+`
+
+type ResealInstanceEnvParams struct {
+	Sealed []byte
+	ID     uuid.UUID
+	Was    []byte
+}
+
+func (q *Queries) ResealInstanceEnv(ctx context.Context, arg ResealInstanceEnvParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealInstanceEnv, arg.Sealed, arg.ID, arg.Was)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const resealProviderCredentials = `-- name: ResealProviderCredentials :execrows
 UPDATE provider_accounts SET credentials_sealed = $1 WHERE id = $2 AND credentials_sealed = $3
 `
@@ -23,6 +41,24 @@ type ResealProviderCredentialsParams struct {
 
 func (q *Queries) ResealProviderCredentials(ctx context.Context, arg ResealProviderCredentialsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, resealProviderCredentials, arg.Sealed, arg.ID, arg.Was)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const resealTemplateEnv = `-- name: ResealTemplateEnv :execrows
+UPDATE sandbox_templates SET env = $1 WHERE id = $2 AND env = $3
+`
+
+type ResealTemplateEnvParams struct {
+	Sealed []byte
+	ID     uuid.UUID
+	Was    []byte
+}
+
+func (q *Queries) ResealTemplateEnv(ctx context.Context, arg ResealTemplateEnvParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealTemplateEnv, arg.Sealed, arg.ID, arg.Was)
 	if err != nil {
 		return 0, err
 	}
@@ -45,6 +81,42 @@ func (q *Queries) ResealUserData(ctx context.Context, arg ResealUserDataParams) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const staleInstanceEnv = `-- name: StaleInstanceEnv :many
+SELECT id, env_sealed FROM instances
+WHERE env_sealed IS NOT NULL AND substring(env_sealed from 2 for 4) <> $1::bytea AND id > $2
+ORDER BY id LIMIT 500
+`
+
+type StaleInstanceEnvParams struct {
+	KeyID []byte
+	After uuid.UUID
+}
+
+type StaleInstanceEnvRow struct {
+	ID        uuid.UUID
+	EnvSealed []byte
+}
+
+func (q *Queries) StaleInstanceEnv(ctx context.Context, arg StaleInstanceEnvParams) ([]StaleInstanceEnvRow, error) {
+	rows, err := q.db.Query(ctx, staleInstanceEnv, arg.KeyID, arg.After)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StaleInstanceEnvRow{}
+	for rows.Next() {
+		var i StaleInstanceEnvRow
+		if err := rows.Scan(&i.ID, &i.EnvSealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const staleProviderCredentials = `-- name: StaleProviderCredentials :many
@@ -73,6 +145,42 @@ func (q *Queries) StaleProviderCredentials(ctx context.Context, arg StaleProvide
 	for rows.Next() {
 		var i StaleProviderCredentialsRow
 		if err := rows.Scan(&i.ID, &i.CredentialsSealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const staleTemplateEnv = `-- name: StaleTemplateEnv :many
+SELECT id, env FROM sandbox_templates
+WHERE env IS NOT NULL AND substring(env from 2 for 4) <> $1::bytea AND id > $2
+ORDER BY id LIMIT 500
+`
+
+type StaleTemplateEnvParams struct {
+	KeyID []byte
+	After uuid.UUID
+}
+
+type StaleTemplateEnvRow struct {
+	ID  uuid.UUID
+	Env []byte
+}
+
+func (q *Queries) StaleTemplateEnv(ctx context.Context, arg StaleTemplateEnvParams) ([]StaleTemplateEnvRow, error) {
+	rows, err := q.db.Query(ctx, staleTemplateEnv, arg.KeyID, arg.After)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StaleTemplateEnvRow{}
+	for rows.Next() {
+		var i StaleTemplateEnvRow
+		if err := rows.Scan(&i.ID, &i.Env); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

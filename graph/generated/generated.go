@@ -40,6 +40,8 @@ type ResolverRoot interface {
 	Principal() PrincipalResolver
 	ProviderAccount() ProviderAccountResolver
 	Query() QueryResolver
+	Sandbox() SandboxResolver
+	SandboxTemplate() SandboxTemplateResolver
 	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
 }
@@ -231,18 +233,32 @@ type ComplexityRoot struct {
 		CreateInstance        func(childComplexity int, input model.CreateInstanceInput) int
 		CreatePool            func(childComplexity int, input model.CreatePoolInput) int
 		CreateProviderAccount func(childComplexity int, input model.CreateProviderAccountInput) int
+		CreateSandbox         func(childComplexity int, input model.CreateSandboxInput) int
+		CreateSandboxTemplate func(childComplexity int, input model.CreateSandboxTemplateInput) int
 		CreateTenant          func(childComplexity int, input model.CreateTenantInput) int
 		DeleteInstance        func(childComplexity int, input model.InstanceIDInput) int
 		DeleteProviderAccount func(childComplexity int, input model.DeleteProviderAccountInput) int
+		DeleteSandbox         func(childComplexity int, input model.SandboxIDInput) int
+		DeleteSandboxTemplate func(childComplexity int, input model.SandboxTemplateIDInput) int
 		DeleteTenant          func(childComplexity int, input model.DeleteTenantInput) int
+		PauseSandbox          func(childComplexity int, input model.SandboxIDInput) int
 		RegisterImage         func(childComplexity int, input model.RegisterImageInput) int
+		ResumeSandbox         func(childComplexity int, input model.SandboxIDInput) int
 		RevokeAPIToken        func(childComplexity int, input model.RevokeAPITokenInput) int
 		SetHostCapacity       func(childComplexity int, input model.SetHostCapacityInput) int
 		SetHostDraining       func(childComplexity int, input model.SetHostDrainingInput) int
 		SetQuota              func(childComplexity int, input model.SetQuotaInput) int
+		SetSandboxTimeout     func(childComplexity int, input model.SetSandboxTimeoutInput) int
 		StartInstance         func(childComplexity int, input model.InstanceIDInput) int
 		StopInstance          func(childComplexity int, input model.InstanceIDInput) int
 		UpdateProviderAccount func(childComplexity int, input model.UpdateProviderAccountInput) int
+		UpdateSandboxTemplate func(childComplexity int, input model.UpdateSandboxTemplateInput) int
+	}
+
+	NetworkPolicy struct {
+		AllowInternetAccess func(childComplexity int) int
+		AllowOut            func(childComplexity int) int
+		DenyOut             func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -297,6 +313,10 @@ type ComplexityRoot struct {
 		Node             func(childComplexity int, id string) int
 		Pools            func(childComplexity int) int
 		ProviderAccounts func(childComplexity int) int
+		Sandbox          func(childComplexity int, id string) int
+		SandboxTemplate  func(childComplexity int, id string) int
+		SandboxTemplates func(childComplexity int, first *int, after *string) int
+		Sandboxes        func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
 		Tenants          func(childComplexity int) int
 		Viewer           func(childComplexity int) int
 	}
@@ -307,6 +327,74 @@ type ComplexityRoot struct {
 		MemoryMb  func(childComplexity int) int
 		Usage     func(childComplexity int) int
 		Vcpus     func(childComplexity int) int
+	}
+
+	Sandbox struct {
+		CreatedAt       func(childComplexity int) int
+		EndedAt         func(childComplexity int) int
+		ExpiresAt       func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Instance        func(childComplexity int) int
+		Metadata        func(childComplexity int) int
+		StartedFrom     func(childComplexity int) int
+		State           func(childComplexity int) int
+		Template        func(childComplexity int) int
+		TemplateVersion func(childComplexity int) int
+		Tenant          func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+		Version         func(childComplexity int) int
+	}
+
+	SandboxConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	SandboxEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	SandboxPayload struct {
+		Sandbox func(childComplexity int) int
+	}
+
+	SandboxTemplate struct {
+		CreatedAt       func(childComplexity int) int
+		DefaultTimeout  func(childComplexity int) int
+		EnvNames        func(childComplexity int) int
+		Flavor          func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Image           func(childComplexity int) int
+		InstanceVersion func(childComplexity int) int
+		MaxTimeout      func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Network         func(childComplexity int) int
+		Pool            func(childComplexity int) int
+		Public          func(childComplexity int) int
+		SSHKeys         func(childComplexity int) int
+		Tenant          func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+		Version         func(childComplexity int) int
+		WarmCount       func(childComplexity int) int
+	}
+
+	SandboxTemplateConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	SandboxTemplateEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	SandboxTemplatePayload struct {
+		SandboxTemplate func(childComplexity int) int
 	}
 
 	SshKey struct {
@@ -418,6 +506,14 @@ type MutationResolver interface {
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
 	UpdateProviderAccount(ctx context.Context, input model.UpdateProviderAccountInput) (model.ProviderAccountPayload, error)
 	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
+	CreateSandboxTemplate(ctx context.Context, input model.CreateSandboxTemplateInput) (model.SandboxTemplatePayload, error)
+	UpdateSandboxTemplate(ctx context.Context, input model.UpdateSandboxTemplateInput) (model.SandboxTemplatePayload, error)
+	DeleteSandboxTemplate(ctx context.Context, input model.SandboxTemplateIDInput) (model.SandboxTemplatePayload, error)
+	CreateSandbox(ctx context.Context, input model.CreateSandboxInput) (model.SandboxPayload, error)
+	SetSandboxTimeout(ctx context.Context, input model.SetSandboxTimeoutInput) (model.SandboxPayload, error)
+	PauseSandbox(ctx context.Context, input model.SandboxIDInput) (model.SandboxPayload, error)
+	ResumeSandbox(ctx context.Context, input model.SandboxIDInput) (model.SandboxPayload, error)
+	DeleteSandbox(ctx context.Context, input model.SandboxIDInput) (model.SandboxPayload, error)
 }
 type PoolResolver interface {
 	ID(ctx context.Context, obj *domain.Pool) (string, error)
@@ -453,6 +549,33 @@ type QueryResolver interface {
 	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
+	SandboxTemplate(ctx context.Context, id string) (domain.SandboxTemplate, error)
+	SandboxTemplates(ctx context.Context, first *int, after *string) (model.SandboxTemplateConnection, error)
+	Sandbox(ctx context.Context, id string) (domain.Sandbox, error)
+	Sandboxes(ctx context.Context, first *int, after *string, filter *model.SandboxFilter) (model.SandboxConnection, error)
+}
+type SandboxResolver interface {
+	ID(ctx context.Context, obj *domain.Sandbox) (string, error)
+	Tenant(ctx context.Context, obj *domain.Sandbox) (domain.Tenant, error)
+	Template(ctx context.Context, obj *domain.Sandbox) (domain.SandboxTemplate, error)
+	Instance(ctx context.Context, obj *domain.Sandbox) (domain.Instance, error)
+	State(ctx context.Context, obj *domain.Sandbox) (model.SandboxState, error)
+	StartedFrom(ctx context.Context, obj *domain.Sandbox) (model.StartedFrom, error)
+
+	Metadata(ctx context.Context, obj *domain.Sandbox) (map[string]any, error)
+}
+type SandboxTemplateResolver interface {
+	ID(ctx context.Context, obj *domain.SandboxTemplate) (string, error)
+
+	Tenant(ctx context.Context, obj *domain.SandboxTemplate) (*domain.Tenant, error)
+
+	Pool(ctx context.Context, obj *domain.SandboxTemplate) (domain.Pool, error)
+	Flavor(ctx context.Context, obj *domain.SandboxTemplate) (domain.Flavor, error)
+	Image(ctx context.Context, obj *domain.SandboxTemplate) (*domain.Image, error)
+	SSHKeys(ctx context.Context, obj *domain.SandboxTemplate) ([]model.SSHKey, error)
+
+	DefaultTimeout(ctx context.Context, obj *domain.SandboxTemplate) (int, error)
+	MaxTimeout(ctx context.Context, obj *domain.SandboxTemplate) (int, error)
 }
 type SubscriptionResolver interface {
 	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
@@ -1234,6 +1357,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateProviderAccount(childComplexity, args["input"].(model.CreateProviderAccountInput)), true
+	case "Mutation.createSandbox":
+		if e.ComplexityRoot.Mutation.CreateSandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSandbox(childComplexity, args["input"].(model.CreateSandboxInput)), true
+	case "Mutation.createSandboxTemplate":
+		if e.ComplexityRoot.Mutation.CreateSandboxTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSandboxTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSandboxTemplate(childComplexity, args["input"].(model.CreateSandboxTemplateInput)), true
 	case "Mutation.createTenant":
 		if e.ComplexityRoot.Mutation.CreateTenant == nil {
 			break
@@ -1267,6 +1412,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteProviderAccount(childComplexity, args["input"].(model.DeleteProviderAccountInput)), true
+	case "Mutation.deleteSandbox":
+		if e.ComplexityRoot.Mutation.DeleteSandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSandbox(childComplexity, args["input"].(model.SandboxIDInput)), true
+	case "Mutation.deleteSandboxTemplate":
+		if e.ComplexityRoot.Mutation.DeleteSandboxTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSandboxTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSandboxTemplate(childComplexity, args["input"].(model.SandboxTemplateIDInput)), true
 	case "Mutation.deleteTenant":
 		if e.ComplexityRoot.Mutation.DeleteTenant == nil {
 			break
@@ -1278,6 +1445,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteTenant(childComplexity, args["input"].(model.DeleteTenantInput)), true
+	case "Mutation.pauseSandbox":
+		if e.ComplexityRoot.Mutation.PauseSandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pauseSandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PauseSandbox(childComplexity, args["input"].(model.SandboxIDInput)), true
 	case "Mutation.registerImage":
 		if e.ComplexityRoot.Mutation.RegisterImage == nil {
 			break
@@ -1289,6 +1467,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterImage(childComplexity, args["input"].(model.RegisterImageInput)), true
+	case "Mutation.resumeSandbox":
+		if e.ComplexityRoot.Mutation.ResumeSandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resumeSandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeSandbox(childComplexity, args["input"].(model.SandboxIDInput)), true
 	case "Mutation.revokeApiToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -1333,6 +1522,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetQuota(childComplexity, args["input"].(model.SetQuotaInput)), true
+	case "Mutation.setSandboxTimeout":
+		if e.ComplexityRoot.Mutation.SetSandboxTimeout == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setSandboxTimeout_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetSandboxTimeout(childComplexity, args["input"].(model.SetSandboxTimeoutInput)), true
 	case "Mutation.startInstance":
 		if e.ComplexityRoot.Mutation.StartInstance == nil {
 			break
@@ -1366,6 +1566,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateProviderAccount(childComplexity, args["input"].(model.UpdateProviderAccountInput)), true
+	case "Mutation.updateSandboxTemplate":
+		if e.ComplexityRoot.Mutation.UpdateSandboxTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateSandboxTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateSandboxTemplate(childComplexity, args["input"].(model.UpdateSandboxTemplateInput)), true
+
+	case "NetworkPolicy.allowInternetAccess":
+		if e.ComplexityRoot.NetworkPolicy.AllowInternetAccess == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkPolicy.AllowInternetAccess(childComplexity), true
+	case "NetworkPolicy.allowOut":
+		if e.ComplexityRoot.NetworkPolicy.AllowOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkPolicy.AllowOut(childComplexity), true
+	case "NetworkPolicy.denyOut":
+		if e.ComplexityRoot.NetworkPolicy.DenyOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NetworkPolicy.DenyOut(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1592,6 +1822,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ProviderAccounts(childComplexity), true
+	case "Query.sandbox":
+		if e.ComplexityRoot.Query.Sandbox == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Sandbox(childComplexity, args["id"].(string)), true
+	case "Query.sandboxTemplate":
+		if e.ComplexityRoot.Query.SandboxTemplate == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxTemplate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SandboxTemplate(childComplexity, args["id"].(string)), true
+	case "Query.sandboxTemplates":
+		if e.ComplexityRoot.Query.SandboxTemplates == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxTemplates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SandboxTemplates(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.sandboxes":
+		if e.ComplexityRoot.Query.Sandboxes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Sandboxes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.SandboxFilter)), true
 	case "Query.tenants":
 		if e.ComplexityRoot.Query.Tenants == nil {
 			break
@@ -1635,6 +1909,278 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Quota.Vcpus(childComplexity), true
+
+	case "Sandbox.createdAt":
+		if e.ComplexityRoot.Sandbox.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.CreatedAt(childComplexity), true
+	case "Sandbox.endedAt":
+		if e.ComplexityRoot.Sandbox.EndedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.EndedAt(childComplexity), true
+	case "Sandbox.expiresAt":
+		if e.ComplexityRoot.Sandbox.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.ExpiresAt(childComplexity), true
+	case "Sandbox.id":
+		if e.ComplexityRoot.Sandbox.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.ID(childComplexity), true
+	case "Sandbox.instance":
+		if e.ComplexityRoot.Sandbox.Instance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.Instance(childComplexity), true
+	case "Sandbox.metadata":
+		if e.ComplexityRoot.Sandbox.Metadata == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.Metadata(childComplexity), true
+	case "Sandbox.startedFrom":
+		if e.ComplexityRoot.Sandbox.StartedFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.StartedFrom(childComplexity), true
+	case "Sandbox.state":
+		if e.ComplexityRoot.Sandbox.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.State(childComplexity), true
+	case "Sandbox.template":
+		if e.ComplexityRoot.Sandbox.Template == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.Template(childComplexity), true
+	case "Sandbox.templateVersion":
+		if e.ComplexityRoot.Sandbox.TemplateVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.TemplateVersion(childComplexity), true
+	case "Sandbox.tenant":
+		if e.ComplexityRoot.Sandbox.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.Tenant(childComplexity), true
+	case "Sandbox.updatedAt":
+		if e.ComplexityRoot.Sandbox.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.UpdatedAt(childComplexity), true
+	case "Sandbox.version":
+		if e.ComplexityRoot.Sandbox.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.Version(childComplexity), true
+
+	case "SandboxConnection.edges":
+		if e.ComplexityRoot.SandboxConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxConnection.Edges(childComplexity), true
+	case "SandboxConnection.nodes":
+		if e.ComplexityRoot.SandboxConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxConnection.Nodes(childComplexity), true
+	case "SandboxConnection.pageInfo":
+		if e.ComplexityRoot.SandboxConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxConnection.PageInfo(childComplexity), true
+	case "SandboxConnection.totalCount":
+		if e.ComplexityRoot.SandboxConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxConnection.TotalCount(childComplexity), true
+
+	case "SandboxEdge.cursor":
+		if e.ComplexityRoot.SandboxEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEdge.Cursor(childComplexity), true
+	case "SandboxEdge.node":
+		if e.ComplexityRoot.SandboxEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEdge.Node(childComplexity), true
+
+	case "SandboxPayload.sandbox":
+		if e.ComplexityRoot.SandboxPayload.Sandbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxPayload.Sandbox(childComplexity), true
+
+	case "SandboxTemplate.createdAt":
+		if e.ComplexityRoot.SandboxTemplate.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.CreatedAt(childComplexity), true
+	case "SandboxTemplate.defaultTimeout":
+		if e.ComplexityRoot.SandboxTemplate.DefaultTimeout == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.DefaultTimeout(childComplexity), true
+	case "SandboxTemplate.envNames":
+		if e.ComplexityRoot.SandboxTemplate.EnvNames == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.EnvNames(childComplexity), true
+	case "SandboxTemplate.flavor":
+		if e.ComplexityRoot.SandboxTemplate.Flavor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Flavor(childComplexity), true
+	case "SandboxTemplate.id":
+		if e.ComplexityRoot.SandboxTemplate.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.ID(childComplexity), true
+	case "SandboxTemplate.image":
+		if e.ComplexityRoot.SandboxTemplate.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Image(childComplexity), true
+	case "SandboxTemplate.instanceVersion":
+		if e.ComplexityRoot.SandboxTemplate.InstanceVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.InstanceVersion(childComplexity), true
+	case "SandboxTemplate.maxTimeout":
+		if e.ComplexityRoot.SandboxTemplate.MaxTimeout == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.MaxTimeout(childComplexity), true
+	case "SandboxTemplate.name":
+		if e.ComplexityRoot.SandboxTemplate.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Name(childComplexity), true
+	case "SandboxTemplate.network":
+		if e.ComplexityRoot.SandboxTemplate.Network == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Network(childComplexity), true
+	case "SandboxTemplate.pool":
+		if e.ComplexityRoot.SandboxTemplate.Pool == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Pool(childComplexity), true
+	case "SandboxTemplate.public":
+		if e.ComplexityRoot.SandboxTemplate.Public == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Public(childComplexity), true
+	case "SandboxTemplate.sshKeys":
+		if e.ComplexityRoot.SandboxTemplate.SSHKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.SSHKeys(childComplexity), true
+	case "SandboxTemplate.tenant":
+		if e.ComplexityRoot.SandboxTemplate.Tenant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Tenant(childComplexity), true
+	case "SandboxTemplate.updatedAt":
+		if e.ComplexityRoot.SandboxTemplate.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.UpdatedAt(childComplexity), true
+	case "SandboxTemplate.version":
+		if e.ComplexityRoot.SandboxTemplate.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Version(childComplexity), true
+	case "SandboxTemplate.warmCount":
+		if e.ComplexityRoot.SandboxTemplate.WarmCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.WarmCount(childComplexity), true
+
+	case "SandboxTemplateConnection.edges":
+		if e.ComplexityRoot.SandboxTemplateConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateConnection.Edges(childComplexity), true
+	case "SandboxTemplateConnection.nodes":
+		if e.ComplexityRoot.SandboxTemplateConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateConnection.Nodes(childComplexity), true
+	case "SandboxTemplateConnection.pageInfo":
+		if e.ComplexityRoot.SandboxTemplateConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateConnection.PageInfo(childComplexity), true
+	case "SandboxTemplateConnection.totalCount":
+		if e.ComplexityRoot.SandboxTemplateConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateConnection.TotalCount(childComplexity), true
+
+	case "SandboxTemplateEdge.cursor":
+		if e.ComplexityRoot.SandboxTemplateEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateEdge.Cursor(childComplexity), true
+	case "SandboxTemplateEdge.node":
+		if e.ComplexityRoot.SandboxTemplateEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateEdge.Node(childComplexity), true
+
+	case "SandboxTemplatePayload.sandboxTemplate":
+		if e.ComplexityRoot.SandboxTemplatePayload.SandboxTemplate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplatePayload.SandboxTemplate(childComplexity), true
 
 	case "SshKey.comment":
 		if e.ComplexityRoot.SshKey.Comment == nil {
@@ -1754,19 +2300,28 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateIpPoolInput", ec.unmarshalInputCreateIpPoolInput),
 			graphql.NewInputUnmarshaler("CreatePoolInput", ec.unmarshalInputCreatePoolInput),
 			graphql.NewInputUnmarshaler("CreateProviderAccountInput", ec.unmarshalInputCreateProviderAccountInput),
+			graphql.NewInputUnmarshaler("CreateSandboxInput", ec.unmarshalInputCreateSandboxInput),
+			graphql.NewInputUnmarshaler("CreateSandboxTemplateInput", ec.unmarshalInputCreateSandboxTemplateInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
 			graphql.NewInputUnmarshaler("DeleteProviderAccountInput", ec.unmarshalInputDeleteProviderAccountInput),
 			graphql.NewInputUnmarshaler("DeleteTenantInput", ec.unmarshalInputDeleteTenantInput),
+			graphql.NewInputUnmarshaler("EnvVarInput", ec.unmarshalInputEnvVarInput),
 			graphql.NewInputUnmarshaler("GpuInput", ec.unmarshalInputGpuInput),
 			graphql.NewInputUnmarshaler("InstanceEventFilter", ec.unmarshalInputInstanceEventFilter),
 			graphql.NewInputUnmarshaler("InstanceFilter", ec.unmarshalInputInstanceFilter),
 			graphql.NewInputUnmarshaler("InstanceIdInput", ec.unmarshalInputInstanceIdInput),
+			graphql.NewInputUnmarshaler("NetworkPolicyInput", ec.unmarshalInputNetworkPolicyInput),
 			graphql.NewInputUnmarshaler("RegisterImageInput", ec.unmarshalInputRegisterImageInput),
 			graphql.NewInputUnmarshaler("RevokeApiTokenInput", ec.unmarshalInputRevokeApiTokenInput),
+			graphql.NewInputUnmarshaler("SandboxFilter", ec.unmarshalInputSandboxFilter),
+			graphql.NewInputUnmarshaler("SandboxIdInput", ec.unmarshalInputSandboxIdInput),
+			graphql.NewInputUnmarshaler("SandboxTemplateIdInput", ec.unmarshalInputSandboxTemplateIdInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
 			graphql.NewInputUnmarshaler("SetHostDrainingInput", ec.unmarshalInputSetHostDrainingInput),
 			graphql.NewInputUnmarshaler("SetQuotaInput", ec.unmarshalInputSetQuotaInput),
+			graphql.NewInputUnmarshaler("SetSandboxTimeoutInput", ec.unmarshalInputSetSandboxTimeoutInput),
 			graphql.NewInputUnmarshaler("UpdateProviderAccountInput", ec.unmarshalInputUpdateProviderAccountInput),
+			graphql.NewInputUnmarshaler("UpdateSandboxTemplateInput", ec.unmarshalInputUpdateSandboxTemplateInput),
 		)
 	}
 	first := true
@@ -2459,6 +3014,234 @@ extend type Mutation {
   deleteProviderAccount(input: DeleteProviderAccountInput!): ProviderAccountPayload!
 }
 `, BuiltIn: false},
+	{Name: "../schema/sandboxes.graphqls", Input: `"""
+How a sandbox's instance started: WARM claimed one of its template's warm
+pool, booted and paused before; COLD booted one of its own.
+"""
+enum StartedFrom {
+  WARM
+  COLD
+}
+
+"""
+A sandbox's state: its instance's until it ends (STARTING while it boots or
+resumes), then EXPIRED or DELETED.
+"""
+enum SandboxState {
+  STARTING
+  RUNNING
+  PAUSED
+  ERROR
+  LOST
+  EXPIRED
+  DELETED
+}
+
+"""
+The egress a template's instances are allowed, enforced by their host
+outside the guest: the internet or nothing, except the addresses and IPv4
+CIDRs of denyOut and allowOut; allowOut wins over denyOut.
+"""
+type NetworkPolicy {
+  allowInternetAccess: Boolean!
+  allowOut: [String!]!
+  denyOut: [String!]!
+}
+
+type SandboxTemplate implements Node {
+  id: ID!
+  name: String!
+  "The tenant that owns it and its warm instances; null for a public template of no tenant."
+  tenant: Tenant
+  "Visible to every tenant."
+  public: Boolean!
+  pool: Pool!
+  flavor: Flavor!
+  image: Image
+  sshKeys: [SshKey!]!
+  "The names of its environment variables; the values are sealed and never shown."
+  envNames: [String!]!
+  network: NetworkPolicy!
+  "Seconds."
+  defaultTimeout: Int!
+  "Seconds."
+  maxTimeout: Int!
+  "How many instances of it wait booted and paused, ready to be claimed."
+  warmCount: Int!
+  "Increases with every change to what a booted instance holds (flavor, image, keys, env, network)."
+  instanceVersion: Int!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  "Increases with every change."
+  version: Int!
+}
+
+type Sandbox implements Node {
+  id: ID!
+  tenant: Tenant!
+  template: SandboxTemplate!
+  "The instance that runs it."
+  instance: Instance!
+  state: SandboxState!
+  startedFrom: StartedFrom!
+  "The template's instanceVersion its instance was made of."
+  templateVersion: Int!
+  "A map of strings."
+  metadata: Map!
+  "When it is deleted unless its timeout is set again; the clock runs while it is paused."
+  expiresAt: DateTime!
+  "When it expired or was deleted."
+  endedAt: DateTime
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  "Increases with every change of the sandbox's own."
+  version: Int!
+}
+
+type SandboxTemplateConnection {
+  edges: [SandboxTemplateEdge!]!
+  nodes: [SandboxTemplate!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type SandboxTemplateEdge {
+  cursor: String!
+  node: SandboxTemplate!
+}
+
+type SandboxConnection {
+  edges: [SandboxEdge!]!
+  nodes: [Sandbox!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type SandboxEdge {
+  cursor: String!
+  node: Sandbox!
+}
+
+input SandboxFilter {
+  templateId: ID
+  state: SandboxState
+  "Sandboxes having every one of these pairs (a map of strings)."
+  metadata: Map
+}
+
+input EnvVarInput {
+  "A variable name: letters, digits and underscores, not starting with a digit."
+  name: String!
+  value: String!
+}
+
+input NetworkPolicyInput {
+  "Default true."
+  allowInternetAccess: Boolean
+  "IPv4 addresses and CIDRs, at most 64."
+  allowOut: [String!]
+  "IPv4 addresses and CIDRs, at most 64."
+  denyOut: [String!]
+}
+
+input CreateSandboxTemplateInput {
+  "Operators name the owning tenant, or leave it out for a public template of no tenant; members may leave it out."
+  tenantId: ID
+  "Operators only."
+  public: Boolean
+  name: String!
+  "A hosted pool; a public template's must be shared."
+  poolId: ID!
+  flavorId: ID!
+  imageId: ID!
+  "authorized_keys lines; none is allowed."
+  sshKeys: [String!]
+  "At most 64 variables and 32 KiB; sealed at rest, never readable back."
+  env: [EnvVarInput!]
+  "Default: the internet allowed."
+  network: NetworkPolicyInput
+  "Seconds; default 300, at most maxTimeout."
+  defaultTimeout: Int
+  "Seconds; default 3600, at most 86400."
+  maxTimeout: Int
+  "At most 100; the warm instances count against the owner's quota, which must hold them all."
+  warmCount: Int
+}
+
+"Fields left out stay as they are; env, sshKeys and network given replace the old."
+input UpdateSandboxTemplateInput {
+  id: ID!
+  name: String
+  flavorId: ID
+  imageId: ID
+  sshKeys: [String!]
+  env: [EnvVarInput!]
+  network: NetworkPolicyInput
+  defaultTimeout: Int
+  maxTimeout: Int
+  warmCount: Int
+}
+
+input SandboxTemplateIdInput {
+  id: ID!
+}
+
+type SandboxTemplatePayload {
+  sandboxTemplate: SandboxTemplate!
+}
+
+input CreateSandboxInput {
+  "Operators name the tenant; members may leave it out."
+  tenantId: ID
+  templateId: ID!
+  "Seconds from now; default the template's defaultTimeout, at most its maxTimeout."
+  timeout: Int
+  "At most 32 entries; keys up to 64 bytes, values up to 512."
+  metadata: Map
+  "Keys beyond the template's. A sandbox with any boots cold."
+  sshKeys: [String!]
+  "Variables beyond (or over) the template's. A sandbox with any boots cold."
+  env: [EnvVarInput!]
+  "Repeating a key returns the first result."
+  idempotencyKey: String
+}
+
+input SetSandboxTimeoutInput {
+  id: ID!
+  "Seconds from now, at most the template's maxTimeout."
+  timeout: Int!
+}
+
+input SandboxIdInput {
+  id: ID!
+}
+
+type SandboxPayload {
+  sandbox: Sandbox!
+}
+
+extend type Query {
+  sandboxTemplate(id: ID!): SandboxTemplate!
+  "The caller's tenant's templates and the public ones."
+  sandboxTemplates(first: Int, after: String): SandboxTemplateConnection!
+  sandbox(id: ID!): Sandbox!
+  sandboxes(first: Int, after: String, filter: SandboxFilter): SandboxConnection!
+}
+
+extend type Mutation {
+  createSandboxTemplate(input: CreateSandboxTemplateInput!): SandboxTemplatePayload!
+  updateSandboxTemplate(input: UpdateSandboxTemplateInput!): SandboxTemplatePayload!
+  "FAILED_PRECONDITION while it has live sandboxes. Its warm instances are deleted."
+  deleteSandboxTemplate(input: SandboxTemplateIdInput!): SandboxTemplatePayload!
+  createSandbox(input: CreateSandboxInput!): SandboxPayload!
+  "Sets the deadline to timeout seconds from now: extends or shortens it."
+  setSandboxTimeout(input: SetSandboxTimeoutInput!): SandboxPayload!
+  "The sandbox keeps its allocation, and its timeout clock runs on."
+  pauseSandbox(input: SandboxIdInput!): SandboxPayload!
+  resumeSandbox(input: SandboxIdInput!): SandboxPayload!
+  deleteSandbox(input: SandboxIdInput!): SandboxPayload!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -2816,6 +3599,18 @@ func (ec *executionContext) childFields_IpPool(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type IpPool", field.Name)
 }
 
+func (ec *executionContext) childFields_NetworkPolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "allowInternetAccess":
+		return ec.fieldContext_NetworkPolicy_allowInternetAccess(ctx, field)
+	case "allowOut":
+		return ec.fieldContext_NetworkPolicy_allowOut(ctx, field)
+	case "denyOut":
+		return ec.fieldContext_NetworkPolicy_denyOut(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NetworkPolicy", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -2914,6 +3709,142 @@ func (ec *executionContext) childFields_Quota(ctx context.Context, field graphql
 		return ec.fieldContext_Quota_usage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Quota", field.Name)
+}
+
+func (ec *executionContext) childFields_Sandbox(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Sandbox_id(ctx, field)
+	case "tenant":
+		return ec.fieldContext_Sandbox_tenant(ctx, field)
+	case "template":
+		return ec.fieldContext_Sandbox_template(ctx, field)
+	case "instance":
+		return ec.fieldContext_Sandbox_instance(ctx, field)
+	case "state":
+		return ec.fieldContext_Sandbox_state(ctx, field)
+	case "startedFrom":
+		return ec.fieldContext_Sandbox_startedFrom(ctx, field)
+	case "templateVersion":
+		return ec.fieldContext_Sandbox_templateVersion(ctx, field)
+	case "metadata":
+		return ec.fieldContext_Sandbox_metadata(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Sandbox_expiresAt(ctx, field)
+	case "endedAt":
+		return ec.fieldContext_Sandbox_endedAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Sandbox_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Sandbox_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_Sandbox_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Sandbox", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SandboxConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SandboxConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SandboxConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SandboxConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SandboxEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SandboxEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sandbox":
+		return ec.fieldContext_SandboxPayload_sandbox(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxTemplate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SandboxTemplate_id(ctx, field)
+	case "name":
+		return ec.fieldContext_SandboxTemplate_name(ctx, field)
+	case "tenant":
+		return ec.fieldContext_SandboxTemplate_tenant(ctx, field)
+	case "public":
+		return ec.fieldContext_SandboxTemplate_public(ctx, field)
+	case "pool":
+		return ec.fieldContext_SandboxTemplate_pool(ctx, field)
+	case "flavor":
+		return ec.fieldContext_SandboxTemplate_flavor(ctx, field)
+	case "image":
+		return ec.fieldContext_SandboxTemplate_image(ctx, field)
+	case "sshKeys":
+		return ec.fieldContext_SandboxTemplate_sshKeys(ctx, field)
+	case "envNames":
+		return ec.fieldContext_SandboxTemplate_envNames(ctx, field)
+	case "network":
+		return ec.fieldContext_SandboxTemplate_network(ctx, field)
+	case "defaultTimeout":
+		return ec.fieldContext_SandboxTemplate_defaultTimeout(ctx, field)
+	case "maxTimeout":
+		return ec.fieldContext_SandboxTemplate_maxTimeout(ctx, field)
+	case "warmCount":
+		return ec.fieldContext_SandboxTemplate_warmCount(ctx, field)
+	case "instanceVersion":
+		return ec.fieldContext_SandboxTemplate_instanceVersion(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_SandboxTemplate_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_SandboxTemplate_updatedAt(ctx, field)
+	case "version":
+		return ec.fieldContext_SandboxTemplate_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplate", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxTemplateConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SandboxTemplateConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SandboxTemplateConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SandboxTemplateConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SandboxTemplateConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplateConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxTemplateEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SandboxTemplateEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SandboxTemplateEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplateEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxTemplatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sandboxTemplate":
+		return ec.fieldContext_SandboxTemplatePayload_sandboxTemplate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplatePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SshKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3188,6 +4119,34 @@ func (ec *executionContext) field_Mutation_createProviderAccount_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createSandboxTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateSandboxTemplateInput, error) {
+			return ec.unmarshalNCreateSandboxTemplateInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxTemplateInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createSandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateSandboxInput, error) {
+			return ec.unmarshalNCreateSandboxInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createTenant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3230,6 +4189,34 @@ func (ec *executionContext) field_Mutation_deleteProviderAccount_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteSandboxTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxTemplateIDInput, error) {
+			return ec.unmarshalNSandboxTemplateIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteSandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxIDInput, error) {
+			return ec.unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteTenant_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3244,12 +4231,40 @@ func (ec *executionContext) field_Mutation_deleteTenant_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_pauseSandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxIDInput, error) {
+			return ec.unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerImage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterImageInput, error) {
 			return ec.unmarshalNRegisterImageInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐRegisterImageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resumeSandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxIDInput, error) {
+			return ec.unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3314,6 +4329,20 @@ func (ec *executionContext) field_Mutation_setQuota_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setSandboxTimeout_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetSandboxTimeoutInput, error) {
+			return ec.unmarshalNSetSandboxTimeoutInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetSandboxTimeoutInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_startInstance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3348,6 +4377,20 @@ func (ec *executionContext) field_Mutation_updateProviderAccount_args(ctx contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.UpdateProviderAccountInput, error) {
 			return ec.unmarshalNUpdateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateProviderAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateSandboxTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateSandboxTemplateInput, error) {
+			return ec.unmarshalNUpdateSandboxTemplateInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateSandboxTemplateInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3455,6 +4498,86 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxTemplates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.SandboxFilter, error) {
+			return ec.unmarshalOSandboxFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg2
 	return args, nil
 }
 
@@ -7149,6 +8272,427 @@ func (ec *executionContext) fieldContext_Mutation_deleteProviderAccount(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createSandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSandboxTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSandboxTemplate(ctx, fc.Args["input"].(model.CreateSandboxTemplateInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplatePayload) graphql.Marshaler {
+			return ec.marshalNSandboxTemplatePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSandboxTemplate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplatePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSandboxTemplate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateSandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateSandboxTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateSandboxTemplate(ctx, fc.Args["input"].(model.UpdateSandboxTemplateInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplatePayload) graphql.Marshaler {
+			return ec.marshalNSandboxTemplatePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateSandboxTemplate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplatePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateSandboxTemplate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSandboxTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSandboxTemplate(ctx, fc.Args["input"].(model.SandboxTemplateIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplatePayload) graphql.Marshaler {
+			return ec.marshalNSandboxTemplatePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSandboxTemplate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplatePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSandboxTemplate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createSandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSandbox(ctx, fc.Args["input"].(model.CreateSandboxInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+			return ec.marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setSandboxTimeout(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setSandboxTimeout(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetSandboxTimeout(ctx, fc.Args["input"].(model.SetSandboxTimeoutInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+			return ec.marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setSandboxTimeout(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setSandboxTimeout_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pauseSandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pauseSandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PauseSandbox(ctx, fc.Args["input"].(model.SandboxIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+			return ec.marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pauseSandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_pauseSandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resumeSandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resumeSandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResumeSandbox(ctx, fc.Args["input"].(model.SandboxIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+			return ec.marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resumeSandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resumeSandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSandbox(ctx, fc.Args["input"].(model.SandboxIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+			return ec.marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NetworkPolicy_allowInternetAccess(ctx context.Context, field graphql.CollectedField, obj *domain.NetworkPolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NetworkPolicy_allowInternetAccess(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AllowInternetAccess, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NetworkPolicy_allowInternetAccess(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NetworkPolicy", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _NetworkPolicy_allowOut(ctx context.Context, field graphql.CollectedField, obj *domain.NetworkPolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NetworkPolicy_allowOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AllowOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NetworkPolicy_allowOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NetworkPolicy", field, false, false, "String")
+}
+
+func (ec *executionContext) _NetworkPolicy_denyOut(ctx context.Context, field graphql.CollectedField, obj *domain.NetworkPolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NetworkPolicy_denyOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DenyOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NetworkPolicy_denyOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NetworkPolicy", field, false, false, "String")
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8164,6 +9708,182 @@ func (ec *executionContext) fieldContext_Query_providerAccounts(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_sandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SandboxTemplate(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
+			return ec.marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxTemplate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplate(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxTemplate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sandboxTemplates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxTemplates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SandboxTemplates(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplateConnection) graphql.Marshaler {
+			return ec.marshalNSandboxTemplateConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxTemplates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplateConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxTemplates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sandbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Sandbox(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sandboxes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Sandboxes(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.SandboxFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxConnection) graphql.Marshaler {
+			return ec.marshalNSandboxConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8359,6 +10079,1189 @@ func (ec *executionContext) fieldContext_Quota_usage(_ context.Context, field gr
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Usage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_id(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, true, true, "ID")
+}
+
+func (ec *executionContext) _Sandbox_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_tenant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().Tenant(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_tenant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Tenant(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_template(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_template(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().Template(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
+			return ec.marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_template(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_instance(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_instance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().Instance(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstance(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_instance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Instance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_state(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().State(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxState) graphql.Marshaler {
+			return ec.marshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, true, true, "SandboxState")
+}
+
+func (ec *executionContext) _Sandbox_startedFrom(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_startedFrom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().StartedFrom(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.StartedFrom) graphql.Marshaler {
+			return ec.marshalNStartedFrom2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐStartedFrom(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_startedFrom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, true, true, "StartedFrom")
+}
+
+func (ec *executionContext) _Sandbox_templateVersion(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_templateVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TemplateVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_templateVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Sandbox_metadata(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_metadata(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().Metadata(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_metadata(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, true, true, "Map")
+}
+
+func (ec *executionContext) _Sandbox_expiresAt(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Sandbox_endedAt(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_endedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_endedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Sandbox_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Sandbox_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Sandbox_version(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxEdge) graphql.Marshaler {
+			return ec.marshalNSandboxEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.SandboxConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.SandboxConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.SandboxConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxPayload_sandbox(ctx context.Context, field graphql.CollectedField, obj *model.SandboxPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxPayload_sandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sandbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxPayload_sandbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_id(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, true, true, "ID")
+}
+
+func (ec *executionContext) _SandboxTemplate_name(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxTemplate_tenant(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_tenant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().Tenant(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Tenant) graphql.Marshaler {
+			return ec.marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_tenant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Tenant(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_public(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_public(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Public, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_public(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SandboxTemplate_pool(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_pool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().Pool(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_pool(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_flavor(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_flavor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().Flavor(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_flavor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Flavor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_image(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().Image(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Image) graphql.Marshaler {
+			return ec.marshalOImage2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_sshKeys(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_sshKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().SSHKeys(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SSHKey) graphql.Marshaler {
+			return ec.marshalNSshKey2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSSHKeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_sshKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SshKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_envNames(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_envNames(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EnvNames, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_envNames(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxTemplate_network(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_network(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Network, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.NetworkPolicy) graphql.Marshaler {
+			return ec.marshalNNetworkPolicy2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐNetworkPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_network(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NetworkPolicy(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplate_defaultTimeout(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_defaultTimeout(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().DefaultTimeout(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_defaultTimeout(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, true, true, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplate_maxTimeout(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_maxTimeout(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxTemplate().MaxTimeout(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_maxTimeout(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, true, true, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplate_warmCount(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_warmCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_warmCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplate_instanceVersion(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_instanceVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_instanceVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplate_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxTemplate_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxTemplate_version(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxTemplateEdge) graphql.Marshaler {
+			return ec.marshalNSandboxTemplateEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplateEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplateConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.SandboxTemplate) graphql.Marshaler {
+			return ec.marshalNSandboxTemplate2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplateᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplateConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplateConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxTemplateEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
+			return ec.marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplatePayload_sandboxTemplate(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplatePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplatePayload_sandboxTemplate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SandboxTemplate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
+			return ec.marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplatePayload_sandboxTemplate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplatePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplate(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10420,6 +13323,209 @@ func UnmarshalCreateProviderAccountInput(ctx context.Context, raw any) (model.Cr
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateSandboxInput(ctx context.Context, obj any) (model.CreateSandboxInput, error) {
+	var it model.CreateSandboxInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"tenantId", "templateId", "timeout", "metadata", "sshKeys", "env", "idempotencyKey"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		case "templateId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("templateId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TemplateID = data
+		case "timeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeout"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Timeout = data
+		case "metadata":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("metadata"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Metadata = data
+		case "sshKeys":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sshKeys"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SSHKeys = data
+		case "env":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("env"))
+			data, err := ec.unmarshalOEnvVarInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Env = data
+		case "idempotencyKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKey = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateSandboxInput unmarshals raw into the CreateSandboxInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateSandboxInput(ctx context.Context, raw any) (model.CreateSandboxInput, error) {
+	var out model.CreateSandboxInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateSandboxInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateSandboxTemplateInput(ctx context.Context, obj any) (model.CreateSandboxTemplateInput, error) {
+	var it model.CreateSandboxTemplateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"tenantId", "public", "name", "poolId", "flavorId", "imageId", "sshKeys", "env", "network", "defaultTimeout", "maxTimeout", "warmCount"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		case "public":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("public"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Public = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "poolId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("poolId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PoolID = data
+		case "flavorId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("flavorId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FlavorID = data
+		case "imageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageID = data
+		case "sshKeys":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sshKeys"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SSHKeys = data
+		case "env":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("env"))
+			data, err := ec.unmarshalOEnvVarInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Env = data
+		case "network":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("network"))
+			data, err := ec.unmarshalONetworkPolicyInput2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐNetworkPolicyInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Network = data
+		case "defaultTimeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultTimeout"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultTimeout = data
+		case "maxTimeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxTimeout"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxTimeout = data
+		case "warmCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("warmCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WarmCount = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateSandboxTemplateInput unmarshals raw into the CreateSandboxTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateSandboxTemplateInput(ctx context.Context, raw any) (model.CreateSandboxTemplateInput, error) {
+	var out model.CreateSandboxTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateSandboxTemplateInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateTenantInput(ctx context.Context, obj any) (model.CreateTenantInput, error) {
 	var it model.CreateTenantInput
 	if obj == nil {
@@ -10543,6 +13649,55 @@ func (ec *executionContext) unmarshalInputDeleteTenantInput(ctx context.Context,
 func UnmarshalDeleteTenantInput(ctx context.Context, raw any) (model.DeleteTenantInput, error) {
 	var out model.DeleteTenantInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteTenantInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputEnvVarInput(ctx context.Context, obj any) (model.EnvVarInput, error) {
+	var it model.EnvVarInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalEnvVarInput unmarshals raw into the EnvVarInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEnvVarInput(ctx context.Context, raw any) (model.EnvVarInput, error) {
+	var out model.EnvVarInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EnvVarInput", raw, &out)
 	return out, err
 }
 
@@ -10770,6 +13925,62 @@ func UnmarshalInstanceIdInput(ctx context.Context, raw any) (model.InstanceIDInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputNetworkPolicyInput(ctx context.Context, obj any) (model.NetworkPolicyInput, error) {
+	var it model.NetworkPolicyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"allowInternetAccess", "allowOut", "denyOut"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "allowInternetAccess":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowInternetAccess"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowInternetAccess = data
+		case "allowOut":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowOut"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowOut = data
+		case "denyOut":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("denyOut"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DenyOut = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalNetworkPolicyInput unmarshals raw into the NetworkPolicyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNetworkPolicyInput(ctx context.Context, raw any) (model.NetworkPolicyInput, error) {
+	var out model.NetworkPolicyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NetworkPolicyInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterImageInput(ctx context.Context, obj any) (model.RegisterImageInput, error) {
 	var it model.RegisterImageInput
 	if obj == nil {
@@ -10900,6 +14111,146 @@ func (ec *executionContext) unmarshalInputRevokeApiTokenInput(ctx context.Contex
 func UnmarshalRevokeApiTokenInput(ctx context.Context, raw any) (model.RevokeAPITokenInput, error) {
 	var out model.RevokeAPITokenInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeApiTokenInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSandboxFilter(ctx context.Context, obj any) (model.SandboxFilter, error) {
+	var it model.SandboxFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"templateId", "state", "metadata"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "templateId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("templateId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TemplateID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOSandboxState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "metadata":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("metadata"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Metadata = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxFilter unmarshals raw into the SandboxFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxFilter(ctx context.Context, raw any) (model.SandboxFilter, error) {
+	var out model.SandboxFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSandboxIdInput(ctx context.Context, obj any) (model.SandboxIDInput, error) {
+	var it model.SandboxIDInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxIdInput unmarshals raw into the SandboxIdInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxIdInput(ctx context.Context, raw any) (model.SandboxIDInput, error) {
+	var out model.SandboxIDInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxIdInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSandboxTemplateIdInput(ctx context.Context, obj any) (model.SandboxTemplateIDInput, error) {
+	var it model.SandboxTemplateIDInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxTemplateIdInput unmarshals raw into the SandboxTemplateIdInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxTemplateIdInput(ctx context.Context, raw any) (model.SandboxTemplateIDInput, error) {
+	var out model.SandboxTemplateIDInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxTemplateIdInput", raw, &out)
 	return out, err
 }
 
@@ -11092,6 +14443,55 @@ func UnmarshalSetQuotaInput(ctx context.Context, raw any) (model.SetQuotaInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetSandboxTimeoutInput(ctx context.Context, obj any) (model.SetSandboxTimeoutInput, error) {
+	var it model.SetSandboxTimeoutInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "timeout"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "timeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeout"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Timeout = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetSandboxTimeoutInput unmarshals raw into the SetSandboxTimeoutInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetSandboxTimeoutInput(ctx context.Context, raw any) (model.SetSandboxTimeoutInput, error) {
+	var out model.SetSandboxTimeoutInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetSandboxTimeoutInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateProviderAccountInput(ctx context.Context, obj any) (model.UpdateProviderAccountInput, error) {
 	var it model.UpdateProviderAccountInput
 	if obj == nil {
@@ -11148,6 +14548,111 @@ func UnmarshalUpdateProviderAccountInput(ctx context.Context, raw any) (model.Up
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateSandboxTemplateInput(ctx context.Context, obj any) (model.UpdateSandboxTemplateInput, error) {
+	var it model.UpdateSandboxTemplateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "name", "flavorId", "imageId", "sshKeys", "env", "network", "defaultTimeout", "maxTimeout", "warmCount"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "flavorId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("flavorId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FlavorID = data
+		case "imageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageID = data
+		case "sshKeys":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sshKeys"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SSHKeys = data
+		case "env":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("env"))
+			data, err := ec.unmarshalOEnvVarInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Env = data
+		case "network":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("network"))
+			data, err := ec.unmarshalONetworkPolicyInput2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐNetworkPolicyInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Network = data
+		case "defaultTimeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultTimeout"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultTimeout = data
+		case "maxTimeout":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxTimeout"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxTimeout = data
+		case "warmCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("warmCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WarmCount = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateSandboxTemplateInput unmarshals raw into the UpdateSandboxTemplateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateSandboxTemplateInput(ctx context.Context, raw any) (model.UpdateSandboxTemplateInput, error) {
+	var out model.UpdateSandboxTemplateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateSandboxTemplateInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -11163,6 +14668,20 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Tenant(ctx, sel, obj)
+	case domain.SandboxTemplate:
+		return ec._SandboxTemplate(ctx, sel, &obj)
+	case *domain.SandboxTemplate:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SandboxTemplate(ctx, sel, obj)
+	case domain.Sandbox:
+		return ec._Sandbox(ctx, sel, &obj)
+	case *domain.Sandbox:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Sandbox(ctx, sel, obj)
 	case domain.ProviderAccount:
 		return ec._ProviderAccount(ctx, sel, &obj)
 	case *domain.ProviderAccount:
@@ -12588,6 +16107,105 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createSandboxTemplate":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSandboxTemplate(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateSandboxTemplate":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateSandboxTemplate(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSandboxTemplate":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSandboxTemplate(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createSandbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSandbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setSandboxTimeout":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setSandboxTimeout(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pauseSandbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pauseSandbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeSandbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resumeSandbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSandbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSandbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var networkPolicyImplementors = []string{"NetworkPolicy"}
+
+func (ec *executionContext) _NetworkPolicy(ctx context.Context, sel ast.SelectionSet, obj *domain.NetworkPolicy) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, networkPolicyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NetworkPolicy")
+		case "allowInternetAccess":
+			out.Values[i] = ec._NetworkPolicy_allowInternetAccess(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "allowOut":
+			out.Values[i] = ec._NetworkPolicy_allowOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "denyOut":
+			out.Values[i] = ec._NetworkPolicy_denyOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12990,6 +16608,30 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_providerAccounts(ctx, field)
 				})
+		case "sandboxTemplate":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxTemplate(ctx, field)
+				})
+		case "sandboxTemplates":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxTemplates(ctx, field)
+				})
+		case "sandbox":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandbox(ctx, field)
+				})
+		case "sandboxes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxes(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -13054,6 +16696,465 @@ func (ec *executionContext) _Quota(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "usage":
 			out.Values[i] = ec._Quota_usage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxImplementors = []string{"Sandbox", "Node"}
+
+func (ec *executionContext) _Sandbox(ctx context.Context, sel ast.SelectionSet, obj *domain.Sandbox) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Sandbox")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_id(ctx, field, obj)
+				})
+		case "tenant":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_tenant(ctx, field, obj)
+				})
+		case "template":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_template(ctx, field, obj)
+				})
+		case "instance":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_instance(ctx, field, obj)
+				})
+		case "state":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_state(ctx, field, obj)
+				})
+		case "startedFrom":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_startedFrom(ctx, field, obj)
+				})
+		case "templateVersion":
+			out.Values[i] = ec._Sandbox_templateVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "metadata":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_metadata(ctx, field, obj)
+				})
+		case "expiresAt":
+			out.Values[i] = ec._Sandbox_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "endedAt":
+			out.Values[i] = ec._Sandbox_endedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Sandbox_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Sandbox_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._Sandbox_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxConnectionImplementors = []string{"SandboxConnection"}
+
+func (ec *executionContext) _SandboxConnection(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxConnection")
+		case "edges":
+			out.Values[i] = ec._SandboxConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._SandboxConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SandboxConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SandboxConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxEdgeImplementors = []string{"SandboxEdge"}
+
+func (ec *executionContext) _SandboxEdge(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxEdge")
+		case "cursor":
+			out.Values[i] = ec._SandboxEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SandboxEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxPayloadImplementors = []string{"SandboxPayload"}
+
+func (ec *executionContext) _SandboxPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxPayload")
+		case "sandbox":
+			out.Values[i] = ec._SandboxPayload_sandbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxTemplateImplementors = []string{"SandboxTemplate", "Node"}
+
+func (ec *executionContext) _SandboxTemplate(ctx context.Context, sel ast.SelectionSet, obj *domain.SandboxTemplate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxTemplateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxTemplate")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_id(ctx, field, obj)
+				})
+		case "name":
+			out.Values[i] = ec._SandboxTemplate_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "tenant":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_tenant(ctx, field, obj)
+				})
+		case "public":
+			out.Values[i] = ec._SandboxTemplate_public(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pool":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_pool(ctx, field, obj)
+				})
+		case "flavor":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_flavor(ctx, field, obj)
+				})
+		case "image":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_image(ctx, field, obj)
+				})
+		case "sshKeys":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_sshKeys(ctx, field, obj)
+				})
+		case "envNames":
+			out.Values[i] = ec._SandboxTemplate_envNames(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "network":
+			out.Values[i] = ec._SandboxTemplate_network(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "defaultTimeout":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_defaultTimeout(ctx, field, obj)
+				})
+		case "maxTimeout":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_maxTimeout(ctx, field, obj)
+				})
+		case "warmCount":
+			out.Values[i] = ec._SandboxTemplate_warmCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "instanceVersion":
+			out.Values[i] = ec._SandboxTemplate_instanceVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._SandboxTemplate_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._SandboxTemplate_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._SandboxTemplate_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxTemplateConnectionImplementors = []string{"SandboxTemplateConnection"}
+
+func (ec *executionContext) _SandboxTemplateConnection(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxTemplateConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxTemplateConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxTemplateConnection")
+		case "edges":
+			out.Values[i] = ec._SandboxTemplateConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._SandboxTemplateConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SandboxTemplateConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SandboxTemplateConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxTemplateEdgeImplementors = []string{"SandboxTemplateEdge"}
+
+func (ec *executionContext) _SandboxTemplateEdge(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxTemplateEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxTemplateEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxTemplateEdge")
+		case "cursor":
+			out.Values[i] = ec._SandboxTemplateEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SandboxTemplateEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxTemplatePayloadImplementors = []string{"SandboxTemplatePayload"}
+
+func (ec *executionContext) _SandboxTemplatePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxTemplatePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxTemplatePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxTemplatePayload")
+		case "sandboxTemplate":
+			out.Values[i] = ec._SandboxTemplatePayload_sandboxTemplate(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13777,6 +17878,16 @@ func (ec *executionContext) unmarshalNCreateProviderAccountInput2githubᚗcomᚋ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateSandboxInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxInput(ctx context.Context, v any) (model.CreateSandboxInput, error) {
+	res, err := ec.unmarshalInputCreateSandboxInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNCreateSandboxTemplateInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxTemplateInput(ctx context.Context, v any) (model.CreateSandboxTemplateInput, error) {
+	res, err := ec.unmarshalInputCreateSandboxTemplateInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateTenantInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateTenantInput(ctx context.Context, v any) (model.CreateTenantInput, error) {
 	res, err := ec.unmarshalInputCreateTenantInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13814,6 +17925,11 @@ func (ec *executionContext) unmarshalNDesiredState2githubᚗcomᚋbetterᚑcompu
 
 func (ec *executionContext) marshalNDesiredState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDesiredState(ctx context.Context, sel ast.SelectionSet, v model.DesiredState) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNEnvVarInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInput(ctx context.Context, v any) (model.EnvVarInput, error) {
+	res, err := ec.unmarshalInputEnvVarInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEventType(ctx context.Context, v any) (model.EventType, error) {
@@ -14098,6 +18214,10 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) marshalNNetworkPolicy2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐNetworkPolicy(ctx context.Context, sel ast.SelectionSet, v domain.NetworkPolicy) graphql.Marshaler {
+	return ec._NetworkPolicy(ctx, sel, &v)
+}
+
 func (ec *executionContext) unmarshalNOutcome2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐOutcome(ctx context.Context, v any) (model.Outcome, error) {
 	var res model.Outcome
 	err := res.UnmarshalGQL(v)
@@ -14208,6 +18328,122 @@ func (ec *executionContext) marshalNRole2githubᚗcomᚋbetterᚑcomputeᚋvps�
 	return v
 }
 
+func (ec *executionContext) marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx context.Context, sel ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+	return ec._Sandbox(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandbox2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.Sandbox) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxConnection(ctx context.Context, sel ast.SelectionSet, v model.SandboxConnection) graphql.Marshaler {
+	return ec._SandboxConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEdge(ctx context.Context, sel ast.SelectionSet, v model.SandboxEdge) graphql.Marshaler {
+	return ec._SandboxEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx context.Context, v any) (model.SandboxIDInput, error) {
+	res, err := ec.unmarshalInputSandboxIdInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
+	return ec._SandboxPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, v any) (model.SandboxState, error) {
+	var res model.SandboxState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, sel ast.SelectionSet, v model.SandboxState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx context.Context, sel ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
+	return ec._SandboxTemplate(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxTemplate2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplateᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.SandboxTemplate) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxTemplateConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateConnection(ctx context.Context, sel ast.SelectionSet, v model.SandboxTemplateConnection) graphql.Marshaler {
+	return ec._SandboxTemplateConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxTemplateEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateEdge(ctx context.Context, sel ast.SelectionSet, v model.SandboxTemplateEdge) graphql.Marshaler {
+	return ec._SandboxTemplateEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxTemplateEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxTemplateEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxTemplateEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSandboxTemplateIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateIDInput(ctx context.Context, v any) (model.SandboxTemplateIDInput, error) {
+	res, err := ec.unmarshalInputSandboxTemplateIdInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxTemplatePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplatePayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxTemplatePayload) graphql.Marshaler {
+	return ec._SandboxTemplatePayload(ctx, sel, &v)
+}
+
 func (ec *executionContext) unmarshalNSetHostCapacityInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostCapacityInput(ctx context.Context, v any) (model.SetHostCapacityInput, error) {
 	res, err := ec.unmarshalInputSetHostCapacityInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14220,6 +18456,11 @@ func (ec *executionContext) unmarshalNSetHostDrainingInput2githubᚗcomᚋbetter
 
 func (ec *executionContext) unmarshalNSetQuotaInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetQuotaInput(ctx context.Context, v any) (model.SetQuotaInput, error) {
 	res, err := ec.unmarshalInputSetQuotaInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetSandboxTimeoutInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetSandboxTimeoutInput(ctx context.Context, v any) (model.SetSandboxTimeoutInput, error) {
+	res, err := ec.unmarshalInputSetSandboxTimeoutInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -14241,6 +18482,16 @@ func (ec *executionContext) marshalNSshKey2ᚕgithubᚗcomᚋbetterᚑcomputeᚋ
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNStartedFrom2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐStartedFrom(ctx context.Context, v any) (model.StartedFrom, error) {
+	var res model.StartedFrom
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNStartedFrom2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐStartedFrom(ctx context.Context, sel ast.SelectionSet, v model.StartedFrom) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -14312,6 +18563,11 @@ func (ec *executionContext) marshalNTenantPayload2githubᚗcomᚋbetterᚑcomput
 
 func (ec *executionContext) unmarshalNUpdateProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateProviderAccountInput(ctx context.Context, v any) (model.UpdateProviderAccountInput, error) {
 	res, err := ec.unmarshalInputUpdateProviderAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdateSandboxTemplateInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUpdateSandboxTemplateInput(ctx context.Context, v any) (model.UpdateSandboxTemplateInput, error) {
+	res, err := ec.unmarshalInputUpdateSandboxTemplateInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -14547,6 +18803,23 @@ func (ec *executionContext) marshalODesiredState2ᚖgithubᚗcomᚋbetterᚑcomp
 	return v
 }
 
+func (ec *executionContext) unmarshalOEnvVarInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInputᚄ(ctx context.Context, v any) ([]model.EnvVarInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.EnvVarInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNEnvVarInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalOGpuInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐGpuInputᚄ(ctx context.Context, v any) ([]model.GpuInput, error) {
 	if v == nil {
 		return nil, nil
@@ -14706,6 +18979,14 @@ func (ec *executionContext) marshalOMap2map(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalONetworkPolicyInput2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐNetworkPolicyInput(ctx context.Context, v any) (*model.NetworkPolicyInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputNetworkPolicyInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalONode2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -14750,6 +19031,30 @@ func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑc
 		return graphql.Null
 	}
 	return ec._ProviderAccount(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOSandboxFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxFilter(ctx context.Context, v any) (*model.SandboxFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSandboxFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOSandboxState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, v any) (*model.SandboxState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.SandboxState)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSandboxState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, sel ast.SelectionSet, v *model.SandboxState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

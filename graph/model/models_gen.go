@@ -129,6 +129,46 @@ type CreateProviderAccountInput struct {
 	Settings    map[string]any `json:"settings,omitempty"`
 }
 
+type CreateSandboxInput struct {
+	// Operators name the tenant; members may leave it out.
+	TenantID   *string `json:"tenantId,omitempty"`
+	TemplateID string  `json:"templateId"`
+	// Seconds from now; default the template's defaultTimeout, at most its maxTimeout.
+	Timeout *int `json:"timeout,omitempty"`
+	// At most 32 entries; keys up to 64 bytes, values up to 512.
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// Keys beyond the template's. A sandbox with any boots cold.
+	SSHKeys []string `json:"sshKeys,omitempty"`
+	// Variables beyond (or over) the template's. A sandbox with any boots cold.
+	Env []EnvVarInput `json:"env,omitempty"`
+	// Repeating a key returns the first result.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+}
+
+type CreateSandboxTemplateInput struct {
+	// Operators name the owning tenant, or leave it out for a public template of no tenant; members may leave it out.
+	TenantID *string `json:"tenantId,omitempty"`
+	// Operators only.
+	Public *bool  `json:"public,omitempty"`
+	Name   string `json:"name"`
+	// A hosted pool; a public template's must be shared.
+	PoolID   string `json:"poolId"`
+	FlavorID string `json:"flavorId"`
+	ImageID  string `json:"imageId"`
+	// authorized_keys lines; none is allowed.
+	SSHKeys []string `json:"sshKeys,omitempty"`
+	// At most 64 variables and 32 KiB; sealed at rest, never readable back.
+	Env []EnvVarInput `json:"env,omitempty"`
+	// Default: the internet allowed.
+	Network *NetworkPolicyInput `json:"network,omitempty"`
+	// Seconds; default 300, at most maxTimeout.
+	DefaultTimeout *int `json:"defaultTimeout,omitempty"`
+	// Seconds; default 3600, at most 86400.
+	MaxTimeout *int `json:"maxTimeout,omitempty"`
+	// At most 100; the warm instances count against the owner's quota, which must hold them all.
+	WarmCount *int `json:"warmCount,omitempty"`
+}
+
 type CreateTenantInput struct {
 	Name string `json:"name"`
 }
@@ -139,6 +179,12 @@ type DeleteProviderAccountInput struct {
 
 type DeleteTenantInput struct {
 	ID string `json:"id"`
+}
+
+type EnvVarInput struct {
+	// A variable name: letters, digits and underscores, not starting with a digit.
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 type FlavorPayload struct {
@@ -239,6 +285,15 @@ func (IPPool) IsNode() {}
 type Mutation struct {
 }
 
+type NetworkPolicyInput struct {
+	// Default true.
+	AllowInternetAccess *bool `json:"allowInternetAccess,omitempty"`
+	// IPv4 addresses and CIDRs, at most 64.
+	AllowOut []string `json:"allowOut,omitempty"`
+	// IPv4 addresses and CIDRs, at most 64.
+	DenyOut []string `json:"denyOut,omitempty"`
+}
+
 type PageInfo struct {
 	HasNextPage bool    `json:"hasNextPage"`
 	EndCursor   *string `json:"endCursor,omitempty"`
@@ -280,6 +335,53 @@ type RevokeAPITokenInput struct {
 	ID string `json:"id"`
 }
 
+type SandboxConnection struct {
+	Edges      []SandboxEdge    `json:"edges"`
+	Nodes      []domain.Sandbox `json:"nodes"`
+	PageInfo   PageInfo         `json:"pageInfo"`
+	TotalCount int              `json:"totalCount"`
+}
+
+type SandboxEdge struct {
+	Cursor string         `json:"cursor"`
+	Node   domain.Sandbox `json:"node"`
+}
+
+type SandboxFilter struct {
+	TemplateID *string       `json:"templateId,omitempty"`
+	State      *SandboxState `json:"state,omitempty"`
+	// Sandboxes having every one of these pairs (a map of strings).
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+type SandboxIDInput struct {
+	ID string `json:"id"`
+}
+
+type SandboxPayload struct {
+	Sandbox domain.Sandbox `json:"sandbox"`
+}
+
+type SandboxTemplateConnection struct {
+	Edges      []SandboxTemplateEdge    `json:"edges"`
+	Nodes      []domain.SandboxTemplate `json:"nodes"`
+	PageInfo   PageInfo                 `json:"pageInfo"`
+	TotalCount int                      `json:"totalCount"`
+}
+
+type SandboxTemplateEdge struct {
+	Cursor string                 `json:"cursor"`
+	Node   domain.SandboxTemplate `json:"node"`
+}
+
+type SandboxTemplateIDInput struct {
+	ID string `json:"id"`
+}
+
+type SandboxTemplatePayload struct {
+	SandboxTemplate domain.SandboxTemplate `json:"sandboxTemplate"`
+}
+
 type SetHostCapacityInput struct {
 	HostID   string     `json:"hostId"`
 	Vcpus    int        `json:"vcpus"`
@@ -302,6 +404,12 @@ type SetQuotaInput struct {
 	Gpus      *int   `json:"gpus,omitempty"`
 }
 
+type SetSandboxTimeoutInput struct {
+	ID string `json:"id"`
+	// Seconds from now, at most the template's maxTimeout.
+	Timeout int `json:"timeout"`
+}
+
 type SSHKey struct {
 	Type        string `json:"type"`
 	Fingerprint string `json:"fingerprint"`
@@ -320,6 +428,20 @@ type UpdateProviderAccountInput struct {
 	ID          string         `json:"id"`
 	Credentials *string        `json:"credentials,omitempty"`
 	Settings    map[string]any `json:"settings,omitempty"`
+}
+
+// Fields left out stay as they are; env, sshKeys and network given replace the old.
+type UpdateSandboxTemplateInput struct {
+	ID             string              `json:"id"`
+	Name           *string             `json:"name,omitempty"`
+	FlavorID       *string             `json:"flavorId,omitempty"`
+	ImageID        *string             `json:"imageId,omitempty"`
+	SSHKeys        []string            `json:"sshKeys,omitempty"`
+	Env            []EnvVarInput       `json:"env,omitempty"`
+	Network        *NetworkPolicyInput `json:"network,omitempty"`
+	DefaultTimeout *int                `json:"defaultTimeout,omitempty"`
+	MaxTimeout     *int                `json:"maxTimeout,omitempty"`
+	WarmCount      *int                `json:"warmCount,omitempty"`
 }
 
 type Usage struct {
@@ -798,6 +920,130 @@ func (e *Role) UnmarshalJSON(b []byte) error {
 }
 
 func (e Role) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A sandbox's state: its instance's until it ends (STARTING while it boots or
+// resumes), then EXPIRED or DELETED.
+type SandboxState string
+
+const (
+	SandboxStateStarting SandboxState = "STARTING"
+	SandboxStateRunning  SandboxState = "RUNNING"
+	SandboxStatePaused   SandboxState = "PAUSED"
+	SandboxStateError    SandboxState = "ERROR"
+	SandboxStateLost     SandboxState = "LOST"
+	SandboxStateExpired  SandboxState = "EXPIRED"
+	SandboxStateDeleted  SandboxState = "DELETED"
+)
+
+var AllSandboxState = []SandboxState{
+	SandboxStateStarting,
+	SandboxStateRunning,
+	SandboxStatePaused,
+	SandboxStateError,
+	SandboxStateLost,
+	SandboxStateExpired,
+	SandboxStateDeleted,
+}
+
+func (e SandboxState) IsValid() bool {
+	switch e {
+	case SandboxStateStarting, SandboxStateRunning, SandboxStatePaused, SandboxStateError, SandboxStateLost, SandboxStateExpired, SandboxStateDeleted:
+		return true
+	}
+	return false
+}
+
+func (e SandboxState) String() string {
+	return string(e)
+}
+
+func (e *SandboxState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SandboxState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SandboxState", str)
+	}
+	return nil
+}
+
+func (e SandboxState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SandboxState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SandboxState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How a sandbox's instance started: WARM claimed one of its template's warm
+// pool, booted and paused before; COLD booted one of its own.
+type StartedFrom string
+
+const (
+	StartedFromWarm StartedFrom = "WARM"
+	StartedFromCold StartedFrom = "COLD"
+)
+
+var AllStartedFrom = []StartedFrom{
+	StartedFromWarm,
+	StartedFromCold,
+}
+
+func (e StartedFrom) IsValid() bool {
+	switch e {
+	case StartedFromWarm, StartedFromCold:
+		return true
+	}
+	return false
+}
+
+func (e StartedFrom) String() string {
+	return string(e)
+}
+
+func (e *StartedFrom) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = StartedFrom(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid StartedFrom", str)
+	}
+	return nil
+}
+
+func (e StartedFrom) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *StartedFrom) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e StartedFrom) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

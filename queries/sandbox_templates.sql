@@ -1,0 +1,73 @@
+-- name: InsertSandboxTemplate :one
+INSERT INTO sandbox_templates (
+    id, tenant_id, public, name, pool_id, flavor_id, image_id, ssh_keys, env, env_names, network,
+    default_timeout_s, max_timeout_s, warm_count
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+RETURNING *;
+
+-- name: GetSandboxTemplate :one
+SELECT * FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL;
+
+-- name: LockSandboxTemplate :one
+SELECT * FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
+
+-- GetSandboxTemplatesByIDs loads templates, deleted ones included (a
+-- sandbox outlives its template in the list).
+-- name: GetSandboxTemplatesByIDs :many
+SELECT * FROM sandbox_templates WHERE id = ANY(@ids::uuid[]);
+
+-- ListSandboxTemplates pages newest first through the live templates a
+-- tenant sees: its own and the public ones; a NULL tenant sees all.
+-- name: ListSandboxTemplates :many
+SELECT * FROM sandbox_templates
+WHERE deleted_at IS NULL
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant) OR public)
+  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+ORDER BY id DESC
+LIMIT @lim;
+
+-- name: CountSandboxTemplates :one
+SELECT count(*) FROM sandbox_templates
+WHERE deleted_at IS NULL
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant) OR public);
+
+-- UpdateSandboxTemplate writes every field and bumps version; the caller
+-- says the instance version.
+-- name: UpdateSandboxTemplate :one
+UPDATE sandbox_templates SET
+    name = @name, flavor_id = @flavor_id, image_id = @image_id, ssh_keys = @ssh_keys,
+    env = @env, env_names = @env_names, network = @network,
+    default_timeout_s = @default_timeout_s, max_timeout_s = @max_timeout_s, warm_count = @warm_count,
+    instance_version = @instance_version, version = version + 1, updated_at = now()
+WHERE id = @id AND deleted_at IS NULL
+RETURNING *;
+
+-- name: SoftDeleteSandboxTemplate :one
+UPDATE sandbox_templates SET deleted_at = now(), warm_count = 0, version = version + 1, updated_at = now()
+WHERE id = $1 AND deleted_at IS NULL
+RETURNING *;
+
+-- SandboxTemplateNameTaken says whether an owner (NULL: the public
+-- templates of no tenant) has a live template named so, besides other_than.
+-- name: SandboxTemplateNameTaken :one
+SELECT EXISTS (
+    SELECT 1 FROM sandbox_templates
+    WHERE coalesce(tenant_id, '00000000-0000-0000-0000-000000000000') = coalesce(sqlc.narg(tenant)::uuid, '00000000-0000-0000-0000-000000000000')
+      AND name = @name AND deleted_at IS NULL AND id <> @other_than
+);
+
+-- LiveSandboxesOfTemplate counts a template's sandboxes that have not
+-- ended and whose instance is not deleted.
+-- name: LiveSandboxesOfTemplate :one
+SELECT count(*) FROM sandbox_views WHERE template_id = $1 AND state NOT IN ('EXPIRED', 'DELETED');
+
+-- TenantUsageBesidesWarm is TenantUsage without the free warm instances of
+-- one template: what a warm count of that template adds to.
+-- name: TenantUsageBesidesWarm :one
+SELECT count(*)::int AS instances,
+       coalesce(sum(vcpus), 0)::int AS vcpus,
+       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(gpu_count), 0)::int AS gpus
+FROM instances
+WHERE tenant_id = @tenant_id AND state <> 'DELETED'
+  AND NOT (warm_template_id IS NOT DISTINCT FROM @template_id::uuid AND claimed_at IS NULL);

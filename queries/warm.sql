@@ -1,0 +1,40 @@
+-- InsertTemplateInstance inserts an instance made from a sandbox template:
+-- a sandbox's (sandbox_id) or a warm one (warm_template_id and version).
+-- name: InsertTemplateInstance :one
+INSERT INTO instances (
+    id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
+    image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
+    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed
+) VALUES (
+    @id, @tenant_id, @pool_id, @flavor_id, @image_id, @image_url, @image_sha256, @image_format,
+    @image_verified, @name, @ssh_keys, @vcpus, @memory_mb, @disk_gb, @gpu_model, @gpu_count,
+    @desired_state, 'PENDING', sqlc.narg(sandbox_id), sqlc.narg(warm_template_id), sqlc.narg(warm_template_version),
+    @network_policy, @env_sealed
+) RETURNING *;
+
+-- ClaimWarmInstance gives a sandbox one free warm instance of a template's
+-- version, ready ones (PAUSED) first, and asks it to run: the instance
+-- moves to the sandbox's tenant. A free instance another transaction holds
+-- is skipped, not waited for, and the update is conditional on it being
+-- still free, so no warm instance is claimed twice.
+-- name: ClaimWarmInstance :one
+UPDATE instances SET
+    claimed_at = now(), sandbox_id = @sandbox_id::uuid, tenant_id = @tenant_id,
+    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+WHERE id = (
+    SELECT w.id FROM instances w
+    WHERE w.warm_template_id = @template_id::uuid AND w.warm_template_version = @template_version::bigint
+      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED'
+      AND w.state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
+    ORDER BY (w.state = 'PAUSED') DESC, w.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+) AND claimed_at IS NULL
+RETURNING *;
+
+-- DeleteFreeWarmInstances asks for a template's free warm instances to be
+-- deleted: when the template is, or (the reconciler) when the pool shrinks.
+-- name: DeleteFreeWarmInstances :many
+UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+WHERE warm_template_id = @template_id::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
+RETURNING *;
