@@ -128,21 +128,26 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 			obs.server, obs.serverAt, obs.status, obs.addresses = &srv.ID, &now, srv.Status, srv.Addresses
 		}
 	case callStart:
-		if err = a.call(ctx, "start server", func(ctx context.Context) error { return a.driver.Start(ctx, *inst.ProviderServerID) }); err == nil {
+		if err = a.call(ctx, "start server", func(ctx context.Context) error { return a.driver.Start(ctx, serverOf(inst)) }); err == nil {
 			obs.status = cloud.StatusRunning
 		}
 	case callStop:
-		if err = a.call(ctx, "stop server", func(ctx context.Context) error { return a.driver.Stop(ctx, *inst.ProviderServerID) }); err == nil {
+		if err = a.call(ctx, "stop server", func(ctx context.Context) error { return a.driver.Stop(ctx, serverOf(inst)) }); err == nil {
 			obs.status = cloud.StatusStopped
 		}
 	case callDelete:
-		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, *inst.ProviderServerID) })
+		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, serverOf(inst)) })
 		if err == nil || cloud.KindOf(err) == cloud.NotFound {
 			obs.server, obs.serverAt, obs.status, obs.addresses = nil, nil, "", nil
 		}
 	}
 	obs.at = time.Now()
 	return err
+}
+
+// serverOf is the server inst records, for a call on it.
+func serverOf(inst sqlc.Instance) cloud.Ref {
+	return cloud.Ref{ID: *inst.ProviderServerID, InstanceID: inst.ID.String()}
 }
 
 // createServer makes the instance's server, unless a create whose commit
@@ -160,7 +165,7 @@ func (r *Reconciler) createServer(ctx context.Context, q *sqlc.Queries, a *accou
 		if !s.Incomplete {
 			return s, nil // a second one is the orphan sweep's
 		}
-		err := a.call(ctx, "delete half-made server", func(ctx context.Context) error { return a.driver.Delete(ctx, s.ID) })
+		err := a.call(ctx, "delete half-made server", func(ctx context.Context) error { return a.driver.Delete(ctx, s.Ref()) })
 		if err != nil && cloud.KindOf(err) != cloud.NotFound {
 			return cloud.Server{}, err
 		}

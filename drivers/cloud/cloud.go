@@ -82,14 +82,28 @@ type Driver interface {
 	// a create.
 	Find(ctx context.Context, instanceID string) ([]Server, error)
 	// Start powers a server on.
-	Start(ctx context.Context, serverID string) error
+	Start(ctx context.Context, s Ref) error
 	// Stop shuts a server down, powering it off if it does not stop.
-	Stop(ctx context.Context, serverID string) error
+	Stop(ctx context.Context, s Ref) error
 	// Delete removes a server; deleting one that is gone succeeds.
-	Delete(ctx context.Context, serverID string) error
+	Delete(ctx context.Context, s Ref) error
 	// Budget is what the provider last said of the account's rate limit.
 	Budget() Budget
 }
+
+// Ref names the server a call acts on: the provider's ID and the instance
+// whose label it must carry. Proxmox gives a deleted VM's ID to the next
+// clone, so a call retried by ID alone (after a crash between the call and
+// its record) could reach another instance's server: a driver whose IDs are
+// reused checks the label and treats a server that is not the instance's as
+// gone (NotFound; Delete succeeds).
+type Ref struct {
+	ID         string
+	InstanceID string
+}
+
+// Ref is the server as calls on it name it.
+func (s Server) Ref() Ref { return Ref{ID: s.ID, InstanceID: s.InstanceID} }
 
 // Budget is an account's rate limit as the provider's response headers last
 // stated it. The zero Budget means the provider states none (Proxmox).

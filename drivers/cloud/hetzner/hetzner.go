@@ -208,9 +208,10 @@ func (d *Driver) list(ctx context.Context, selector string) ([]cloud.Server, err
 	}
 }
 
-// Start powers the server on and waits for the action.
-func (d *Driver) Start(ctx context.Context, serverID string) error {
-	srv, err := parseID(serverID)
+// Start powers the server on and waits for the action. Hetzner never gives
+// a deleted server's ID again, so calls by ID need no label check.
+func (d *Driver) Start(ctx context.Context, ref cloud.Ref) error {
+	srv, err := parseID(ref.ID)
 	if err != nil {
 		return err
 	}
@@ -223,8 +224,8 @@ func (d *Driver) Start(ctx context.Context, serverID string) error {
 
 // Stop shuts the server down by ACPI and waits up to ShutdownTimeout for it
 // to be off; then it powers it off.
-func (d *Driver) Stop(ctx context.Context, serverID string) error {
-	srv, err := parseID(serverID)
+func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) error {
+	srv, err := parseID(ref.ID)
 	if err != nil {
 		return err
 	}
@@ -264,8 +265,8 @@ func (d *Driver) Stop(ctx context.Context, serverID string) error {
 
 // Delete deletes the server and waits for the action; a server that is
 // gone is deleted.
-func (d *Driver) Delete(ctx context.Context, serverID string) error {
-	srv, err := parseID(serverID)
+func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
+	srv, err := parseID(ref.ID)
 	if err != nil {
 		return err
 	}

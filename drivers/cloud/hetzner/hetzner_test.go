@@ -158,7 +158,7 @@ func TestStop(t *testing.T) {
 			e := setup(t, hetznertest.Config{IgnoreShutdown: tc.ignore})
 			id := e.running(t, "i-1")
 			start := time.Now()
-			if err := e.d.Stop(context.Background(), id); err != nil {
+			if err := e.d.Stop(context.Background(), cloud.Ref{ID: id}); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
 			if got := e.status(t, id); got != cloud.StatusStopped {
@@ -183,7 +183,7 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "stopped", func() bool { return e.status(t, s.ID) == cloud.StatusStopped })
-	if err := e.d.Start(ctx, s.ID); err != nil {
+	if err := e.d.Start(ctx, cloud.Ref{ID: s.ID}); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	if got := e.status(t, s.ID); got != cloud.StatusRunning {
@@ -195,30 +195,30 @@ func TestDelete(t *testing.T) {
 	e := setup(t, hetznertest.Config{})
 	ctx := context.Background()
 	id := e.running(t, "i-1")
-	if err := e.d.Delete(ctx, id); err != nil {
+	if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if servers, err := e.d.List(ctx); err != nil || len(servers) != 0 {
 		t.Errorf("List after Delete = %v, %v", servers, err)
 	}
-	if err := e.d.Delete(ctx, id); err != nil {
+	if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 		t.Errorf("second Delete: %v", err)
 	}
-	for name, op := range map[string]func(context.Context, string) error{"Start": e.d.Start, "Stop": e.d.Stop} {
+	for name, op := range map[string]func(context.Context, cloud.Ref) error{"Start": e.d.Start, "Stop": e.d.Stop} {
 		t.Run(name+" on deleted", func(t *testing.T) {
-			wantKind(t, op(ctx, id), cloud.NotFound)
+			wantKind(t, op(ctx, cloud.Ref{ID: id}), cloud.NotFound)
 		})
 	}
 	t.Run("behind our back", func(t *testing.T) {
 		id := e.running(t, "i-2")
 		e.emu.DeleteServer(mustID(t, id))
-		wantKind(t, e.d.Start(ctx, id), cloud.NotFound)
-		if err := e.d.Delete(ctx, id); err != nil {
+		wantKind(t, e.d.Start(ctx, cloud.Ref{ID: id}), cloud.NotFound)
+		if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 			t.Errorf("Delete: %v", err)
 		}
 	})
 	t.Run("malformed ID", func(t *testing.T) {
-		wantKind(t, e.d.Start(ctx, "web-1"), cloud.Invalid)
+		wantKind(t, e.d.Start(ctx, cloud.Ref{ID: "web-1"}), cloud.Invalid)
 	})
 }
 
@@ -316,7 +316,7 @@ func TestErrors(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return e.d.Start(ctx, s.ID)
+				return e.d.Start(ctx, cloud.Ref{ID: s.ID})
 			},
 			kind: cloud.Retryable,
 		},
@@ -483,10 +483,10 @@ func TestCallsPerMethod(t *testing.T) {
 		{"Stop", func() error {
 			testenv.Eventually(t, 5*time.Second, "running", func() bool { return e.emu.Servers()[0].Status == "running" })
 			e.emu.Faults().Reset()
-			return e.d.Stop(ctx, id)
+			return e.d.Stop(ctx, cloud.Ref{ID: id})
 		}, 8},
-		{"Start", func() error { return e.d.Start(ctx, id) }, 4},
-		{"Delete", func() error { return e.d.Delete(ctx, id) }, 4},
+		{"Start", func() error { return e.d.Start(ctx, cloud.Ref{ID: id}) }, 4},
+		{"Delete", func() error { return e.d.Delete(ctx, cloud.Ref{ID: id}) }, 4},
 	}
 	for _, s := range steps {
 		e.emu.Faults().Reset()

@@ -288,6 +288,28 @@ func parseID(serverID string) (int, error) {
 	return id, nil
 }
 
+// vmOf returns the VMID of ref, NotFound when that VM is not ref's
+// instance's: Proxmox gives a deleted VM's ID to the next clone, so a call
+// retried by ID could otherwise reach another instance's VM (cloud.Ref).
+func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (int, error) {
+	vmid, err := parseID(ref.ID)
+	if err != nil {
+		return 0, err
+	}
+	var st struct {
+		Name string `json:"name"`
+	}
+	if err := d.call(ctx, func(ctx context.Context) error {
+		return d.client.Get(ctx, d.vmPath(vmid)+"/status/current", &st)
+	}); err != nil {
+		return 0, err
+	}
+	if id, ours := InstanceID(st.Name); !ours || id != ref.InstanceID {
+		return 0, &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not instance %s's", vmid, ref.InstanceID)}
+	}
+	return vmid, nil
+}
+
 // resource is a row of /cluster/resources, the fields List reads
 // (go-proxmox's ClusterResource has no lock).
 type resource struct {
@@ -500,8 +522,8 @@ func (d *Driver) cleanup(ctx context.Context, vmid int) {
 }
 
 // Start powers a VM on and waits for its start task.
-func (d *Driver) Start(ctx context.Context, serverID string) error {
-	vmid, err := parseID(serverID)
+func (d *Driver) Start(ctx context.Context, ref cloud.Ref) error {
+	vmid, err := d.vmOf(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -520,8 +542,8 @@ func (d *Driver) Start(ctx context.Context, serverID string) error {
 
 // Stop shuts a VM down by ACPI and powers it off when it has not stopped
 // within ShutdownTimeout.
-func (d *Driver) Stop(ctx context.Context, serverID string) error {
-	vmid, err := parseID(serverID)
+func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) error {
+	vmid, err := d.vmOf(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -567,8 +589,11 @@ func (d *Driver) powerOff(ctx context.Context, vmid int) error {
 
 // Delete powers a VM off if it runs and destroys it with its disks; a VM
 // that is gone is deleted.
-func (d *Driver) Delete(ctx context.Context, serverID string) error {
-	vmid, err := parseID(serverID)
+func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
+	vmid, err := d.vmOf(ctx, ref)
+	if is(err, cloud.NotFound) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

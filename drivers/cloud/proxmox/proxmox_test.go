@@ -189,7 +189,7 @@ func TestStop(t *testing.T) {
 			d, e := setup(t, func(c *proxmoxtest.Config, _ *proxmox.Config) { c.IgnoreShutdown = tc.ignoreShutdown })
 			srv := create(t, d, request(true))
 			e.Faults().Reset()
-			if err := d.Stop(context.Background(), srv.ID); err != nil {
+			if err := d.Stop(context.Background(), srv.Ref()); err != nil {
 				t.Fatal(err)
 			}
 			if s := vm(t, e, srv.ID).Status; s != "stopped" {
@@ -201,7 +201,7 @@ func TestStop(t *testing.T) {
 				t.Fatalf("calls %v", calls)
 			}
 			// Stopping a stopped server succeeds.
-			if err := d.Stop(context.Background(), srv.ID); err != nil {
+			if err := d.Stop(context.Background(), srv.Ref()); err != nil {
 				t.Fatalf("stop again: %v", err)
 			}
 		})
@@ -212,7 +212,7 @@ func TestStart(t *testing.T) {
 	d, e := setup(t)
 	srv := create(t, d, request(false))
 	for i := range 2 { // starting a running server succeeds
-		if err := d.Start(context.Background(), srv.ID); err != nil {
+		if err := d.Start(context.Background(), srv.Ref()); err != nil {
 			t.Fatalf("start %d: %v", i, err)
 		}
 		if s := vm(t, e, srv.ID).Status; s != "running" {
@@ -227,7 +227,7 @@ func TestStart(t *testing.T) {
 func TestDelete(t *testing.T) {
 	d, e := setup(t)
 	srv := create(t, d, request(true))
-	if err := d.Delete(context.Background(), srv.ID); err != nil {
+	if err := d.Delete(context.Background(), srv.Ref()); err != nil {
 		t.Fatal(err)
 	}
 	id, _ := strconv.Atoi(srv.ID)
@@ -237,8 +237,33 @@ func TestDelete(t *testing.T) {
 	if _, ok := listed(t, d, srv.ID); ok {
 		t.Fatal("still listed")
 	}
-	if err := d.Delete(context.Background(), srv.ID); err != nil {
+	if err := d.Delete(context.Background(), srv.Ref()); err != nil {
 		t.Fatalf("delete again: %v", err)
+	}
+}
+
+// TestCallsByReusedID: Proxmox gives a deleted VM's ID to the next clone, so
+// a call on an instance's server retried after its VM was deleted (a
+// reconciler killed before it recorded the delete) reaches a VM of the same
+// ID that is another instance's: it must leave that VM alone.
+func TestCallsByReusedID(t *testing.T) {
+	d, e := setup(t)
+	ctx := context.Background()
+	gone := create(t, d, request(false))
+	if err := d.Delete(ctx, gone.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	other := create(t, d, request(false))
+	if other.ID != gone.ID {
+		t.Fatalf("the new VM is %s, want the deleted one's ID %s", other.ID, gone.ID)
+	}
+	wantKind(t, d.Start(ctx, gone.Ref()), cloud.NotFound)
+	if err := d.Delete(ctx, gone.Ref()); err != nil {
+		t.Fatalf("delete again: %v", err)
+	}
+	id, _ := strconv.Atoi(other.ID)
+	if v, ok := e.VM(id); !ok || v.Status != "stopped" {
+		t.Fatalf("the other instance's VM %s: %+v, present %v; want it stopped and kept", other.ID, v, ok)
 	}
 }
 
@@ -247,21 +272,21 @@ func TestMissingServer(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		call func(context.Context, string) error
+		call func(context.Context, cloud.Ref) error
 		want cloud.Kind
 	}{
 		{"start", d.Start, cloud.NotFound},
 		{"stop", d.Stop, cloud.NotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.call(ctx, "4242")
+			err := tc.call(ctx, cloud.Ref{ID: "4242", InstanceID: "01a23169-0dbb-734d-9634-5581e1f7f37d"})
 			wantKind(t, err, tc.want)
 			if !strings.Contains(err.Error(), "4242.conf' does not exist") {
 				t.Errorf("message: %v", err)
 			}
 		})
 	}
-	t.Run("malformed ID", func(t *testing.T) { wantKind(t, d.Start(ctx, "web-1"), cloud.Invalid) })
+	t.Run("malformed ID", func(t *testing.T) { wantKind(t, d.Start(ctx, cloud.Ref{ID: "web-1"}), cloud.Invalid) })
 }
 
 func TestQuota(t *testing.T) {
@@ -381,7 +406,7 @@ func TestWrongSecret(t *testing.T) {
 	ctx := context.Background()
 	_, listErr := d.List(ctx)
 	_, createErr := d.Create(ctx, request(false))
-	for _, err := range []error{listErr, createErr, d.Start(ctx, "100")} {
+	for _, err := range []error{listErr, createErr, d.Start(ctx, cloud.Ref{ID: "100"})} {
 		wantKind(t, err, cloud.Refused)
 		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), proxmoxtest.DefaultSecret) {
 			t.Fatalf("secret in %q", err)
@@ -463,7 +488,7 @@ func TestDeleteLocked(t *testing.T) {
 	if len(servers) != 1 || servers[0].Status != cloud.StatusStarting {
 		t.Fatalf("listed %+v", servers)
 	}
-	err = d.Delete(context.Background(), servers[0].ID)
+	err = d.Delete(context.Background(), servers[0].Ref())
 	wantKind(t, err, cloud.Retryable)
 	if !strings.Contains(err.Error(), "VM is locked (clone)") {
 		t.Fatalf("message: %v", err)
@@ -511,12 +536,14 @@ func TestCallCounts(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
 	count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
 	count("Find", func() error { _, err := d.Find(ctx, srv.InstanceID); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
-	count("Stop (ACPI)", func() error { return d.Stop(ctx, srv.ID) }, map[string]int{"POST " + vmPath + "/status/shutdown": 1})
-	count("Start", func() error { return d.Start(ctx, srv.ID) }, map[string]int{"POST " + vmPath + "/status/start": 1})
-	count("Delete (running)", func() error { return d.Delete(ctx, srv.ID) }, map[string]int{
-		"DELETE " + vmPath: 2, "POST " + vmPath + "/status/stop": 1})
+	// Calls by ID first read whose VM it is (cloud.Ref).
+	const whose = "GET " + vmPath + "/status/current"
+	count("Stop (ACPI)", func() error { return d.Stop(ctx, srv.Ref()) }, map[string]int{whose: 1, "POST " + vmPath + "/status/shutdown": 1})
+	count("Start", func() error { return d.Start(ctx, srv.Ref()) }, map[string]int{whose: 1, "POST " + vmPath + "/status/start": 1})
+	count("Delete (running)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{
+		whose: 1, "DELETE " + vmPath: 2, "POST " + vmPath + "/status/stop": 1})
 	srv = create(t, d, request(false))
-	count("Delete (stopped)", func() error { return d.Delete(ctx, srv.ID) }, map[string]int{"DELETE " + vmPath: 1})
+	count("Delete (stopped)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{whose: 1, "DELETE " + vmPath: 1})
 }
 
 // BenchmarkSweep100 lists a node of 100 of our VMs, as one sweep does, and
