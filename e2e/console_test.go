@@ -388,6 +388,10 @@ func TestConsoleSandboxes(t *testing.T) {
 			"network":        map[string]any{"allowInternetAccess": false, "allowOut": []string{"10.77.0.1"}},
 			"defaultTimeout": 120, "maxTimeout": 600,
 		}})["createSandboxTemplate"].(map[string]any)["sandboxTemplate"].(map[string]any)["id"].(string)
+	// A template with a warm pool: the page shows its fill.
+	dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
+		map[string]any{"in": map[string]any{"name": "node", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"),
+			"imageId": pick("images", "debian-12"), "warmCount": 2}})
 	sandbox := func(id string) map[string]any {
 		return dev.gql(t, dev.member, `query($id: ID!) { sandbox(id: $id) { state expiresAt instance { desiredState } } }`,
 			map[string]any{"id": id})["sandbox"].(map[string]any)
@@ -411,6 +415,10 @@ func TestConsoleSandboxes(t *testing.T) {
 		if strings.Contains(text, "hello") {
 			t.Error("the template's card shows an env value")
 		}
+		// How full the pools are depends on the reconciler's pace: the
+		// meter is checked for its target only.
+		b.wait("the warm pools' meter", `document.querySelector('#warm-fill [role=meter]')?.getAttribute('aria-valuemax') === '2'`)
+		t.Logf("warm pools: %s", evaluate[string](b, `document.getElementById('warm-detail').textContent`))
 		b.shot("templates")
 	})
 
