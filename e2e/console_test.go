@@ -263,16 +263,7 @@ func TestConsole(t *testing.T) {
 		b.wait("the instances page, empty", `document.documentElement.dataset.ready === 'instances' && !!document.querySelector('a[href="#/ops/hosts"]') &&
 			!!document.querySelector('#instances-body .state-empty')`)
 		// Instances created elsewhere appear in the list, and run.
-		data := dev.gql(t, dev.member, `{ pools { id name } flavors { id name } images { id name } }`, nil)
-		pick := func(list, name string) string {
-			for _, it := range data[list].([]any) {
-				if it.(map[string]any)["name"] == name {
-					return it.(map[string]any)["id"].(string)
-				}
-			}
-			t.Fatalf("no %s %s", list, name)
-			return ""
-		}
+		pick := dev.catalog(t)
 		for i, flavor := range []string{"medium", "medium", "small"} {
 			dev.gql(t, dev.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`, map[string]any{"in": map[string]any{
 				"poolId": pick("pools", "sim"), "flavorId": pick("flavors", flavor), "imageId": pick("images", "debian-12"),
@@ -366,6 +357,171 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	b.noErrors()
+}
+
+// TestConsoleSandboxes drives the console's sandbox pages in headless
+// Chromium against `better-compute dev --sim 2`, as a member whose
+// template the test makes through the API: the templates page, the create
+// form (an error caught in the browser, then a sandbox made), the sandbox
+// page following its state live and counting its time down, extending it,
+// pausing and resuming it, the list following changes made elsewhere, and
+// deleting it. It saves screenshots of the three pages.
+func TestConsoleSandboxes(t *testing.T) {
+	chrome := chromium(t)
+	dev := startDev(t)
+	b := newBrowser(t, chrome)
+	b.shots = screenshotsDir(t)
+	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, f func(t *testing.T)) {
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+	pick := dev.catalog(t)
+	tpl := dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
+		map[string]any{"in": map[string]any{
+			"name": "python", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"), "imageId": pick("images", "debian-12"),
+			"sshKeys": []string{sshKey}, "env": []map[string]any{{"name": "GREETING", "value": "hello"}},
+			"network":        map[string]any{"allowInternetAccess": false, "allowOut": []string{"10.77.0.1"}},
+			"defaultTimeout": 120, "maxTimeout": 600,
+		}})["createSandboxTemplate"].(map[string]any)["sandboxTemplate"].(map[string]any)["id"].(string)
+	// A template with a warm pool: the page shows its fill.
+	dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
+		map[string]any{"in": map[string]any{"name": "node", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"),
+			"imageId": pick("images", "debian-12"), "warmCount": 2}})
+	sandbox := func(id string) map[string]any {
+		return dev.gql(t, dev.member, `query($id: ID!) { sandbox(id: $id) { state expiresAt instance { desiredState } } }`,
+			map[string]any{"id": id})["sandbox"].(map[string]any)
+	}
+
+	b.do("open the console", chromedp.Navigate(dev.url+"/#/templates"))
+	b.wait("the login form", `document.documentElement.dataset.usable === 'login'`)
+	b.do("log in as the member", chromedp.SendKeys(chromedp.ID("login-token"), dev.member), chromedp.Click(chromedp.ID("login-submit")))
+	b.wait("the live connection", `document.getElementById('conn')?.dataset.state === 'live'`)
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+
+	step("the templates page shows the template", func(t *testing.T) {
+		b := b.with(t)
+		b.wait("its card", fmt.Sprintf(`document.documentElement.dataset.ready === 'templates' && !!document.querySelector('.template[data-id=%q]')`, tpl))
+		text := evaluate[string](b, fmt.Sprintf(`document.querySelector('.template[data-id=%q]').textContent`, tpl))
+		for _, want := range []string{"python", "GREETING", "no internet; allow 10.77.0.1", "2 min by default, at most 10 min", "every sandbox boots cold"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the template's card lacks %q: %s", want, text)
+			}
+		}
+		if strings.Contains(text, "hello") {
+			t.Error("the template's card shows an env value")
+		}
+		// How full the pools are depends on the reconciler's pace: the
+		// meter is checked for its target only.
+		b.wait("the warm pools' meter", `document.querySelector('#warm-fill [role=meter]')?.getAttribute('aria-valuemax') === '2'`)
+		t.Logf("warm pools: %s", evaluate[string](b, `document.getElementById('warm-detail').textContent`))
+		b.shot("templates")
+	})
+
+	b.do("spy on requests", chromedp.Evaluate[chromedp.Void](`window.__sent = []; { const f = window.fetch;
+		window.fetch = (url, opts) => { window.__sent.push(String(opts?.body || '')); return f(url, opts); }; }`))
+	step("bad metadata is caught in the browser and nothing is sent", func(t *testing.T) {
+		b := b.with(t)
+		b.do("create from the template", chromedp.Click(chromedp.ID("new-from-"+tpl)))
+		b.wait("the form, on the template, with its default timeout", fmt.Sprintf(`!!document.getElementById('sandbox-form') &&
+			document.getElementById('f-template').value === %q && document.getElementById('f-timeout').value === '120'`, tpl))
+		b.do("metadata without =", chromedp.SetValue(chromedp.ID("f-metadata"), "app=console\noops"), chromedp.Click(chromedp.ID("sandbox-submit")))
+		b.wait("the metadata's error", `document.getElementById('f-metadata-error').textContent.includes('line 2') &&
+			document.getElementById('f-metadata').getAttribute('aria-invalid') === 'true' && document.activeElement?.id === 'f-metadata'`)
+		if sent := evaluate[[]string](b, `window.__sent.filter((s) => s.includes('createSandbox'))`); len(sent) != 0 {
+			t.Errorf("the page sent createSandbox with bad metadata: %v", sent)
+		}
+	})
+
+	var id string
+	step("a sandbox is created and runs without a reload", func(t *testing.T) {
+		b := b.with(t)
+		b.do("fix the metadata and create", chromedp.SetValue(chromedp.ID("f-metadata"), "app=console\nowner=e2e"), chromedp.Click(chromedp.ID("sandbox-submit")))
+		b.wait("the sandbox's page", `location.hash.startsWith('#/sandboxes/sbx_') && !!document.querySelector('#sandbox-state .badge')`)
+		id = strings.TrimPrefix(evaluate[string](b, `location.hash`), "#/sandboxes/")
+		start := time.Now()
+		b.waitFor(60*time.Second, "the badge to say RUNNING", `document.querySelector('#sandbox-state .badge')?.dataset.state === 'RUNNING'`)
+		t.Logf("sandbox %s RUNNING in the page %v after the create was answered", id, time.Since(start).Round(time.Millisecond))
+		for sel, want := range map[string]string{"#sandbox-started": "COLD", "#sandbox-template": "python", "#sandbox-metadata": "owner = e2e"} {
+			if got := evaluate[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, sel)); !strings.Contains(got, want) {
+				t.Errorf("%s says %q, want %q in it", sel, got, want)
+			}
+		}
+	})
+
+	step("the time left counts down, and extending moves it", func(t *testing.T) {
+		b := b.with(t)
+		left := evaluate[int](b, `Number(document.querySelector('#sandbox-left .time-left').dataset.left)`)
+		if left <= 0 || left > 120 {
+			t.Fatalf("time left %d s, want (0, 120]", left)
+		}
+		b.wait("the countdown to move", fmt.Sprintf(`Number(document.querySelector('#sandbox-left .time-left').dataset.left) < %d`, left))
+		before := sandbox(id)["expiresAt"].(string)
+		b.do("set the timeout to 600 s", chromedp.SetValue(chromedp.ID("f-timeout"), "600"), chromedp.Click(chromedp.ID("timeout-submit")))
+		b.wait("the time left near 10 min", `Number(document.querySelector('#sandbox-left .time-left').dataset.left) > 500 &&
+			document.getElementById('timeout-done').textContent.startsWith('Done')`)
+		if after := sandbox(id)["expiresAt"].(string); after <= before {
+			t.Errorf("expiresAt %s, was %s: not extended", after, before)
+		}
+		b.do("over the maximum", chromedp.SetValue(chromedp.ID("f-timeout"), "601"), chromedp.Click(chromedp.ID("timeout-submit")))
+		b.wait("the timeout's error", `document.getElementById('f-timeout-error').textContent.includes('600') &&
+			document.getElementById('f-timeout').getAttribute('aria-invalid') === 'true'`)
+	})
+
+	step("pause and resume", func(t *testing.T) {
+		b := b.with(t)
+		b.do("pause", chromedp.Click(chromedp.ID("action-pause")))
+		// The sandbox is PAUSED once its instance is; until then it says
+		// where it is going.
+		b.wait("the pause taken", `!!document.getElementById('action-resume') && !document.getElementById('action-pause') &&
+			(document.querySelector('#sandbox-state .badge').dataset.state === 'PAUSED' || document.getElementById('sandbox-state').textContent.includes('→ PAUSED'))`)
+		if want := sandbox(id)["instance"].(map[string]any)["desiredState"]; want != "PAUSED" {
+			t.Errorf("after pausing the instance's desired state is %v", want)
+		}
+		b.do("resume", chromedp.Click(chromedp.ID("action-resume")))
+		b.waitFor(60*time.Second, "RUNNING again", `!!document.getElementById('action-pause') && document.querySelector('#sandbox-state .badge').dataset.state === 'RUNNING' &&
+			!document.getElementById('sandbox-state').textContent.includes('→')`)
+	})
+
+	step("the list follows changes made elsewhere", func(t *testing.T) {
+		b := b.with(t)
+		b.do("open the list", chromedp.Click(chromedp.CSS(`nav a[href="#/sandboxes"]`)))
+		row := fmt.Sprintf(`document.querySelector('#sandboxes-table tr[data-id=%q]')`, id)
+		b.wait("its row, RUNNING, with its time left", row+`?.querySelector('.badge').dataset.state === 'RUNNING' && Number(`+row+`.querySelector('.time-left').dataset.left) > 400`)
+		other := dev.gql(t, dev.member, `mutation($t: ID!) { createSandbox(input: {templateId: $t, metadata: {app: "api"}}) { sandbox { id } } }`,
+			map[string]any{"t": tpl})["createSandbox"].(map[string]any)["sandbox"].(map[string]any)["id"].(string)
+		b.waitFor(60*time.Second, "the new sandbox's row, RUNNING", fmt.Sprintf(`document.querySelector('#sandboxes-table tr[data-id=%q] .badge')?.dataset.state === 'RUNNING'`, other))
+		dev.gql(t, dev.member, `mutation($id: ID!) { pauseSandbox(input: {id: $id}) { sandbox { id } } }`, map[string]any{"id": other})
+		b.wait("its row pausing", fmt.Sprintf(`!!document.querySelector('#sandboxes-table tr[data-id=%q]')?.textContent.match(/PAUSED/)`, other))
+		b.shot("sandboxes")
+		dev.gql(t, dev.member, `mutation($id: ID!) { deleteSandbox(input: {id: $id}) { sandbox { id } } }`, map[string]any{"id": other})
+		b.waitFor(60*time.Second, "its row DELETED", fmt.Sprintf(`document.querySelector('#sandboxes-table tr[data-id=%q] .badge')?.dataset.state === 'DELETED'`, other))
+	})
+
+	step("delete with a confirmation", func(t *testing.T) {
+		b := b.with(t)
+		b.do("open the sandbox", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-id=%q] a`, id))))
+		b.wait("the sandbox", `!!document.getElementById('action-delete') && document.querySelector('#sandbox-state .badge')?.dataset.state === 'RUNNING'`)
+		b.shot("sandbox")
+		b.do("delete", chromedp.Click(chromedp.ID("action-delete")))
+		b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+		b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+		b.waitFor(60*time.Second, "the badge to say DELETED", `document.querySelector('#sandbox-state .badge')?.dataset.state === 'DELETED' &&
+			!!document.getElementById('sandbox-ended') && !document.getElementById('action-delete') && document.getElementById('timeout-form').hidden`)
+		if got := sandbox(id)["state"]; got != "DELETED" {
+			t.Errorf("the API says the sandbox is %v", got)
+		}
+	})
+	if !evaluate[bool](b, `window.__sameDocument === true`) {
+		t.Fatal("the page was reloaded")
+	}
+	if n := evaluate[int](b, `[...document.querySelectorAll('main input, main select, main textarea')].filter((e) => e.labels.length === 0).length`); n != 0 {
+		t.Errorf("%d controls of the sandbox page have no label", n)
+	}
 	b.noErrors()
 }
 
@@ -682,6 +838,23 @@ func (d *devServer) gql(t *testing.T, token, query string, vars map[string]any) 
 		t.Fatalf("%s: %v", query, errs)
 	}
 	return data
+}
+
+// catalog reads the pools, flavors and images the member sees, and returns
+// a lookup of one's ID by its list ("pools", "flavors", "images") and name.
+func (d *devServer) catalog(t *testing.T) func(list, name string) string {
+	t.Helper()
+	data := d.gql(t, d.member, `{ pools { id name } flavors { id name } images { id name } }`, nil)
+	return func(list, name string) string {
+		t.Helper()
+		for _, it := range data[list].([]any) {
+			if it.(map[string]any)["name"] == name {
+				return it.(map[string]any)["id"].(string)
+			}
+		}
+		t.Fatalf("no %s %s", list, name)
+		return ""
+	}
 }
 
 // auditCount counts the audit events of action, as the operator sees them.

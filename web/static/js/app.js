@@ -12,6 +12,10 @@ import { instancesPage } from './pages/instances.js';
 import { instancePage } from './pages/instance.js';
 import { createPage } from './pages/create.js';
 import { auditPage } from './pages/audit.js';
+import { sandboxesPage } from './pages/sandboxes.js';
+import { sandboxPage } from './pages/sandbox.js';
+import { sandboxNewPage } from './pages/sandbox-new.js';
+import { templatesPage } from './pages/templates.js';
 import { poolsPage, hostsPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
@@ -28,6 +32,10 @@ const routes = [
   { path: /^\/instances$/, page: instancesPage, nav: 'instances' },
   { path: /^\/instances\/new$/, page: createPage, nav: 'new' },
   { path: /^\/instances\/([^/]+)$/, page: instancePage, nav: 'instances' },
+  { path: /^\/sandboxes$/, page: sandboxesPage, nav: 'sandboxes' },
+  { path: /^\/sandboxes\/new$/, page: sandboxNewPage, nav: 'sandboxes' },
+  { path: /^\/sandboxes\/([^/]+)$/, page: sandboxPage, nav: 'sandboxes' },
+  { path: /^\/templates$/, page: templatesPage, nav: 'templates' },
   { path: /^\/audit$/, page: auditPage, nav: 'audit' },
   { path: /^\/ops\/pools$/, page: poolsPage, nav: 'pools', operator: true },
   { path: /^\/ops\/hosts$/, page: hostsPage, nav: 'hosts', operator: true },
@@ -39,6 +47,8 @@ const routes = [
 const NAV = [
   ['instances', '#/instances', 'Instances'],
   ['new', '#/instances/new', 'New instance'],
+  ['sandboxes', '#/sandboxes', 'Sandboxes'],
+  ['templates', '#/templates', 'Templates'],
   ['audit', '#/audit', 'Audit log'],
 ];
 const OPS_NAV = [

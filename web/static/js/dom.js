@@ -64,6 +64,16 @@ export function time(v, relative = false) {
   return h('time', { datetime: new Date(v).toISOString(), title: fmtTime(v) }, relative ? ago(v) : fmtTime(v));
 }
 
+// duration shows milliseconds as minutes and seconds (hours and minutes
+// past an hour): "4 min 05 s", "58 s", "1 h 20 min".
+export function duration(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${pad(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${pad(m % 60)} min`;
+}
+
 export function mib(n) {
   if (n == null) return '—';
   if (n >= 1024 && n % 1024 === 0) return `${n / 1024} GiB`;

@@ -45,6 +45,11 @@ export class Store {
     this.listeners.forEach((fn) => fn(change));
   }
 
+  // values returns every instance the store knows.
+  values() {
+    return [...this.byId.values()];
+  }
+
   subscribe(fn) {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);

@@ -1,7 +1,7 @@
 // Pieces every page uses: state badges, loading/empty/error states, tables
 // that turn into cards on a narrow screen, usage bars and the confirmation
 // dialog.
-import { h, replace, uid } from './dom.js';
+import { h, replace, uid, duration, fmtTime } from './dom.js';
 import { describe } from './api.js';
 
 const TONE = {
@@ -17,11 +17,16 @@ const TONE = {
   DELETED: 'gone',
   ERROR: 'bad',
   LOST: 'bad',
+  EXPIRED: 'gone',
 };
 
-export const STATES = Object.keys(TONE);
+// STATES are an instance's states.
+export const STATES = ['RUNNING', 'STOPPED', 'PAUSED', 'PENDING', 'PROVISIONING', 'STARTING', 'STOPPING', 'REBOOTING', 'DELETING', 'DELETED', 'ERROR', 'LOST'];
 
-// badge shows an instance state.
+// SANDBOX_STATES are a sandbox's.
+export const SANDBOX_STATES = ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'LOST', 'EXPIRED', 'DELETED'];
+
+// badge shows an instance's or a sandbox's state.
 export function badge(state, extra = {}) {
   return h('span', { class: `badge tone-${TONE[state] || 'idle'}`, dataset: { state }, ...extra }, state);
 }
@@ -110,6 +115,36 @@ export function alertBox() {
     show(msg) { replace(el, msg); el.classList.add('shown'); },
     clear() { replace(el); el.classList.remove('shown'); },
   };
+}
+
+// timeLeft shows the time until expiresAt, counting down as
+// tickTimeLeft updates it; ended (a time) stops it.
+export function timeLeft(expiresAt, ended) {
+  const el = h('time', { class: 'time-left', datetime: new Date(expiresAt).toISOString(), title: `Expires at ${fmtTime(expiresAt)}` });
+  if (ended) el.dataset.ended = 'true';
+  tick(el, Date.now());
+  return el;
+}
+
+function tick(el, now) {
+  if (el.dataset.ended) {
+    el.textContent = '—';
+    return;
+  }
+  const ms = new Date(el.getAttribute('datetime')).getTime() - now;
+  el.dataset.left = String(Math.max(0, Math.floor(ms / 1000)));
+  el.textContent = ms > 0 ? duration(ms) : 'due now';
+  el.classList.toggle('time-short', ms < 60000);
+}
+
+// tickTimeLeft counts down every timeLeft in root once a second, with the
+// browser's clock, until the returned function is called.
+export function tickTimeLeft(root) {
+  const every = setInterval(() => {
+    const now = Date.now();
+    root.querySelectorAll('.time-left').forEach((el) => tick(el, now));
+  }, 1000);
+  return () => clearInterval(every);
 }
 
 // dl renders pairs as a description list.

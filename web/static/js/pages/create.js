@@ -2,9 +2,10 @@
 // sending (name, SSH keys, user data size); the API's errors name a field
 // in extensions.field and are shown beside it, like the browser's own.
 import { h, replace, mib, plural } from '../dom.js';
-import { gql, describe, ApiError } from '../api.js';
+import { gql } from '../api.js';
 import { loading, failure, pageHead, empty } from '../ui.js';
 import { parseKeys, KEY_TYPES, MAX_KEYS } from '../sshkey.js';
+import { formKit, idempotencyKey } from './form.js';
 
 const CATALOG = `query Catalog($operator: Boolean!) {
   pools { id name class }
@@ -26,7 +27,7 @@ export function createPage(ctx) {
   const { main, session } = ctx;
   ctx.setTitle('New instance');
   replace(main, pageHead('New instance'), loading('pools, flavors and images'));
-  const idempotencyKey = crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2);
+  const key = idempotencyKey();
 
   async function load() {
     try {
@@ -47,21 +48,7 @@ export function createPage(ctx) {
           session.operator ? 'Create them first (see the README).' : 'Ask an operator to set them up for your tenant.')));
       return;
     }
-    const fields = {};
-    const field = (key, label, control, hint) => {
-      const hintId = `f-${key}-hint`;
-      const errId = `f-${key}-error`;
-      control.id = `f-${key}`;
-      control.setAttribute('aria-describedby', hint ? `${hintId} ${errId}` : errId);
-      const err = h('p', { class: 'field-error', id: errId });
-      fields[key] = { control, err };
-      const isCheck = control.type === 'checkbox';
-      return h('div', { class: `field${isCheck ? ' field-check' : ''}`, dataset: { field: key } },
-        isCheck ? [control, h('label', { for: control.id }, label)] : h('label', { for: control.id }, label),
-        hint && h('p', { class: 'hint', id: hintId }, hint),
-        isCheck ? null : control,
-        err);
-    };
+    const { fields, summary, field, setError, clearErrors, showErrors, showApiError } = formKit('instance');
     const select = (name, items, text, first) => h('select', { name },
       first && h('option', { value: '' }, first),
       items.map((it, i) => h('option', { value: it.id, selected: !first && i === 0 }, text(it))));
@@ -74,7 +61,6 @@ export function createPage(ctx) {
     const start = h('input', { type: 'checkbox', name: 'start', checked: true });
     const keys = h('textarea', { name: 'sshKeys', rows: '4', spellcheck: 'false', autocapitalize: 'off', autocomplete: 'off', class: 'mono', required: true });
     const userData = h('textarea', { name: 'userData', rows: '5', spellcheck: 'false', autocapitalize: 'off', class: 'mono' });
-    const summary = h('div', { class: 'alert', role: 'alert', id: 'form-errors', tabindex: '-1' });
     const submit = h('button', { type: 'submit', class: 'btn btn-primary', id: 'create-submit' }, 'Create instance');
 
     const form = h('form', { class: 'card form', id: 'create-form', novalidate: true },
@@ -88,36 +74,6 @@ export function createPage(ctx) {
       field('userData', 'User data (optional)', userData, 'cloud-init user data, up to 64 KiB. It is sealed at rest and cannot be read back.'),
       field('start', 'Start it once created', start),
       h('div', { class: 'actions' }, submit, h('a', { class: 'btn', href: '#/instances' }, 'Cancel')));
-
-    const setError = (key, msg) => {
-      const f = fields[key];
-      if (!f) return false;
-      f.err.textContent = msg || '';
-      if (msg) f.control.setAttribute('aria-invalid', 'true');
-      else f.control.removeAttribute('aria-invalid');
-      return true;
-    };
-    const clearErrors = () => {
-      for (const k of Object.keys(fields)) setError(k, '');
-      replace(summary);
-      summary.classList.remove('shown');
-    };
-    // showErrors puts each error at its field, lists them on top and moves
-    // focus to the first field in error.
-    const showErrors = (errs, general) => {
-      const items = [];
-      for (const [key, msg] of errs) {
-        setError(key, msg);
-        items.push(h('li', null, h('a', { href: `#/instances/new`, dataset: { target: key }, onclick: (e) => { e.preventDefault(); fields[key].control.focus(); } }, `${labelOf(key)}: ${msg}`)));
-      }
-      replace(summary,
-        h('p', null, h('strong', null, general || (errs.length === 1 ? 'The instance was not created: fix the field below.' : `The instance was not created: fix the ${errs.length} fields below.`))),
-        items.length ? h('ul', null, items) : null);
-      summary.classList.add('shown');
-      if (errs.length) fields[errs[0][0]].control.focus();
-      else summary.focus();
-    };
-    const labelOf = (key) => fields[key].control.closest('.field').querySelector('label').textContent;
 
     // A field in error is checked again as it is edited, so it stops
     // saying it is wrong once fixed. (Not on blur: the layout would move
@@ -143,7 +99,7 @@ export function createPage(ctx) {
       }
       const input = {
         poolId: pool.value, flavorId: flavor.value, imageId: image.value, name: name.value.trim(),
-        sshKeys: parsed.keys.map((k) => k.key), desiredState: start.checked ? 'RUNNING' : 'STOPPED', idempotencyKey,
+        sshKeys: parsed.keys.map((k) => k.key), desiredState: start.checked ? 'RUNNING' : 'STOPPED', idempotencyKey: key,
       };
       if (tenant) input.tenantId = tenant.value;
       if (userData.value) input.userData = userData.value;
@@ -160,39 +116,23 @@ export function createPage(ctx) {
         submit.disabled = false;
         submit.textContent = 'Create instance';
         form.removeAttribute('aria-busy');
-        showApiError(err);
+        showApiError(err, placeError);
       }
     });
 
-    // showApiError puts each error that names a field at that field; any
-    // other error goes in the summary.
-    function showApiError(err) {
-      if (!(err instanceof ApiError)) {
-        showErrors([], describe(err));
-        return;
+    // placeError puts an API error that names a field at that field, an
+    // SSH key's index turned into the line it came from.
+    function placeError(ext, msg) {
+      const line = /^sshKeys\[(\d+)\]$/.exec(ext.field || '');
+      if (line && parsed?.keys[Number(line[1])]) msg = `line ${parsed.keys[Number(line[1])].line}: ${msg}`;
+      if (ext.code === 'QUOTA_EXCEEDED') {
+        // A flavor too big for what is left; or no instance left at all.
+        const what = { instances: 'instances', vcpus: 'vCPUs', memoryMb: 'memory', gpus: 'GPUs' }[ext.limit] || ext.limit;
+        const text = `your tenant's quota of ${what} would be exceeded (${msg})`;
+        return ext.limit === 'instances' ? `The instance was not created: ${text}.` : ['flavor', text];
       }
-      const errs = [];
-      let general = '';
-      for (const e of err.errors) {
-        const ext = e.extensions || {};
-        let msg = e.message || 'is not valid';
-        if (ext.field && msg.startsWith(`${ext.field}: `)) msg = msg.slice(ext.field.length + 2);
-        const line = /^sshKeys\[(\d+)\]$/.exec(ext.field || '');
-        const key = line ? 'sshKeys' : API_FIELD[ext.field];
-        if (line && parsed?.keys[Number(line[1])]) msg = `line ${parsed.keys[Number(line[1])].line}: ${msg}`;
-        if (ext.code === 'QUOTA_EXCEEDED') {
-          // A flavor too big for what is left; or no instance left at all.
-          const what = { instances: 'instances', vcpus: 'vCPUs', memoryMb: 'memory', gpus: 'GPUs' }[ext.limit] || ext.limit;
-          const text = `your tenant's quota of ${what} would be exceeded (${msg})`;
-          if (ext.limit === 'instances') general = `The instance was not created: ${text}.`;
-          else errs.push(['flavor', text]);
-        } else if (key && fields[key]) {
-          errs.push([key, msg]);
-        } else {
-          general = `The instance was not created: ${describe(err)}`;
-        }
-      }
-      showErrors(errs, general);
+      const key = line ? 'sshKeys' : API_FIELD[ext.field];
+      return key ? [key, msg] : null;
     }
 
     replace(main, h('p', { class: 'crumbs' }, h('a', { href: '#/instances' }, '← Instances')), pageHead('New instance'), form);

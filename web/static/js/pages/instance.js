@@ -1,8 +1,9 @@
 // One instance: what it is, its state as it changes (a timeline of the
 // events since the page opened), and start/stop/delete with a confirmation.
 import { h, replace, time, mib, fmtTime } from '../dom.js';
-import { gql, describe, ApiError } from '../api.js';
-import { badge, loading, failure, empty, pageHead, confirm, alertBox } from '../ui.js';
+import { gql, ApiError } from '../api.js';
+import { badge, loading, failure, empty, pageHead } from '../ui.js';
+import { actionBar } from './actions.js';
 
 const QUERY = `query Instance($id: ID!) { instance(id: $id) {
   id name state desiredState stateReason addresses version createdAt updatedAt imageVerified
@@ -26,8 +27,18 @@ export function instancePage(ctx) {
   const timeline = []; // {at, state, desiredState, stateReason, version, note}
   const opened = new Date();
   const view = {};
-  const actionError = alertBox();
-  let busy = '';
+  const actions = actionBar({
+    id: 'instance-actions',
+    noun: 'instance',
+    actions: Object.fromEntries(Object.entries(ACTIONS).map(([k, a]) => [k, {
+      ...a,
+      confirm: () => ({ title: `${a.verb} ${inst.name}?`, body: a.body, ok: `${a.verb} instance` }),
+      run: async () => {
+        const data = await gql(`mutation Act($id: ID!) { ${a.mutation}(input: {id: $id}) { instance { ${FIELDS} } } }`, { id }, { signal: ctx.signal });
+        store.merge(data[a.mutation].instance);
+      },
+    }])),
+  });
 
   async function load(initial) {
     try {
@@ -59,7 +70,6 @@ export function instancePage(ctx) {
     view.desired = h('span', { class: 'desired', id: 'instance-desired' });
     view.reason = h('div', { id: 'instance-reason' });
     view.deleted = h('div');
-    view.actions = h('div', { class: 'actions', id: 'instance-actions', role: 'group', 'aria-label': 'Actions' });
     view.addresses = h('dd', { id: 'instance-addresses' });
     view.timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-live': 'polite', 'aria-relevant': 'additions' });
     const f = inst.flavor;
@@ -70,8 +80,8 @@ export function instancePage(ctx) {
       pageHead(inst.name, h('span', { class: 'state-cell big' }, view.badge, view.desired)),
       view.reason,
       view.deleted,
-      view.actions,
-      actionError.el,
+      actions.el,
+      actions.error,
       h('div', { class: 'grid-2' },
         h('section', { class: 'card', 'aria-labelledby': 'h-details' },
           h('h2', { id: 'h-details' }, 'Details'),
@@ -109,36 +119,11 @@ export function instancePage(ctx) {
 
   function renderActions() {
     const gone = inst.desiredState === 'DELETED' || inst.state === 'DELETED';
-    const can = {
+    actions.update({
       start: !gone && inst.desiredState !== 'RUNNING',
       stop: !gone && inst.desiredState === 'RUNNING',
       delete: !gone,
-    };
-    replace(view.actions, Object.entries(ACTIONS).filter(([k]) => can[k] || (busy === k)).map(([k, a]) =>
-      h('button', {
-        type: 'button', id: `action-${k}`, class: `btn ${a.danger ? 'btn-danger' : ''}`, disabled: !!busy,
-        onclick: () => act(k),
-      }, busy === k ? a.busy : a.verb)));
-  }
-
-  async function act(k) {
-    const a = ACTIONS[k];
-    const ok = await confirm({ title: `${a.verb} ${inst.name}?`, body: a.body, ok: `${a.verb} instance`, danger: a.danger });
-    if (!ok) return;
-    actionError.clear();
-    busy = k;
-    renderActions();
-    try {
-      const data = await gql(`mutation Act($id: ID!) { ${a.mutation}(input: {id: $id}) { instance { ${FIELDS} } } }`, { id }, { signal: ctx.signal });
-      store.merge(data[a.mutation].instance);
-    } catch (err) {
-      if (err.name === 'AbortError') return;
-      actionError.show(`Could not ${a.verb.toLowerCase()} the instance: ${describe(err)}`);
-    } finally {
-      busy = '';
-      if (view.actions?.isConnected) renderActions();
-      document.getElementById(`action-${k}`)?.focus();
-    }
+    });
   }
 
   function renderTimeline() {
