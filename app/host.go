@@ -53,8 +53,12 @@ type HostConfig struct {
 	// the libvirt runtime (--state-dir). Default DefaultHostStateDir.
 	StateDir string
 	// Bridge is the host bridge guest NICs join (--bridge). Default:
-	// user-mode networking.
+	// user-mode networking, which cannot enforce a network policy.
 	Bridge string
+	// BootTimeout is how long after its start a guest whose console never
+	// says it booted counts as booted, for the pause of a warm instance
+	// (--boot-timeout). Default: the libvirt runtime's.
+	BootTimeout time.Duration
 	// Logger is the process log. Default: JSON to stderr.
 	Logger *slog.Logger
 }
@@ -99,7 +103,9 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
 	fs.StringVar(&c.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); empty: kvm when /dev/kvm exists")
 	fs.StringVar(&c.StateDir, "state-dir", DefaultHostStateDir, "libvirt runtime: `directory` for images, overlays, seeds and console logs")
-	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking")
+	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
+	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
+		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")
 }
 
 func (c *HostConfig) applyDefaults() {

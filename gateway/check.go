@@ -80,6 +80,9 @@ func checkReport(rep hostproto.Report) error {
 		if len(st.Reason) > maxReason {
 			return badReport(field+".reason", "at most %d bytes", maxReason)
 		}
+		if err := checkStats(field, st); err != nil {
+			return err
+		}
 	}
 	if inv := rep.Inventory; inv != nil {
 		switch {
@@ -97,6 +100,27 @@ func checkReport(rep hostproto.Report) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxMemoryBytes bounds the memory a domain may say it holds: 1 PiB, past
+// any host.
+const maxMemoryBytes = 1 << 50
+
+// checkStats checks the stats of an instance's status: only a running or
+// paused domain has them, and their numbers are not negative.
+func checkStats(field string, st hostproto.InstanceStatus) error {
+	s := st.Stats
+	switch {
+	case s == nil:
+		return nil
+	case st.State != hostproto.StateRunning && st.State != hostproto.StatePaused:
+		return badReport(field+".stats", "only a running or paused instance has stats, not a %s one", st.State)
+	case s.CPUTimeNs < 0:
+		return badReport(field+".stats.cpuTimeNs", "must not be negative")
+	case s.MemoryBytes < 0 || s.MemoryBytes > maxMemoryBytes:
+		return badReport(field+".stats.memoryBytes", "must be between 0 and %d", int64(maxMemoryBytes))
 	}
 	return nil
 }

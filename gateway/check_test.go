@@ -23,15 +23,20 @@ func TestReportChecks(t *testing.T) {
 		body  string
 		field string
 	}{
-		{"negative memory", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":-1,"diskGb":10}}`, "inventory.memoryMb"},
-		{"negative vCPUs", `{"protocol":1,"generation":1,"inventory":{"vcpus":-4,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
-		{"negative disk", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":-10}}`, "inventory.diskGb"},
-		{"vCPUs past 32 bits", `{"protocol":1,"generation":1,"inventory":{"vcpus":4294967297,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
-		{"memory past 64 bits", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":99999999999999999999,"diskGb":10}}`, "inventory.memoryMb"},
-		{"negative generation", `{"protocol":1,"generation":-1}`, "generation"},
-		{"unknown state", `{"protocol":1,"generation":1,"instances":[{"id":"` + id + `","state":"exploded"}]}`, "instances[0].state"},
-		{"NUL in a reason", `{"protocol":1,"generation":1,"instances":[{"id":"` + id + `","state":"failed","reason":"bad\u0000"}]}`, "instances[0].reason"},
-		{"NUL in a GPU", `{"protocol":1,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
+		{"negative memory", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":-1,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative vCPUs", `{"protocol":2,"generation":1,"inventory":{"vcpus":-4,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"negative disk", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":-10}}`, "inventory.diskGb"},
+		{"vCPUs past 32 bits", `{"protocol":2,"generation":1,"inventory":{"vcpus":4294967297,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"memory past 64 bits", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":99999999999999999999,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative generation", `{"protocol":2,"generation":-1}`, "generation"},
+		{"unknown state", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"exploded"}]}`, "instances[0].state"},
+		{"NUL in a reason", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"failed","reason":"bad\u0000"}]}`, "instances[0].reason"},
+		{"negative CPU time", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":-1,"memoryBytes":1}}]}`, "instances[0].stats.cpuTimeNs"},
+		{"negative memory use", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":1,"memoryBytes":-1}}]}`, "instances[0].stats.memoryBytes"},
+		{"memory use past a host's", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"paused","stats":{"cpuTimeNs":1,"memoryBytes":1125899906842625}}]}`, "instances[0].stats.memoryBytes"},
+		{"CPU time past 64 bits", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":18446744073709551616,"memoryBytes":1}}]}`, "instances.stats.cpuTimeNs"},
+		{"stats of a stopped instance", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"stopped","stats":{"cpuTimeNs":1,"memoryBytes":1}}]}`, "instances[0].stats"},
+		{"NUL in a GPU", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,7 +71,7 @@ func TestReportGeneration(t *testing.T) {
 		e.db.QueryRow(context.Background(), "SELECT observed_state FROM instances WHERE id = $1", e.instance).Scan(&observed)
 	}
 
-	resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen + 5,
+	resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: gen + 5,
 		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateRunning}}})
 	if resp.StatusCode != 409 {
 		t.Fatalf("a report ahead of the spec: %d, want 409", resp.StatusCode)
@@ -75,7 +80,7 @@ func TestReportGeneration(t *testing.T) {
 		t.Fatalf("after a report ahead of the spec: reported generation %d, observed %v", reported, observed)
 	}
 
-	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen,
+	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: gen,
 		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateRunning}}}); resp.StatusCode != 204 {
 		t.Fatalf("a current report: %d", resp.StatusCode)
 	}
@@ -85,7 +90,7 @@ func TestReportGeneration(t *testing.T) {
 	// A late report of the same instance at an older generation that still
 	// covers its entry: it must not overwrite what the newer one said.
 	e.exec("UPDATE instances SET spec_generation = $1 WHERE id = $2", gen-1, e.instance)
-	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen - 1,
+	if resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: gen - 1,
 		Instances: []hostproto.InstanceStatus{{ID: id, State: hostproto.StateStopped}}}); resp.StatusCode != 204 {
 		t.Fatalf("an older report: %d, want 204 (a heartbeat)", resp.StatusCode)
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,9 @@ type Config struct {
 	// counts as silent; a report after that wakes its instances. Default
 	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// Stats takes the domain stats of every accepted report. Nil: they are
+	// dropped.
+	Stats StatsSink
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -84,7 +88,17 @@ func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+hostproto.SpecPath, g.authenticated(g.spec))
 	mux.HandleFunc("POST "+hostproto.ReportPath, g.authenticated(g.report))
+	mux.HandleFunc("/host/", oldProtocol)
 	return mux
+}
+
+// oldProtocol answers a host daemon of another protocol version (its paths
+// name it, /host/v1/…) with 400 and what to do, which the daemon logs. The
+// gateway speaks one version: a version 1 daemon would ignore a sandbox's
+// env and network policy, running it with its egress open, and pause a warm
+// instance before its guest booted (docs/host-protocol.md).
+func oldProtocol(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, fmt.Sprintf("this gateway speaks host protocol %d (%s): upgrade the host daemon", hostproto.Version, strings.TrimSuffix(hostproto.SpecPath, "spec")), http.StatusBadRequest)
 }
 
 type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host)

@@ -39,7 +39,7 @@ type env struct {
 	instance   uuid.UUID
 }
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T, configure ...func(*gateway.Config)) *env {
 	db := testenv.DB(t)
 	rdb, prefix := testenv.Redis(t)
 	sealer, _ := seal.New("test")
@@ -68,7 +68,11 @@ func setup(t *testing.T) *env {
 		Name: "web", SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl k"}, UserData: []byte("#cloud-config\n")})
 	must(err)
 
-	gw := gateway.New(gateway.Config{DB: db, Redis: rdb, Prefix: prefix, Sealer: sealer, Logger: log})
+	cfg := gateway.Config{DB: db, Redis: rdb, Prefix: prefix, Sealer: sealer, Logger: log}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	gw := gateway.New(cfg)
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { gw.Run(runCtx); close(done) }()
@@ -179,6 +183,22 @@ func TestSpec(t *testing.T) {
 			t.Fatalf("no protocol header: %d", resp.StatusCode)
 		}
 	})
+	t.Run("refuses a host of protocol 1, saying what to do", func(t *testing.T) {
+		for _, path := range []string{"/host/v1/spec?after=0&wait=0", "/host/v1/report"} {
+			req, _ := http.NewRequest("GET", e.url+path, nil)
+			req.Header.Set(hostproto.Header, "1")
+			req.Header.Set("Authorization", "Bearer "+e.credential)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 400 || !strings.Contains(string(b), "upgrade the host daemon") {
+				t.Errorf("%s: %d %q, want 400 saying to upgrade", path, resp.StatusCode, b)
+			}
+		}
+	})
 }
 
 func TestReport(t *testing.T) {
@@ -196,7 +216,7 @@ func TestReport(t *testing.T) {
 	}
 	post := func(g int64, st []hostproto.InstanceStatus, inv *hostproto.Inventory) {
 		t.Helper()
-		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: g, Instances: st, Inventory: inv})
+		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: g, Instances: st, Inventory: inv})
 		if resp.StatusCode != 204 {
 			b, _ := io.ReadAll(resp.Body)
 			t.Fatalf("report: %d %s", resp.StatusCode, b)

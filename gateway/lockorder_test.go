@@ -33,7 +33,7 @@ func TestReportLockOrder(t *testing.T) {
 
 	reported := make(chan int, 1)
 	go func() {
-		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 1, Generation: gen,
+		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: gen,
 			Instances: []hostproto.InstanceStatus{{ID: ids.Encode(ids.Instance, e.instance), State: hostproto.StateRunning}}})
 		io.Copy(io.Discard, resp.Body)
 		reported <- resp.StatusCode

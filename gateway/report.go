@@ -30,9 +30,12 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host)
 		return
 	}
 	rep, err := decodeReport(body)
+	var stats map[uuid.UUID]hostproto.Stats
 	if err == nil {
 		err = pgx.BeginFunc(r.Context(), g.cfg.DB, func(tx pgx.Tx) error {
-			return g.record(r.Context(), sqlc.New(tx), host, rep)
+			var err error
+			stats, err = g.record(r.Context(), sqlc.New(tx), host, rep)
+			return err
 		})
 	}
 	var refused *reportError
@@ -42,6 +45,9 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host)
 	case err != nil:
 		g.fail(w, r, "record report", err)
 	default:
+		if len(stats) > 0 && g.cfg.Stats != nil {
+			g.cfg.Stats.HostStats(r.Context(), HostStats{Host: host.ID, At: time.Now(), Instances: stats})
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
@@ -59,25 +65,28 @@ const maxReport = 8 << 20
 // restarted and has no spec yet, at generation 0): it counts as a
 // heartbeat, but says nothing of instances, which a newer report already
 // spoke for, and leaves the reported generation where it is.
-func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) error {
+//
+// It returns the report's stats of the host's own instances, for the
+// StatsSink once the transaction committed.
+func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) (map[uuid.UUID]hostproto.Stats, error) {
 	state, err := q.HostReportState(ctx, host.ID)
 	if err != nil {
-		return fmt.Errorf("read host: %w", err)
+		return nil, fmt.Errorf("read host: %w", err)
 	}
 	if rep.Generation > state.SpecGeneration {
-		return &reportError{status: http.StatusConflict, field: "generation",
+		return nil, &reportError{status: http.StatusConflict, field: "generation",
 			msg: fmt.Sprintf("%d is ahead of the spec the host was sent (generation %d)", rep.Generation, state.SpecGeneration)}
 	}
 	prev := state.LastSeenAt
 	var wake []uuid.UUID
 	if rep.Generation >= state.ReportedGeneration {
 		if wake, err = observe(ctx, q, host, rep); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if rep.Inventory != nil {
 		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if prev == nil || time.Since(*prev) > g.cfg.HostSilentAfter {
@@ -85,17 +94,17 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		// pending ones may now fit.
 		back, err := q.HostInstances(ctx, &host.ID)
 		if err != nil {
-			return fmt.Errorf("list host instances: %w", err)
+			return nil, fmt.Errorf("list host instances: %w", err)
 		}
 		pending, err := q.PendingInPool(ctx, host.PoolID)
 		if err != nil {
-			return fmt.Errorf("list pending instances: %w", err)
+			return nil, fmt.Errorf("list pending instances: %w", err)
 		}
 		wake = append(append(wake, back...), pending...)
 	}
 	for _, id := range wake {
 		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
-			return fmt.Errorf("wake instance: %w", err)
+			return nil, fmt.Errorf("wake instance: %w", err)
 		}
 	}
 	var inventory []byte
@@ -103,9 +112,9 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		inventory, _ = json.Marshal(rep.Inventory)
 	}
 	if err := q.RecordReport(ctx, sqlc.RecordReportParams{ID: host.ID, Generation: rep.Generation, Inventory: inventory}); err != nil {
-		return fmt.Errorf("record host: %w", err)
+		return nil, fmt.Errorf("record host: %w", err)
 	}
-	return nil
+	return reportedStats(ctx, q, host.ID, rep)
 }
 
 // observe records what a report saw of each instance whose spec entry it

@@ -98,10 +98,10 @@ func (c *converger) instance(ctx context.Context, inst hostproto.InstanceSpec, h
 		switch dom.State {
 		case DomainStopped:
 			if c.start(ctx, inst) {
-				c.call(ctx, "pause", inst.ID, c.rt.Pause)
+				c.pauseBooted(ctx, inst.ID)
 			}
 		case DomainRunning:
-			c.call(ctx, "pause", inst.ID, c.rt.Pause)
+			c.pauseBooted(ctx, inst.ID)
 		}
 	default:
 		c.fail(ctx, inst, fmt.Errorf("instance %s: unknown power %q", inst.ID, inst.Power))
@@ -116,6 +116,20 @@ func (c *converger) start(ctx context.Context, inst hostproto.InstanceSpec) bool
 	}
 	c.log.Info("start", "instance", inst.ID)
 	return true
+}
+
+// pauseBooted pauses the running domain id once its guest has booted; until
+// then it leaves it running, and a later converge pauses it.
+func (c *converger) pauseBooted(ctx context.Context, id string) {
+	booted, err := c.rt.Booted(ctx, id)
+	switch {
+	case err != nil:
+		c.warn(ctx, "pause", id, fmt.Errorf("has it booted: %w", err))
+	case !booted:
+		c.log.Debug("booting; paused once booted", "instance", id)
+	default:
+		c.call(ctx, "pause", id, c.rt.Pause)
+	}
 }
 
 func (c *converger) shutdown(ctx context.Context, id string) error {

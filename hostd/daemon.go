@@ -31,11 +31,12 @@
 //	power     domain stopped    domain running   domain paused
 //	running   Start             -                Resume
 //	stopped   -                 Shutdown         Shutdown
-//	paused    Start, Pause      Pause            -
+//	paused    Start, Pause (1)  Pause (1)        -
 //
-// A paused instance whose domain is stopped is started and then paused: a
-// booted guest, frozen, ready to resume. (If the Runtime's Start returns
-// before the domain runs, that Pause fails and the next converge pauses it.)
+// (1) once the guest has booted (Runtime.Booted); until then the domain is
+// left running, and reported so, and a later converge pauses it. A paused
+// instance whose domain is stopped is thus started and then paused: a
+// booted guest, frozen, ready to resume at once (a warm instance).
 // A stopped instance's paused domain is shut down as it is; the Runtime
 // destroys it after ShutdownTimeout if the frozen guest cannot answer. Then
 // every domain that is not in the spec is undefined.
@@ -55,7 +56,9 @@
 // A report lists every domain the Runtime holds, running, stopped (with the
 // Runtime's reason when it stopped on its own) or paused, and every failed
 // instance; an instance of the spec with neither a domain nor a failure is
-// absent. Its generation is that of the spec last converged to, and it
+// absent. A running or paused domain carries its Stats (CPU time, memory),
+// read from the Runtime when the report is made, so at least every
+// heartbeat. Its generation is that of the spec last converged to, and it
 // always carries the inventory.
 package hostd
 
@@ -235,6 +238,7 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 		}
 		return
 	}
+	d.addStats(ctx, statuses)
 	r := hostproto.Report{Protocol: hostproto.Version, Instances: statuses}
 	if spec != nil {
 		r.Generation = spec.Generation

@@ -98,8 +98,8 @@ func (g *gateway) setHold(d time.Duration) {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if got := r.Header.Get(hostproto.Header); got != "1" {
-		g.t.Errorf("%s %s: %s header %q, want 1", r.Method, r.URL.Path, hostproto.Header, got)
+	if got := r.Header.Get(hostproto.Header); got != strconv.Itoa(hostproto.Version) {
+		g.t.Errorf("%s %s: %s header %q, want %d", r.Method, r.URL.Path, hostproto.Header, got, hostproto.Version)
 		http.Error(w, "unsupported protocol", http.StatusBadRequest)
 		return
 	}

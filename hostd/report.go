@@ -39,3 +39,24 @@ func (d *Daemon) postReports(ctx context.Context, reports chan hostproto.Report)
 		}
 	}
 }
+
+// addStats gives each running or paused instance of statuses its Stats. A
+// Runtime that cannot read them leaves the report without; the next one
+// tries again.
+func (d *Daemon) addStats(ctx context.Context, statuses []hostproto.InstanceStatus) {
+	stats, err := d.cfg.Runtime.Stats(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("report without domain stats", "err", err)
+		}
+		return
+	}
+	for i, st := range statuses {
+		if st.State != hostproto.StateRunning && st.State != hostproto.StatePaused {
+			continue
+		}
+		if s, ok := stats[st.ID]; ok {
+			statuses[i].Stats = &s
+		}
+	}
+}

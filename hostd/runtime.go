@@ -25,6 +25,13 @@ type Runtime interface {
 	// Pause freezes a running domain; Resume thaws it.
 	Pause(ctx context.Context, id string) error
 	Resume(ctx context.Context, id string) error
+	// Booted reports whether the guest of a running domain has finished
+	// booting, so that a domain held paused is paused booted, ready to
+	// resume at once, not frozen in its firmware.
+	Booted(ctx context.Context, id string) (bool, error)
+	// Stats reads what each running or paused domain uses of the host, by
+	// instance ID. A domain it could not read is missing.
+	Stats(ctx context.Context) (map[string]hostproto.Stats, error)
 	// Undefine stops the domain if needed and removes it with its overlay
 	// and seed. Undefining a domain that does not exist succeeds.
 	Undefine(ctx context.Context, id string) error

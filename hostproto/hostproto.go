@@ -3,24 +3,31 @@
 // runtime report it posts back. docs/host-protocol.md describes it.
 package hostproto
 
-// Version is the protocol version; it is part of every path.
-const Version = 1
+// Version is the protocol version; it is part of every path. Version 2
+// added InstanceSpec.Env and NetworkPolicy, InstanceStatus.Stats, and the
+// boot-then-pause of instances whose power is paused. The gateway speaks
+// one version: a host of another is refused (docs/host-protocol.md says
+// why).
+const Version = 2
 
 // Paths of the gateway, relative to the server's base URL.
 const (
 	// SpecPath is long-polled: GET SpecPath?after=GEN answers with the
 	// NodeSpec once its generation is above GEN, or 204 No Content when
 	// nothing changed within the wait (at most MaxWait).
-	SpecPath = "/host/v1/spec"
+	SpecPath = "/host/v2/spec"
 	// ReportPath takes a Report by POST.
-	ReportPath = "/host/v1/report"
+	ReportPath = "/host/v2/report"
 )
 
 // Header names the protocol version a host speaks; the gateway refuses
 // others with 400.
 const Header = "BC-Host-Protocol"
 
-// Power is what the host must hold an instance at.
+// Power is what the host must hold an instance at. An instance whose power
+// is paused and whose domain is stopped is booted first and paused once its
+// guest has booted (a warm instance, ready to resume); until then it is
+// reported running.
 type Power string
 
 // The powers.
@@ -58,6 +65,24 @@ type InstanceSpec struct {
 	Network *Network `json:"network,omitempty"`
 	// GPUs are the host's devices claimed for this instance, to pass through.
 	GPUs []Device `json:"gpus,omitempty"`
+	// Env are environment variables, by name, opened by the gateway for
+	// this host. They reach the guest in the NoCloud seed's vendor-data
+	// (drivers/runtime/nocloud), beside the tenant's untouched user data.
+	Env map[string]string `json:"env,omitempty"`
+	// NetworkPolicy restricts the instance's egress, enforced on the host,
+	// outside the guest. Absent: no restriction.
+	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicy is what an instance may reach. Entries are IPv4 addresses or
+// CIDRs. Allow wins over deny: an address in AllowOut is reachable whatever
+// DenyOut says. Without internet access the instance reaches only AllowOut;
+// with it, everything but DenyOut. Whatever the policy, the guest may answer
+// connections made to it and speak ARP and DHCP.
+type NetworkPolicy struct {
+	AllowInternetAccess bool     `json:"allowInternetAccess"`
+	AllowOut            []string `json:"allowOut,omitempty"`
+	DenyOut             []string `json:"denyOut,omitempty"`
 }
 
 // Image is what an instance boots from.
@@ -114,6 +139,18 @@ type InstanceStatus struct {
 	ID     string `json:"id"`
 	State  State  `json:"state"`
 	Reason string `json:"reason,omitempty"`
+	// Stats is the domain's use of the host, for a running or paused
+	// domain whose runtime could read it.
+	Stats *Stats `json:"stats,omitempty"`
+}
+
+// Stats is what a domain uses of its host, sampled when the report is made.
+type Stats struct {
+	// CPUTimeNs is the CPU time the domain has used since it started, in
+	// nanoseconds, all vCPUs together: two reports give its CPU use.
+	CPUTimeNs int64 `json:"cpuTimeNs"`
+	// MemoryBytes is the host memory the domain holds (its resident set).
+	MemoryBytes int64 `json:"memoryBytes"`
 }
 
 // Inventory is what a host has to give.

@@ -25,17 +25,28 @@
 // Changes is signalled when a domain changes state on its own: a boot
 // completes, a domain crashes (Crash) or is destroyed by hand
 // (DestroyByHand). The calls themselves never signal it.
+//
+// Booted is true of a running domain: a fake guest has booted once its
+// domain runs. Stats synthesizes plausible figures: a running domain uses a
+// quarter of its vCPUs (its CPU time grows with the time it runs, not while
+// paused) and half of its memory, running or paused.
+//
+// Define records the egress rules of the spec's NetworkPolicy
+// (netpolicy.Rules), which Rules returns; a policy or an env no host could
+// enforce or write fails Define with hostd.ErrInvalid.
 package fake
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/better-compute/vps/drivers/runtime/netpolicy"
 	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
@@ -100,6 +111,11 @@ type domain struct {
 	reason  string
 	overlay string
 	seed    nocloud.Seed
+	rules   []netpolicy.Rule
+	// cpu is the CPU time used until the domain last stopped running,
+	// and since when it has run (zero unless running).
+	cpu   time.Duration
+	since time.Time
 	// boot is the timer that makes a booting domain running, and bootID
 	// the number of that boot; boot is nil unless the domain is booting
 	// (its state is then stopped).
@@ -146,11 +162,20 @@ func (h *Hypervisor) Define(ctx context.Context, spec hostproto.InstanceSpec) er
 	if _, ok := h.domains[spec.ID]; ok {
 		return nil
 	}
+	seed, err := nocloud.New(spec)
+	if err != nil {
+		return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+	}
+	rules, err := netpolicy.Rules(spec.NetworkPolicy)
+	if err != nil {
+		return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+	}
 	h.domains[spec.ID] = &domain{
 		spec:    cloneSpec(spec),
 		state:   hostd.DomainStopped,
 		overlay: OverlayDir + "/" + spec.ID + ".qcow2",
-		seed:    nocloud.New(spec),
+		seed:    seed,
+		rules:   rules,
 	}
 	return nil
 }
@@ -181,7 +206,7 @@ func (h *Hypervisor) Start(ctx context.Context, id string) error {
 	}
 	d.reason = ""
 	if h.cfg.BootDelay == 0 {
-		d.state = hostd.DomainRunning
+		d.set(hostd.DomainRunning)
 		return nil
 	}
 	h.boots++
@@ -200,7 +225,7 @@ func (h *Hypervisor) booted(id string, boot uint64) {
 		return // undefined, shut down or crashed while booting
 	}
 	d.boot = nil
-	d.state = hostd.DomainRunning
+	d.set(hostd.DomainRunning)
 	h.signal()
 }
 
@@ -234,7 +259,7 @@ func (h *Hypervisor) Pause(ctx context.Context, id string) error {
 	case d.state == hostd.DomainStopped:
 		return fmt.Errorf("pause %s: domain is stopped", id)
 	}
-	d.state = hostd.DomainPaused
+	d.set(hostd.DomainPaused)
 	return nil
 }
 
@@ -254,8 +279,48 @@ func (h *Hypervisor) Resume(ctx context.Context, id string) error {
 	case d.state == hostd.DomainStopped:
 		return fmt.Errorf("resume %s: domain is stopped", id)
 	}
-	d.state = hostd.DomainRunning
+	d.set(hostd.DomainRunning)
 	return nil
+}
+
+// Booted reports whether domain id runs: a fake guest boots with its
+// domain.
+func (h *Hypervisor) Booted(ctx context.Context, id string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, err := h.domain("booted", id)
+	if err != nil {
+		return false, err
+	}
+	return d.state == hostd.DomainRunning, nil
+}
+
+// The share of its vCPUs and of its memory a fake domain uses.
+const (
+	cpuLoad    = 0.25
+	memoryLoad = 0.5
+)
+
+// Stats synthesizes the use of every running or paused domain.
+func (h *Hypervisor) Stats(ctx context.Context) (map[string]hostproto.Stats, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	out := make(map[string]hostproto.Stats, len(h.domains))
+	for id, d := range h.domains {
+		if d.state == hostd.DomainStopped {
+			continue
+		}
+		cpu := d.cpu
+		if d.state == hostd.DomainRunning {
+			cpu += now.Sub(d.since)
+		}
+		out[id] = hostproto.Stats{
+			CPUTimeNs:   int64(float64(cpu.Nanoseconds()) * float64(d.spec.Vcpus) * cpuLoad),
+			MemoryBytes: int64(float64(d.spec.MemoryMB<<20) * memoryLoad),
+		}
+	}
+	return out, nil
 }
 
 // Undefine removes a domain, with its overlay and seed, in any state.
@@ -331,14 +396,37 @@ func (d *domain) stop(reason string) {
 		d.boot.Stop()
 		d.boot = nil
 	}
-	d.state = hostd.DomainStopped
+	d.set(hostd.DomainStopped)
 	d.reason = reason
+}
+
+// set moves d to state, counting the time it ran.
+func (d *domain) set(state hostd.DomainState) {
+	now := time.Now()
+	if d.state == hostd.DomainRunning {
+		d.cpu += now.Sub(d.since)
+	}
+	if state == hostd.DomainRunning && d.state != hostd.DomainRunning {
+		d.since = now
+	}
+	if state == hostd.DomainStopped {
+		d.cpu = 0 // a new boot starts counting again
+	}
+	d.state = state
 }
 
 // cloneSpec copies spec, so that the caller's slices are not shared.
 func cloneSpec(spec hostproto.InstanceSpec) hostproto.InstanceSpec {
 	spec.SSHKeys = slices.Clone(spec.SSHKeys)
 	spec.GPUs = slices.Clone(spec.GPUs)
+	spec.Env = maps.Clone(spec.Env)
+	if p := spec.NetworkPolicy; p != nil {
+		spec.NetworkPolicy = &hostproto.NetworkPolicy{
+			AllowInternetAccess: p.AllowInternetAccess,
+			AllowOut:            slices.Clone(p.AllowOut),
+			DenyOut:             slices.Clone(p.DenyOut),
+		}
+	}
 	if spec.Network != nil {
 		n := *spec.Network
 		n.DNS = slices.Clone(n.DNS)

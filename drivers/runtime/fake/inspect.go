@@ -1,6 +1,9 @@
 package fake
 
 import (
+	"slices"
+
+	"github.com/better-compute/vps/drivers/runtime/netpolicy"
 	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostproto"
 )
@@ -57,4 +60,16 @@ func (h *Hypervisor) Overlay(id string) (string, bool) {
 		return "", false
 	}
 	return d.overlay, true
+}
+
+// Rules returns the egress rules domain id enforces, from the NetworkPolicy
+// it was defined with: nil for none.
+func (h *Hypervisor) Rules(id string) ([]netpolicy.Rule, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.domains[id]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(d.rules), true
 }

@@ -14,6 +14,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/better-compute/vps/drivers/runtime/imagecache"
+	"github.com/better-compute/vps/drivers/runtime/netpolicy"
 	"github.com/better-compute/vps/drivers/runtime/nocloud"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
@@ -90,6 +91,17 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	if _, ok, err := r.lookup(spec.ID); err != nil || ok {
 		return err
 	}
+	seed, err := nocloud.New(spec)
+	if err != nil {
+		return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+	}
+	rules, err := netpolicy.Rules(spec.NetworkPolicy)
+	if err != nil {
+		return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
+	}
+	if rules != nil && r.cfg.Bridge == "" {
+		return fmt.Errorf("define %s: a network policy needs a bridge; this host runs user-mode networking", spec.ID)
+	}
 	base, err := r.cfg.Images.Get(ctx, spec.Image)
 	if err != nil {
 		if errors.Is(err, imagecache.ErrInvalidImage) {
@@ -100,14 +112,24 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	if err := r.makeOverlay(ctx, spec, base); err != nil {
 		return fmt.Errorf("define %s: %w", spec.ID, err)
 	}
-	if err := nocloud.New(spec).WriteISO(ctx, r.seed(spec.ID)); err != nil {
+	if err := seed.WriteISO(ctx, r.seed(spec.ID)); err != nil {
 		return fmt.Errorf("define %s: %w", spec.ID, err)
+	}
+	if rules != nil {
+		if err := r.defineFilter(spec.ID, rules); err != nil {
+			return fmt.Errorf("define %s: %w", spec.ID, err)
+		}
 	}
 	desc, err := r.domainXML(spec, base)
 	if err != nil {
 		return fmt.Errorf("define %s: describe domain: %w", spec.ID, err)
 	}
 	if _, err := r.l.DomainDefineXML(desc); err != nil {
+		if rules != nil {
+			if ferr := r.undefineFilter(spec.ID); ferr != nil {
+				r.log.WarnContext(ctx, "network filter left behind", "instance", spec.ID, "err", ferr)
+			}
+		}
 		return fmt.Errorf("define %s: %w", spec.ID, err)
 	}
 	return nil
@@ -145,6 +167,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if err := r.l.DomainCreate(d); err != nil {
 		return fmt.Errorf("start %s: %w", id, err)
 	}
+	r.markStarted(id)
 	return nil
 }
 
@@ -216,8 +239,8 @@ func (r *Runtime) Resume(ctx context.Context, id string) error {
 }
 
 // Undefine implements hostd.Runtime: destroy, undefine, and remove the
-// overlay, seed and console log, whether or not the domain still exists, so
-// a crash between defining and undefining leaks no disk.
+// network filter, overlay, seed and console log, whether or not the domain
+// still exists, so a crash between defining and undefining leaks nothing.
 func (r *Runtime) Undefine(ctx context.Context, id string) error {
 	d, ok, err := r.lookup(id)
 	if err != nil {
@@ -230,6 +253,10 @@ func (r *Runtime) Undefine(ctx context.Context, id string) error {
 		if err := r.l.DomainUndefineFlags(d, golibvirt.DomainUndefineNvram); err != nil && !golibvirt.IsNotFound(err) {
 			return fmt.Errorf("undefine %s: %w", id, err)
 		}
+	}
+	r.forget(id)
+	if err := r.undefineFilter(id); err != nil {
+		return fmt.Errorf("undefine %s: %w", id, err)
 	}
 	for _, path := range []string{r.overlay(id), r.seed(id), r.console(id)} {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -47,8 +48,16 @@ type Config struct {
 	// Images is the base-image cache. Required.
 	Images Images
 	// Bridge is the host bridge NICs join. Empty: user-mode networking,
-	// for hosts without one (and tests).
+	// for hosts without one (and tests), which no network filter can hold:
+	// an instance with a NetworkPolicy needs a Bridge.
 	Bridge string
+	// BootedPattern is a regular expression of the console line that says
+	// a guest has booted (Booted). Default DefaultBootedPattern.
+	BootedPattern string
+	// BootTimeout is how long after its start a guest whose console says
+	// nothing of BootedPattern counts as booted. Default
+	// DefaultBootTimeout.
+	BootTimeout time.Duration
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -69,6 +78,12 @@ func (c *Config) applyDefaults() {
 	if c.StateDir == "" {
 		c.StateDir = "/var/lib/better-compute"
 	}
+	if c.BootedPattern == "" {
+		c.BootedPattern = DefaultBootedPattern
+	}
+	if c.BootTimeout <= 0 {
+		c.BootTimeout = DefaultBootTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -82,6 +97,11 @@ type Runtime struct {
 	changes chan struct{}
 	cancel  context.CancelFunc
 	defines sync.Mutex // one Define at a time: overlays and seeds are per instance, but simple beats clever
+	booted  *regexp.Regexp
+
+	mu sync.Mutex
+	// started holds when each domain was started, for BootTimeout.
+	started map[string]time.Time
 }
 
 var _ hostd.Runtime = (*Runtime)(nil)
@@ -92,6 +112,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Images == nil {
 		return nil, errors.New("libvirt: no image cache")
 	}
+	booted, err := compileBooted(cfg.BootedPattern)
+	if err != nil {
+		return nil, err
+	}
 	for _, dir := range []string{overlayDir, seedDir, consoleDir} {
 		if err := os.MkdirAll(filepath.Join(cfg.StateDir, dir), 0o755); err != nil {
 			return nil, fmt.Errorf("libvirt: %w", err)
@@ -101,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := l.ConnectToURI(golibvirt.ConnectURI(cfg.URI)); err != nil {
 		return nil, fmt.Errorf("libvirt: connect to %s over %s: %w", cfg.URI, cfg.Socket, err)
 	}
-	r := &Runtime{cfg: cfg, l: l, log: cfg.Logger, changes: make(chan struct{}, 1)}
+	r := &Runtime{cfg: cfg, l: l, log: cfg.Logger, changes: make(chan struct{}, 1), booted: booted, started: make(map[string]time.Time)}
 	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	events, err := l.LifecycleEvents(watchCtx)

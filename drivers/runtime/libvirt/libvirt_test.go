@@ -202,7 +202,8 @@ func TestSeedHoldsOnlyTenantData(t *testing.T) {
 	if want := []string{"/meta-data", "/network-config", "/user-data"}; !slices.Equal(files, want) {
 		t.Fatalf("seed files %v, want %v", files, want)
 	}
-	for name, content := range nocloud.New(spec).Files() {
+	seed, _ := nocloud.New(spec)
+	for name, content := range seed.Files() {
 		got, err := exec.Command("isoinfo", "-R", "-i", iso, "-x", "/"+name).Output()
 		if err != nil || string(got) != content {
 			t.Errorf("%s = %q, want %q", name, got, content)

@@ -26,8 +26,9 @@ type ownership struct {
 
 // domainXML describes the domain of spec: its disk is the overlay (or, for
 // an iso image, the ISO as a CD-ROM beside a blank disk), the seed is a
-// read-only CD-ROM, the NIC has the instance's MAC, and each claimed GPU
-// is passed through.
+// read-only CD-ROM, the NIC has the instance's MAC (and, with a
+// NetworkPolicy, the instance's network filter), and each claimed GPU is
+// passed through.
 func (r *Runtime) domainXML(spec hostproto.InstanceSpec, base string) (string, error) {
 	d := &libvirtxml.Domain{
 		Type: r.cfg.DomainType,
@@ -88,6 +89,9 @@ func (r *Runtime) nic(spec hostproto.InstanceSpec) libvirtxml.DomainInterface {
 	}
 	if r.cfg.Bridge != "" {
 		nic.Source = &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: r.cfg.Bridge}}
+		if spec.NetworkPolicy != nil {
+			nic.FilterRef = &libvirtxml.DomainInterfaceFilterRef{Filter: filterName(spec.ID)}
+		}
 	} else {
 		nic.Source = &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}}
 	}

@@ -9,11 +9,15 @@ import (
 )
 
 // Files returns the seed's files by name, as they go on the cidata disk.
-// network-config is left out when the instance has no static address.
+// network-config is left out when the instance has no static address, and
+// vendor-data when it has no env.
 func (s Seed) Files() map[string]string {
 	files := map[string]string{"meta-data": s.MetaData, "user-data": s.UserData}
 	if s.NetworkConfig != "" {
 		files["network-config"] = s.NetworkConfig
+	}
+	if s.VendorData != "" {
+		files["vendor-data"] = s.VendorData
 	}
 	return files
 }

@@ -6,6 +6,7 @@ package nocloud
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/better-compute/vps/hostproto"
@@ -26,6 +27,12 @@ import (
 //     with its address, default route and name servers. It is empty when
 //     the instance has no Network; the seed then has no network-config file
 //     and the guest falls back to DHCP.
+//   - vendor-data, only for an instance with Env, is a cloud-config whose
+//     write_files puts the env in EnvPath (NAME='value' lines, shell-quoted)
+//     and a ProfilePath script that exports it to login shells. The guest
+//     reads it with no agent: cloud-init processes vendor-data besides the
+//     tenant's user-data, which a tenant's own cloud-config can still
+//     override (vendor_data: {enabled: false}).
 //
 // Every string value is written as a double-quoted (JSON) scalar, which YAML
 // reads back unchanged whatever it contains.
@@ -33,22 +40,29 @@ type Seed struct {
 	MetaData      string
 	UserData      string
 	NetworkConfig string
+	VendorData    string
 }
 
 // emptyCloudConfig is the user-data of an instance without user data.
 const emptyCloudConfig = "#cloud-config\n"
 
-// New returns the seed of spec.
-func New(spec hostproto.InstanceSpec) Seed {
+// New returns the seed of spec. Its error is that of an Env no guest file
+// can carry (a name that is not a variable name, a NUL byte): the instance
+// itself is at fault.
+func New(spec hostproto.InstanceSpec) (Seed, error) {
+	if err := checkEnv(spec.Env); err != nil {
+		return Seed{}, fmt.Errorf("seed of %s: %w", spec.ID, err)
+	}
 	s := Seed{
 		MetaData:      metaData(spec),
 		UserData:      spec.UserData,
 		NetworkConfig: networkConfig(spec.Network),
+		VendorData:    vendorData(spec.Env),
 	}
 	if s.UserData == "" {
 		s.UserData = emptyCloudConfig
 	}
-	return s
+	return s, nil
 }
 
 func metaData(spec hostproto.InstanceSpec) string {

@@ -15,7 +15,10 @@ func TestSeed(t *testing.T) {
 		ID: "ins_1", Name: "web-1", SSHKeys: []string{"ssh-ed25519 AAAA k@h"}, UserData: "#!/bin/sh\necho hi\n",
 		Network: &hostproto.Network{MAC: "02:bc:0a:00:00:05", Address: "10.0.0.5/24", Gateway: "10.0.0.1", DNS: []string{"9.9.9.9"}},
 	}
-	s := New(spec)
+	s, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{`instance-id: "ins_1"`, `local-hostname: "web-1"`, `- "ssh-ed25519 AAAA k@h"`} {
 		if !strings.Contains(s.MetaData, want) {
 			t.Errorf("meta-data lacks %s:\n%s", want, s.MetaData)
@@ -29,7 +32,7 @@ func TestSeed(t *testing.T) {
 			t.Errorf("network-config lacks %s:\n%s", want, s.NetworkConfig)
 		}
 	}
-	if got := New(hostproto.InstanceSpec{ID: "ins_2"}); got.UserData != "#cloud-config\n" || got.Files()["network-config"] != "" {
+	if got, _ := New(hostproto.InstanceSpec{ID: "ins_2"}); got.UserData != "#cloud-config\n" || got.Files()["network-config"] != "" {
 		t.Errorf("bare seed = %+v", got)
 	}
 
