@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,5 +115,38 @@ func TestSandboxExpiry(t *testing.T) {
 	}
 	if n := e.count("sandboxes WHERE id = $1 AND ended_as IS NULL", kept.ID); n != 1 {
 		t.Errorf("a sandbox an hour from its deadline ended")
+	}
+}
+
+// TestWarmFillBesideCreates: the upkeep's AddWarmInstance and createSandbox
+// of the same template and tenant run side by side without a deadlock.
+// AddWarmInstance locked the template FOR UPDATE and then the tenant, while
+// createSandbox holds the tenant's lock when inserting the sandbox, whose
+// foreign key takes a KEY SHARE lock on the template, which FOR UPDATE
+// blocks.
+func TestWarmFillBesideCreates(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tmpl, err := e.svc.CreateSandboxTemplate(e.ctx, control.SandboxTemplateInput{TenantID: e.tenant, Name: "py",
+		PoolID: e.pool, FlavorID: e.flavor, ImageID: e.image})
+	e.check(err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 80)
+	for range 40 {
+		wg.Go(func() {
+			_, err := e.svc.CreateSandbox(e.ctx, control.CreateSandboxInput{TenantID: e.tenant, TemplateID: tmpl.ID})
+			errs <- err
+		})
+		wg.Go(func() {
+			_, err := e.svc.AddWarmInstance(e.ctx, tmpl.ID)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
