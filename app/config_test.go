@@ -83,6 +83,7 @@ func TestEnvRefuses(t *testing.T) {
 		{&Config{}, "BC_RATE_LIMIT_MEMBER_MUTATIONS", "10/d:5", `BC_RATE_LIMIT_MEMBER_MUTATIONS: "10/d:5" is not a rate`},
 		{&Config{}, "BC_RATE_LIMIT_OPERATOR_QUERIES", "10/s:0", `BC_RATE_LIMIT_OPERATOR_QUERIES: "10/s:0": the burst "0" is not a positive whole number`},
 		{&ReconcilerConfig{}, "BC_HOST_SILENT_AFTER", "0s", `BC_HOST_SILENT_AFTER: "0s" is not positive`},
+		{&ReconcilerConfig{}, "BC_SANDBOX_INTERVAL", "15", `BC_SANDBOX_INTERVAL: "15" has no unit`},
 		{&ReconcilerConfig{}, "BC_PROVIDER_ALLOW_PRIVATE", "yes", `BC_PROVIDER_ALLOW_PRIVATE: "yes" is not true or false`},
 	} {
 		env := map[string]string{"DATABASE_URL": "postgres://db", "REDIS_URL": "redis://redis", "BC_SECRET": "s", c.name: c.val}

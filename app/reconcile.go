@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
@@ -50,6 +51,11 @@ type ReconcilerConfig struct {
 	// lives before it is deleted (--orphan-grace). Default
 	// reconciler.DefaultOrphanGrace.
 	OrphanGrace time.Duration
+	// SandboxInterval is how often sandboxes past their deadline are
+	// expired and every warm pool is looked at, by all reconcilers
+	// together (BC_SANDBOX_INTERVAL). Default
+	// reconciler.DefaultSandboxInterval.
+	SandboxInterval time.Duration
 	// Drivers tune the provider drivers (--provider-poll,
 	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
 	// own defaults. Their Endpoints are the operator's policy on where
@@ -83,6 +89,8 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		previousSecrets(&c.PreviousSecrets),
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
+		conf.Duration(&c.SandboxInterval, "BC_SANDBOX_INTERVAL", reconciler.DefaultSandboxInterval,
+			"how often sandboxes past their deadline are expired and warm pools kept, by all reconcilers together"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 	}
@@ -129,6 +137,9 @@ func (c *ReconcilerConfig) applyDefaults() {
 	if c.OrphanGrace <= 0 {
 		c.OrphanGrace = reconciler.DefaultOrphanGrace
 	}
+	if c.SandboxInterval <= 0 {
+		c.SandboxInterval = reconciler.DefaultSandboxInterval
+	}
 	if c.Drivers.Endpoints.Hosts == nil {
 		c.Drivers.Endpoints.Hosts = DefaultProviderEndpoints()
 	}
@@ -154,10 +165,13 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		return err
 	}
 	defer db.Close()
+	// Warm instances are made by the API's own code, so they are sealed and
+	// counted against their owner's quota as every instance is.
+	warm := control.New(db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter})
 	return reconciler.New(reconciler.Config{
 		DB: db, Redis: rdb, Prefix: cfg.RedisPrefix, Workers: cfg.Workers,
 		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
 		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
-		Sealer: sealer, Drivers: Drivers(cfg.Drivers),
+		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 	}).Run(ctx)
 }

@@ -174,6 +174,8 @@ type options struct {
 	serverEnv []string
 	// reconcileArgs are extra flags for every reconcile process.
 	reconcileArgs []string
+	// reconcileEnv is extra environment for every reconcile process.
+	reconcileEnv []string
 	// databaseURL is a migrated database the cluster runs on; default a
 	// fresh one of testenv's.
 	databaseURL string
@@ -232,7 +234,7 @@ func start(t testing.TB, o options) *cluster {
 	c.seed(o)
 	for i := range o.reconcilers {
 		args := append([]string{bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"}, o.reconcileArgs...)
-		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), nil, args...))
+		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), o.reconcileEnv, args...))
 	}
 	for i := range o.hosts {
 		cred := c.adopt(fmt.Sprintf("hv-%d", i), o.hostVcpus)

@@ -37,6 +37,9 @@ type env struct {
 	host       uuid.UUID
 	credential string
 	instance   uuid.UUID
+	// svc made the tenant, pool, flavor and image the instance is of.
+	svc                         *control.Service
+	tenant, pool, flavor, image uuid.UUID
 }
 
 func setup(t *testing.T, configure ...func(*gateway.Config)) *env {
@@ -78,7 +81,8 @@ func setup(t *testing.T, configure ...func(*gateway.Config)) *env {
 	go func() { gw.Run(runCtx); close(done) }()
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return &env{t: t, db: db, rdb: rdb, prefix: prefix, url: srv.URL, host: host.Host.ID, credential: host.Credential, instance: inst.ID, gw: gw}
+	return &env{t: t, db: db, rdb: rdb, prefix: prefix, url: srv.URL, host: host.Host.ID, credential: host.Credential, instance: inst.ID, gw: gw,
+		svc: svc, tenant: tenant.ID, pool: pool.ID, flavor: flavor.ID, image: img.ID}
 }
 
 func (e *env) request(method, path, credential string, body any) *http.Response {

@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -59,6 +61,9 @@ func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host) (hostproto.Node
 	return spec, nil
 }
 
+// instanceSpec is an instance's entry of its host's NodeSpec, with its user
+// data and env opened for the host and its network policy (an instance of
+// a sandbox template's) to enforce.
 func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, error) {
 	is := hostproto.InstanceSpec{
 		ID:       ids.Encode(ids.Instance, inst.ID),
@@ -76,6 +81,19 @@ func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, erro
 			return is, fmt.Errorf("open user data of %s: %w", is.ID, err)
 		}
 		is.UserData = string(ud)
+	}
+	if inst.EnvSealed != nil {
+		plain, err := g.cfg.Sealer.Open(inst.EnvSealed, inst.ID[:])
+		if err != nil {
+			return is, fmt.Errorf("open env of %s: %w", is.ID, err)
+		}
+		if err := json.Unmarshal(plain, &is.Env); err != nil {
+			return is, fmt.Errorf("decode env of %s: %w", is.ID, err)
+		}
+	}
+	if inst.NetworkPolicy != nil {
+		p := domain.ParseNetworkPolicy(inst.NetworkPolicy)
+		is.NetworkPolicy = &hostproto.NetworkPolicy{AllowInternetAccess: p.AllowInternetAccess, AllowOut: p.AllowOut, DenyOut: p.DenyOut}
 	}
 	return is, nil
 }

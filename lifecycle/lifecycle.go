@@ -37,13 +37,14 @@ const (
 )
 
 // transitions is the state table. Every state but DELETED and DELETING may
-// move to DELETING; PROVISIONING and STOPPED may recreate (back to PENDING,
+// move to DELETING; STARTING may end PAUSED (a warm instance of a sandbox
+// template boots, then pauses); PROVISIONING and STOPPED may recreate (back to PENDING,
 // placed again) when their host cannot start them; LOST returns to what the
 // host reports when the instance reappears.
 var transitions = map[State][]State{
 	Pending:      {Provisioning, Deleting, Error},
 	Provisioning: {Starting, Stopped, Pending, Deleting, Error, Lost},
-	Starting:     {Running, Deleting, Error, Lost},
+	Starting:     {Running, Paused, Deleting, Error, Lost},
 	Running:      {Stopping, Paused, Rebooting, Deleting, Error, Lost},
 	Stopping:     {Stopped, Deleting, Error, Lost},
 	Stopped:      {Starting, Pending, Deleting, Error, Lost},

@@ -11,7 +11,7 @@ const grid = `
              PEN PRO STA RUN STO STD PAU REB DEL DED ERR LOS
 PENDING       .   x   .   .   .   .   .   .   x   .   x   .
 PROVISIONING  x   .   x   .   .   x   .   .   x   .   x   x
-STARTING      .   .   .   x   .   .   .   .   x   .   x   x
+STARTING      .   .   .   x   .   .   x   .   x   .   x   x
 RUNNING       .   .   .   .   x   .   x   x   x   .   x   x
 STOPPING      .   .   .   .   .   x   .   .   x   .   x   x
 STOPPED       x   .   x   .   .   .   .   .   x   .   x   x

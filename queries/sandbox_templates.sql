@@ -8,8 +8,12 @@ RETURNING *;
 -- name: GetSandboxTemplate :one
 SELECT * FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL;
 
+-- LockSandboxTemplate locks a template against changes, but not against
+-- the foreign keys of sandboxes and instances made of it meanwhile (FOR NO
+-- KEY UPDATE, not FOR UPDATE): createSandbox inserts its sandbox holding
+-- its tenant's lock, which the holder of this lock takes next.
 -- name: LockSandboxTemplate :one
-SELECT * FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL FOR UPDATE;
+SELECT * FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE;
 
 -- GetSandboxTemplatesByIDs loads templates, deleted ones included (a
 -- sandbox outlives its template in the list).

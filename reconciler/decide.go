@@ -115,12 +115,24 @@ func decide(f facts) (step, bool) {
 			return gone(f), true
 		}
 	case starting:
-		if f.power != runPower {
-			return step{power: runPower}, true
+		// A warm instance (desired PAUSED) boots and then pauses: its host
+		// reports it running until its guest has booted.
+		want := runPower
+		if f.desired == lifecycle.WantPaused {
+			want = pausePower
+		}
+		if f.power != want {
+			return step{power: want}, true
 		}
 		switch f.seen {
 		case seenRunning:
-			return step{to: running}, true
+			if want == runPower {
+				return step{to: running}, true
+			}
+		case seenPaused:
+			if want == pausePower {
+				return step{to: paused}, true
+			}
 		case seenFailed:
 			return step{to: errored, reason: fmt.Sprintf("host %s: %s", f.host, f.seenReason)}, true
 		case seenAbsent:
@@ -130,6 +142,10 @@ func decide(f facts) (step, bool) {
 		switch {
 		case f.desired == lifecycle.WantRunning && f.power != runPower:
 			return step{power: runPower}, true
+		case f.desired == lifecycle.WantPaused && f.power != pausePower:
+			return step{power: pausePower}, true
+		case f.desired == lifecycle.WantPaused && f.seen == seenPaused:
+			return step{to: paused}, true
 		case f.desired == lifecycle.WantStopped:
 			return step{to: stopping, power: stopPower}, true
 		case f.seen == seenFailed:
@@ -150,9 +166,12 @@ func decide(f facts) (step, bool) {
 			return gone(f), true
 		}
 	case stopped, paused:
-		// Starting (or resuming) is asked of the host first; the state
-		// moves once the host says it runs, so a host that cannot start
-		// it makes it recreate from STOPPED.
+		// Starting, resuming or pausing is asked of the host first; the
+		// state moves once the host says it did, so a host that cannot
+		// start it makes it recreate from STOPPED. A stopped instance
+		// asked to pause boots first (STARTING), as a warm one does.
+		want := powerFor(f.desired)
+		booted := f.seen == seenRunning || f.seen == seenPaused
 		switch {
 		case f.seen == seenFailed && f.state == stopped:
 			return recreate(f), true
@@ -160,12 +179,15 @@ func decide(f facts) (step, bool) {
 			return gone(f), true
 		case f.desired == lifecycle.WantStopped && f.state == paused:
 			return step{to: stopping, power: stopPower}, true
-		case f.desired == lifecycle.WantRunning && f.seen == seenRunning && f.state == stopped:
+		case f.desired == lifecycle.WantStopped:
+		case f.state == stopped && f.power == want && booted:
 			return step{to: starting}, true
-		case f.desired == lifecycle.WantRunning && f.seen == seenRunning && f.state == paused:
+		case f.state == paused && f.desired == lifecycle.WantRunning && f.seen == seenRunning:
 			return step{to: running}, true
-		case f.desired == lifecycle.WantRunning && f.power != runPower:
-			return step{power: runPower, reason: fmt.Sprintf("starting on host %s", f.host)}, true
+		case f.power != want && f.desired == lifecycle.WantRunning:
+			return step{power: want, reason: fmt.Sprintf("starting on host %s", f.host)}, true
+		case f.power != want:
+			return step{power: want}, true
 		}
 	case lost:
 		if !f.hostAlive {

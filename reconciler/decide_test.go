@@ -8,12 +8,16 @@ import (
 	"github.com/better-compute/vps/sqlc"
 )
 
+// desireds are every desired state.
+var desireds = []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantPaused, lifecycle.WantDeleted}
+
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	const (
-		run  = lifecycle.WantRunning
-		stop = lifecycle.WantStopped
-		del  = lifecycle.WantDeleted
+		run   = lifecycle.WantRunning
+		stop  = lifecycle.WantStopped
+		pause = lifecycle.WantPaused
+		del   = lifecycle.WantDeleted
 	)
 	alive := func(s lifecycle.State, d lifecycle.Desired, p power, seen string) facts {
 		return facts{state: s, desired: d, placed: true, hostAlive: true, host: "hv-1", power: p, seen: seen, seenReason: "boom"}
@@ -58,6 +62,23 @@ func TestDecide(t *testing.T) {
 		{"invalid while stopped", alive(lifecycle.Stopped, run, runPower, seenInvalid), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
 		{"error stays", alive(lifecycle.Error, run, runPower, seenFailed), step{}, false},
 		{"error deleted", alive(lifecycle.Error, del, runPower, seenFailed), step{to: lifecycle.Deleting, power: removePower}, true},
+		// A warm instance boots, then pauses: its host reports it running
+		// until its guest has booted, and the reconciler waits for PAUSED.
+		{"warm provisioning boots", alive(lifecycle.Provisioning, pause, pausePower, seenRunning), step{to: lifecycle.Starting}, true},
+		{"warm provisioning paused at once", alive(lifecycle.Provisioning, pause, pausePower, seenPaused), step{to: lifecycle.Starting}, true},
+		{"warm starting keeps power paused", alive(lifecycle.Starting, pause, runPower, seenRunning), step{power: pausePower}, true},
+		{"warm starting waits for the guest to boot", alive(lifecycle.Starting, pause, pausePower, seenRunning), step{}, false},
+		{"warm starting paused", alive(lifecycle.Starting, pause, pausePower, seenPaused), step{to: lifecycle.Paused}, true},
+		{"warm paused at rest", alive(lifecycle.Paused, pause, pausePower, seenPaused), step{}, false},
+		{"claimed while booting runs", alive(lifecycle.Starting, run, pausePower, seenRunning), step{power: runPower}, true},
+		{"claimed paused resumes", alive(lifecycle.Paused, run, pausePower, seenPaused), step{power: runPower, reason: "starting on host hv-1"}, true},
+		{"claimed resumed", alive(lifecycle.Paused, run, runPower, seenRunning), step{to: lifecycle.Running}, true},
+		{"running pauses", alive(lifecycle.Running, pause, runPower, seenRunning), step{power: pausePower}, true},
+		{"running waits for the pause", alive(lifecycle.Running, pause, pausePower, seenRunning), step{}, false},
+		{"running paused", alive(lifecycle.Running, pause, pausePower, seenPaused), step{to: lifecycle.Paused}, true},
+		{"stopped asked to pause boots first", alive(lifecycle.Stopped, pause, stopPower, seenStopped), step{power: pausePower}, true},
+		{"stopped booting to pause", alive(lifecycle.Stopped, pause, pausePower, seenRunning), step{to: lifecycle.Starting}, true},
+		{"warm paused vanished", alive(lifecycle.Paused, pause, pausePower, seenAbsent), gone(alive(lifecycle.Paused, pause, pausePower, seenAbsent)), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,13 +98,12 @@ func TestDecide(t *testing.T) {
 func TestDecideOnlyTableTransitions(t *testing.T) {
 	t.Parallel()
 	seens := []string{seenNothing, seenRunning, seenStopped, seenPaused, seenFailed, seenInvalid, seenAbsent}
-	desireds := []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted}
 	for _, s := range lifecycle.States {
 		for _, d := range desireds {
 			for _, seen := range seens {
 				for _, placed := range []bool{false, true} {
 					for _, alive := range []bool{false, true} {
-						for _, p := range []power{keepPower, runPower, stopPower} {
+						for _, p := range []power{keepPower, runPower, stopPower, pausePower} {
 							f := facts{state: s, desired: d, placed: placed, hostAlive: alive, seen: seen, power: p}
 							st, ok := decide(f)
 							if ok && st.to != "" && !lifecycle.CanTransition(s, st.to) {
@@ -107,10 +127,10 @@ func TestDecideConverges(t *testing.T) {
 		return map[power]string{runPower: seenRunning, stopPower: seenStopped, pausePower: seenPaused, removePower: seenAbsent, keepPower: seenNothing}[p]
 	}
 	states := []lifecycle.State{lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running,
-		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Lost, lifecycle.Deleting}
+		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Paused, lifecycle.Lost, lifecycle.Deleting}
 	for _, s := range states {
-		for _, d := range []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted} {
-			for _, p := range []power{runPower, stopPower, removePower} {
+		for _, d := range desireds {
+			for _, p := range []power{runPower, stopPower, pausePower, removePower} {
 				if s == lifecycle.Deleting && d != lifecycle.WantDeleted {
 					continue // deletion is final
 				}

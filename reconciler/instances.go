@@ -114,6 +114,9 @@ func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, inst sqlc.
 	if !ok {
 		return false, nil
 	}
+	if err := wakeUpkeep(ctx, q, inst); err != nil {
+		return false, err
+	}
 	if st.place {
 		return r.place(ctx, q, inst, wake)
 	}

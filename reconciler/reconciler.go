@@ -2,7 +2,8 @@
 // a Redis Stream, consumes the stream through a consumer group, and hands
 // each entry to the reconciler kind registered for its topic (vps.instances
 // moves each instance toward its desired state one guarded transition at a
-// time). Periodic work (the rescan, provider sweeps) runs once per interval
+// time; vps.sandboxes keeps each sandbox template's warm pool). Periodic
+// work (the rescan, provider sweeps, sandbox expiry) runs once per interval
 // across all reconcile processes. Postgres is the truth; the stream only
 // says where to look.
 package reconciler
@@ -66,6 +67,13 @@ type Config struct {
 	// instance's row is locked. Default 10m: a Proxmox full clone on slow
 	// storage takes minutes, and one cut short is deleted and made again.
 	ProviderTimeout time.Duration
+	// SandboxInterval is how often, by all reconcilers together,
+	// sandboxes past their deadline are expired and every warm pool is
+	// looked at (BC_SANDBOX_INTERVAL). Default 15s.
+	SandboxInterval time.Duration
+	// Warm adds instances to warm pools. Without it, pools are trimmed
+	// and rolled over but not filled.
+	Warm WarmPools
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -80,6 +88,7 @@ const (
 	DefaultSweepInterval   = 10 * time.Second
 	DefaultOrphanGrace     = 10 * time.Minute
 	DefaultProviderTimeout = 10 * time.Minute
+	DefaultSandboxInterval = 15 * time.Second
 )
 
 func (c *Config) applyDefaults() {
@@ -117,6 +126,9 @@ func (c *Config) applyDefaults() {
 	if c.ProviderTimeout <= 0 {
 		c.ProviderTimeout = DefaultProviderTimeout
 	}
+	if c.SandboxInterval <= 0 {
+		c.SandboxInterval = DefaultSandboxInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -137,8 +149,9 @@ type Reconciler struct {
 	periodic []periodic
 }
 
-// New returns a Reconciler running the vps.instances kind, the rescan
-// and the provider sweeps; Register and Every add more.
+// New returns a Reconciler running the vps.instances and vps.sandboxes
+// kinds, the rescan, the provider sweeps and the sandbox loop; Register and
+// Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
 	r := &Reconciler{
@@ -150,10 +163,12 @@ func New(cfg Config) *Reconciler {
 		queue:  newQueue[Request](),
 	}
 	r.Register(vps.TopicInstances, &instances{r: r})
+	r.Register(vps.TopicSandboxes, &sandboxes{r: r})
 	r.Every("vps.rescan", cfg.RescanInterval, r.rescan)
 	// Each account's sweep is claimed once a SweepInterval (stretched
 	// while its rate-limit budget runs low); this looks for due ones.
 	r.Every("vps.provider-sweeps", max(cfg.SweepInterval/4, 10*time.Millisecond), r.sweepDue)
+	r.Every("vps.sandboxes", cfg.SandboxInterval, r.sandboxSweep)
 	return r
 }
 

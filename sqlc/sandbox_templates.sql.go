@@ -239,9 +239,13 @@ func (q *Queries) LiveSandboxesOfTemplate(ctx context.Context, templateID uuid.U
 }
 
 const lockSandboxTemplate = `-- name: LockSandboxTemplate :one
-SELECT id, tenant_id, public, name, pool_id, flavor_id, image_id, ssh_keys, default_timeout_s, max_timeout_s, warm_count, version, created_at, updated_at, deleted_at, env, env_names, network, instance_version FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL FOR UPDATE
+SELECT id, tenant_id, public, name, pool_id, flavor_id, image_id, ssh_keys, default_timeout_s, max_timeout_s, warm_count, version, created_at, updated_at, deleted_at, env, env_names, network, instance_version FROM sandbox_templates WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE
 `
 
+// LockSandboxTemplate locks a template against changes, but not against
+// the foreign keys of sandboxes and instances made of it meanwhile (FOR NO
+// KEY UPDATE, not FOR UPDATE): createSandbox inserts its sandbox holding
+// its tenant's lock, which the holder of this lock takes next.
 func (q *Queries) LockSandboxTemplate(ctx context.Context, id uuid.UUID) (SandboxTemplate, error) {
 	row := q.db.QueryRow(ctx, lockSandboxTemplate, id)
 	var i SandboxTemplate

@@ -11,6 +11,9 @@ const (
 	// TopicInstances is the topic of the vps.instances reconciler, woken
 	// by every change to an instance.
 	TopicInstances = "vps.instances"
+	// TopicSandboxes is the topic of the vps.sandboxes reconciler, whose
+	// keys are sandbox templates: woken to keep a template's warm pool.
+	TopicSandboxes = "vps.sandboxes"
 )
 
 // Pool classes that take instances.
