@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/better-compute/vps/devenv"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // screenshotsDir is where the console tests leave their pictures: the
@@ -475,10 +476,9 @@ func TestConsoleSandboxes(t *testing.T) {
 	step("pause and resume", func(t *testing.T) {
 		b := b.with(t)
 		b.do("pause", chromedp.Click(chromedp.ID("action-pause")))
-		// The sandbox is PAUSED once its instance is; until then it says
-		// where it is going.
-		b.wait("the pause taken", `!!document.getElementById('action-resume') && !document.getElementById('action-pause') &&
-			(document.querySelector('#sandbox-state .badge').dataset.state === 'PAUSED' || document.getElementById('sandbox-state').textContent.includes('→ PAUSED'))`)
+		// The sandbox is PAUSED once its instance is, live.
+		b.waitFor(60*time.Second, "PAUSED", `!!document.getElementById('action-resume') && !document.getElementById('action-pause') &&
+			document.querySelector('#sandbox-state .badge').dataset.state === 'PAUSED' && !document.getElementById('sandbox-state').textContent.includes('→')`)
 		if want := sandbox(id)["instance"].(map[string]any)["desiredState"]; want != "PAUSED" {
 			t.Errorf("after pausing the instance's desired state is %v", want)
 		}
@@ -602,6 +602,7 @@ type consoleLog struct {
 func (b *browser) with(t *testing.T) *browser { c := *b; c.t = t; return &c }
 
 func newBrowser(t *testing.T, path string) *browser {
+	testenv.HostNetwork(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.WindowSize(1280, 800),

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/better-compute/vps/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -53,6 +54,7 @@ func bridge(t testing.TB, name, addr string) {
 			t.Fatalf("ip %v: %v %s", args, err, out)
 		}
 	}
+	testenv.HostNetwork(t)
 	exec.Command("ip", "link", "del", name).Run()
 	run("link", "add", name, "type", "bridge")
 	run("addr", "add", addr, "dev", name)

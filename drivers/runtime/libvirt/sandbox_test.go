@@ -14,12 +14,14 @@ import (
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // bridged returns a runtime whose NICs join a bridge of the test's own,
 // which a network filter needs.
 func (e *env) bridged(configure ...func(*libvirt.Config)) *libvirt.Runtime {
 	e.t.Helper()
+	testenv.HostNetwork(e.t)
 	name := fmt.Sprintf("bct%d", time.Now().UnixNano()%1_000_000_000)
 	if out, err := exec.Command("ip", "link", "add", name, "type", "bridge").CombinedOutput(); err != nil {
 		e.t.Fatalf("ip link add: %v %s", err, out)
