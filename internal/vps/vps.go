@@ -11,6 +11,10 @@ const (
 	// TopicInstances is the topic of the vps.instances reconciler, woken
 	// by every change to an instance.
 	TopicInstances = "vps.instances"
+	// TopicEvents is the topic of an outbox row that is an event only:
+	// the relay publishes it and hands no work to the reconciler
+	// (reconciler.TopicEvents is the same name).
+	TopicEvents = "vps.events"
 )
 
 // Pool classes that take instances.
