@@ -137,7 +137,7 @@ func TestSandboxEventsLifecycle(t *testing.T) {
 	set("setSandboxTimeout", ", timeout: 600")
 	e.step(inst, "LOST", "its host went silent")
 	e.step(inst, "LOST", "its host went silent for long") // still lost: no new step
-	e.step(inst, "RUNNING", "")                          // back: it had started
+	e.step(inst, "RUNNING", "")                           // back: it had started
 	set("deleteSandbox", "")
 	e.step(inst, "DELETING", "")
 	e.step(inst, "DELETED", "")
@@ -277,7 +277,9 @@ func TestSandboxEventsTenants(t *testing.T) {
 		// sa would come first.
 		next := e.subscribeSandboxes(t, b.member, nil)
 		payload, typ := next()
-		var data struct{ Data struct{ SandboxEvents sandboxEventView } }
+		var data struct {
+			Data struct{ SandboxEvents sandboxEventView }
+		}
 		decodeInto(t, payload, &data)
 		if ev := data.Data.SandboxEvents; typ != "next" || ev.Sandbox.ID != sb.ID || !ev.Snapshot || ev.Type != "CREATED" || ev.Version != 1 {
 			t.Fatalf("%s: %s", typ, payload)
@@ -288,7 +290,9 @@ func TestSandboxEventsTenants(t *testing.T) {
 		var got []string
 		for range 2 {
 			payload, _ := next()
-			var data struct{ Data struct{ SandboxEvents sandboxEventView } }
+			var data struct {
+				Data struct{ SandboxEvents sandboxEventView }
+			}
 			decodeInto(t, payload, &data)
 			ev := data.Data.SandboxEvents
 			got = append(got, fmt.Sprintf("%s %s/%s v%d", ev.Sandbox.ID, ev.Type, ev.Sandbox.State, ev.Version))
