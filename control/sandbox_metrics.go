@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -138,4 +139,4 @@ func (s *Service) sandboxMetrics(ctx context.Context, template, tenant *uuid.UUI
 }
 
 // seconds2d is a duration of s seconds.
-func seconds2d(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func seconds2d(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
