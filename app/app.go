@@ -133,8 +133,10 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	s.Addr = ln.Addr().String()
+	stats := control.NewStatsRecorder(s.db, control.StatsConfig{Interval: cfg.SandboxStatsInterval, Keep: cfg.SandboxStatsKeep, Logger: cfg.Logger})
 	gw := gateway.New(gateway.Config{
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
+		Stats: statsSink{stats},
 	})
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	limiter := ratelimit.New(ratelimit.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Rates: cfg.RateLimits, Logger: cfg.Logger})
@@ -146,6 +148,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go gw.Run(bg)
+	go stats.Run(bg)
 	go hub.Run(bg)
 	go handler.Run(bg)
 	s.http = &http.Server{

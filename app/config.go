@@ -73,6 +73,13 @@ type Config struct {
 	// BC_GRAPHQL_MAX_DEPTH) and the time parsing and validating it may take
 	// (BC_GRAPHQL_DOCUMENT_TIMEOUT). Defaults: graph.Limits.WithDefaults.
 	GraphQL graph.Limits
+	// SandboxStatsInterval is how often the latest CPU and memory use hosts
+	// reported of each sandbox is written (BC_SANDBOX_STATS_INTERVAL).
+	// Default control.DefaultStatsInterval.
+	SandboxStatsInterval time.Duration
+	// SandboxStatsKeep is how long a sandbox's stats are kept after it
+	// ended (BC_SANDBOX_STATS_KEEP). Default control.DefaultStatsKeep.
+	SandboxStatsKeep time.Duration
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
 	// Logger is the process log. Default: JSON to stderr.
@@ -123,6 +130,10 @@ func (c *Config) Env() []conf.Var {
 			"an operator's mutations"),
 		providerEndpoints(&c.ProviderEndpoints.Hosts),
 		providerAllowPrivate(&c.ProviderEndpoints.AllowPrivate, false),
+		conf.Duration(&c.SandboxStatsInterval, "BC_SANDBOX_STATS_INTERVAL", control.DefaultStatsInterval,
+			"how often the latest CPU and memory use hosts report of each sandbox is written"),
+		conf.Duration(&c.SandboxStatsKeep, "BC_SANDBOX_STATS_KEEP", control.DefaultStatsKeep,
+			"how long a sandbox's CPU and memory use is kept after it ended"),
 	}
 }
 
@@ -155,6 +166,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.LiveBuffer <= 0 {
 		c.LiveBuffer = live.DefaultBuffer
+	}
+	if c.SandboxStatsInterval <= 0 {
+		c.SandboxStatsInterval = control.DefaultStatsInterval
+	}
+	if c.SandboxStatsKeep <= 0 {
+		c.SandboxStatsKeep = control.DefaultStatsKeep
 	}
 	if c.LiveMaxUnread <= 0 {
 		c.LiveMaxUnread = graph.DefaultMaxUnread

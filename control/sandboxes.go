@@ -144,6 +144,13 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		}); err != nil {
 			return fmt.Errorf("insert sandbox: %w", err)
 		}
+		if err := events.RecordSandbox(ctx, q, id, events.Created, ""); err != nil {
+			return err
+		}
+		// A claimed warm instance may run already: the sandbox starts now.
+		if err := events.SandboxStep(ctx, q, inst); err != nil {
+			return err
+		}
 		ev.TargetID = id
 		ev.Details = map[string]any{"templateId": ids.Encode(ids.SandboxTemplate, t.ID), "startedFrom": started,
 			"instanceId": ids.Encode(ids.Instance, inst.ID), "timeoutSeconds": seconds(timeout)}
@@ -219,7 +226,7 @@ func (s *Service) SetSandboxTimeout(ctx context.Context, id uuid.UUID, timeout t
 			return fmt.Errorf("set the sandbox's deadline: %w", err)
 		}
 		ev.Details = map[string]any{"timeoutSeconds": seconds(timeout), "was": sbx.ExpiresAt}
-		return nil
+		return events.RecordSandbox(ctx, q, sbx.ID, events.TimeoutChanged, "")
 	})
 }
 
@@ -246,7 +253,7 @@ func (s *Service) setSandboxPower(ctx context.Context, action Action, id uuid.UU
 		case inst.DesiredState != string(lifecycle.WantRunning) && inst.DesiredState != string(lifecycle.WantPaused):
 			return apierr.New(apierr.FailedPrecondition, "the sandbox's instance is %s", inst.DesiredState)
 		}
-		return s.setSandboxInstance(ctx, q, ev, sbx, inst, want)
+		return setSandboxInstance(ctx, q, ev, sbx.ID, inst, want)
 	})
 }
 
@@ -258,24 +265,32 @@ func (s *Service) DeleteSandbox(ctx context.Context, id uuid.UUID) (domain.Sandb
 			ev.Details = map[string]any{"unchanged": true}
 			return nil
 		}
-		if _, err := q.EndSandbox(ctx, sqlc.EndSandboxParams{ID: sbx.ID, EndedAs: domain.SandboxDeleted}); err != nil {
-			return fmt.Errorf("end sandbox: %w", err)
-		}
-		if inst.DesiredState == string(lifecycle.WantDeleted) {
-			return nil
-		}
-		return s.setSandboxInstance(ctx, q, ev, sbx, inst, lifecycle.WantDeleted)
+		return endSandbox(ctx, q, ev, sbx.ID, inst, "")
 	})
+}
+
+// endSandbox ends a live sandbox as DELETED, asks for its locked instance
+// to be deleted and records the step, with reason.
+func endSandbox(ctx context.Context, q *sqlc.Queries, ev *audit.Event, id uuid.UUID, inst sqlc.Instance, reason string) error {
+	if _, err := q.EndSandbox(ctx, sqlc.EndSandboxParams{ID: id, EndedAs: domain.SandboxDeleted}); err != nil {
+		return fmt.Errorf("end sandbox: %w", err)
+	}
+	if inst.DesiredState != string(lifecycle.WantDeleted) {
+		if err := setSandboxInstance(ctx, q, ev, id, inst, lifecycle.WantDeleted); err != nil {
+			return err
+		}
+	}
+	return events.RecordSandbox(ctx, q, id, events.Deleted, reason)
 }
 
 // setSandboxInstance sets the desired state of a sandbox's locked instance
 // and writes its event, which wakes the reconciler.
-func (s *Service) setSandboxInstance(ctx context.Context, q *sqlc.Queries, ev *audit.Event, sbx sqlc.SandboxView, inst sqlc.Instance, want lifecycle.Desired) error {
+func setSandboxInstance(ctx context.Context, q *sqlc.Queries, ev *audit.Event, sbx uuid.UUID, inst sqlc.Instance, want lifecycle.Desired) error {
 	next, err := q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: inst.ID, DesiredState: string(want), Version: inst.Version})
 	if err != nil {
 		return fmt.Errorf("set the sandbox's instance to %s: %w", want, err)
 	}
-	if err := q.TouchSandbox(ctx, sbx.ID); err != nil {
+	if err := q.TouchSandbox(ctx, sbx); err != nil {
 		return fmt.Errorf("record the sandbox's change: %w", err)
 	}
 	ev.Details = map[string]any{"from": inst.DesiredState, "to": next.DesiredState, "instanceVersion": next.Version}

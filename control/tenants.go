@@ -40,8 +40,10 @@ func (s *Service) CreateTenant(ctx context.Context, name string) (domain.Tenant,
 	return domain.TenantFromRow(t), err
 }
 
-// DeleteTenant deletes a tenant: its tokens stop working and every one of
-// its instances is asked to be deleted. Operators only.
+// DeleteTenant deletes a tenant: its tokens stop working, its sandboxes
+// end, its sandbox templates are deleted, and every one of its instances
+// (its sandboxes' and its warm pools' too) is asked to be deleted.
+// Operators only.
 func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant, error) {
 	var t sqlc.Tenant
 	err := s.mutate(ctx, ActDeleteTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
@@ -63,6 +65,10 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant
 		if err := q.RevokeTenantTokens(ctx, &id); err != nil {
 			return fmt.Errorf("revoke tenant tokens: %w", err)
 		}
+		sandboxes, templates, err := deleteTenantSandboxes(ctx, q, id)
+		if err != nil {
+			return err
+		}
 		deleted, err := q.DeleteTenantInstances(ctx, id)
 		if err != nil {
 			return fmt.Errorf("delete tenant instances: %w", err)
@@ -72,7 +78,7 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant
 				return err
 			}
 		}
-		ev.Details = map[string]any{"instancesDeleted": len(deleted)}
+		ev.Details = map[string]any{"instancesDeleted": len(deleted), "sandboxesDeleted": sandboxes, "sandboxTemplatesDeleted": templates}
 		return nil
 	})
 	return domain.TenantFromRow(t), err
@@ -163,4 +169,31 @@ func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (domain.Quota, do
 		return domain.Quota{}, domain.Usage{}, fmt.Errorf("count usage: %w", err)
 	}
 	return domain.QuotaFromRow(quota), domain.UsageFromRow(usage), nil
+}
+
+// deleteTenantSandboxes ends a tenant's live sandboxes (DELETED, each with
+// its event) and deletes its templates, and says how many of each. The
+// instances are the caller's to delete. Each sandbox is locked before its
+// instance, as its mutations lock them.
+func deleteTenantSandboxes(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID) (sandboxes, templates int, err error) {
+	live, err := q.LiveTenantSandboxes(ctx, tenant)
+	if err != nil {
+		return 0, 0, fmt.Errorf("lock the tenant's sandboxes: %w", err)
+	}
+	for _, id := range live {
+		if _, err := q.LockSandboxInstance(ctx, &id); err != nil {
+			return 0, 0, fmt.Errorf("lock the instance of sandbox %s: %w", id, err)
+		}
+		if _, err := q.EndSandbox(ctx, sqlc.EndSandboxParams{ID: id, EndedAs: domain.SandboxDeleted}); err != nil {
+			return 0, 0, fmt.Errorf("end sandbox %s: %w", id, err)
+		}
+		if err := events.RecordSandbox(ctx, q, id, events.Deleted, "tenant deleted"); err != nil {
+			return 0, 0, err
+		}
+	}
+	deleted, err := q.SoftDeleteTenantTemplates(ctx, &tenant)
+	if err != nil {
+		return 0, 0, fmt.Errorf("delete the tenant's sandbox templates: %w", err)
+	}
+	return len(live), len(deleted), nil
 }

@@ -146,7 +146,9 @@ const HostChannelPrefix = "host:"
 
 // Enqueue writes the event of inst's change into the outbox under topic,
 // in the transaction of q. The relay publishes it after commit, and, for
-// work topics, also hands the instance to the reconciler.
+// work topics, also hands the instance to the reconciler. The change of an
+// instance of a sandbox may be a step of the sandbox's life, which it
+// records too (SandboxStep).
 func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst sqlc.Instance) error {
 	leases, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
 	if err != nil {
@@ -160,5 +162,5 @@ func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst 
 	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: topic, Key: inst.ID, Channel: &channel, Payload: payload}); err != nil {
 		return fmt.Errorf("enqueue event of %s: %w", inst.ID, err)
 	}
-	return nil
+	return SandboxStep(ctx, q, inst)
 }

@@ -12,48 +12,80 @@ import (
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/live"
 )
 
-// watch serves one instanceEvents subscription. It subscribes to the hub
-// before reading the current state, then drops every live event the read
-// already covered, by version: no gap, no repeat.
+// watch serves one instanceEvents subscription.
 func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent bool) (<-chan model.InstanceEvent, error) {
+	out := make(chan model.InstanceEvent, 1)
+	err := r.subscribe(ctx, includeCurrent, func() (subscribeFunc, stream, error) {
+		f, match, err := watchFilter(filter)
+		if err != nil {
+			return nil, nil, err
+		}
+		w := &watcher{r: r, ctx: ctx, out: out, filter: f, seen: map[uuid.UUID]int64{}}
+		return func(tenant string, onDrop func(string)) *live.Sub {
+			return r.live.Subscribe(tenant, match, onDrop)
+		}, w, nil
+	}, func() { close(out) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// subscribeFunc registers a subscriber with the hub.
+type subscribeFunc func(tenant string, onDrop func(reason string)) *live.Sub
+
+// stream is what one subscription delivers.
+type stream interface {
+	// snapshot delivers the current state (since zero) or what changed
+	// since since, after a resync; false when the subscription ended.
+	snapshot(since time.Time) bool
+	// live delivers one event from the hub; false when the subscription
+	// ended.
+	live(d live.Delivery) bool
+}
+
+// subscribe serves one subscription: it subscribes to the hub (through
+// what setup returns, once the caller may subscribe) before reading the
+// current state, so nothing is missed between the two, and delivers until
+// the client goes, falls behind or the hub drops it; then it calls done.
+func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup func() (subscribeFunc, stream, error), done func()) error {
 	p, err := callerOf(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.live == nil {
-		return nil, apierr.New(apierr.FailedPrecondition, "live events are not served here")
+		return apierr.New(apierr.FailedPrecondition, "live events are not served here")
 	}
-	f, match, err := watchFilter(filter)
+	subscribeTo, st, err := setup()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	conn := connFrom(ctx)
 	if conn != nil {
 		if int(conn.subs.Add(1)) > r.maxSubs {
 			conn.subs.Add(-1)
-			return nil, apierr.New(apierr.RateLimited, "at most %d subscriptions per connection", r.maxSubs)
+			return apierr.New(apierr.RateLimited, "at most %d subscriptions per connection", r.maxSubs)
 		}
 	}
 	tenant := ""
 	if !p.IsOperator() {
 		tenant = ids.Encode(ids.Tenant, p.TenantID)
 	}
-	sub := r.live.Subscribe(tenant, match, func(reason string) {
+	sub := subscribeTo(tenant, func(reason string) {
 		if conn != nil {
 			conn.close(closeSlowConsumer, reason)
 		}
 	})
-	out := make(chan model.InstanceEvent, 1)
 	go func() {
-		defer close(out)
+		defer done()
 		defer r.live.Unsubscribe(sub)
 		if conn != nil {
 			defer conn.subs.Add(-1)
 		}
-		w := watcher{r: r, ctx: ctx, out: out, filter: f, seen: map[uuid.UUID]int64{}}
-		if includeCurrent && !w.snapshot(time.Time{}) {
+		if includeCurrent && !st.snapshot(time.Time{}) {
 			return
 		}
 		for {
@@ -64,18 +96,18 @@ func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter,
 				return
 			case d := <-sub.C:
 				if d.Resync {
-					if !w.snapshot(d.Since) {
+					if !st.snapshot(d.Since) {
 						return
 					}
 					continue
 				}
-				if !w.live(d.Event) {
+				if !st.live(d) {
 					return
 				}
 			}
 		}
 	}()
-	return out, nil
+	return nil
 }
 
 // watcher delivers one subscription's events, remembering the version it
@@ -107,7 +139,8 @@ func (w *watcher) snapshot(since time.Time) bool {
 	return true
 }
 
-func (w *watcher) live(ev *events.InstanceEvent) bool {
+func (w *watcher) live(d live.Delivery) bool {
+	ev := d.Event
 	v, err := ev.Instance.Instance()
 	if err != nil {
 		return true // not an event this server can show; skip it

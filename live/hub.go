@@ -1,4 +1,4 @@
-// Package live fans instance events out to GraphQL subscribers. Each serve
+// Package live fans instance and sandbox events out to GraphQL subscribers. Each serve
 // process holds one Redis subscription and routes every event in memory to
 // the subscribers allowed to see it whose filter matches: no Redis
 // connection per subscriber. A subscriber that falls behind is dropped, so
@@ -8,7 +8,6 @@ package live
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -76,9 +75,11 @@ func New(cfg Config) *Hub {
 // Collectors are the hub's Prometheus metrics.
 func (h *Hub) Collectors() []prometheus.Collector { return h.metrics.collectors() }
 
-// Delivery is what a subscriber receives: an event, or a call to resync.
+// Delivery is what a subscriber receives: an event (an instance's or a
+// sandbox's, as it subscribed), or a call to resync.
 type Delivery struct {
-	Event *events.InstanceEvent
+	Event   *events.InstanceEvent
+	Sandbox *events.SandboxEvent
 	// Resync: events may have been lost since Since; read the current
 	// state again.
 	Resync bool
@@ -91,6 +92,7 @@ type Sub struct {
 	C       chan Delivery
 	tenant  string
 	match   func(*events.InstanceEvent) bool
+	sandbox func(*events.SandboxEvent) bool
 	dropped chan struct{}
 	once    sync.Once
 	onDrop  func(reason string)
@@ -103,7 +105,17 @@ func (s *Sub) Dropped() <-chan struct{} { return s.dropped }
 // tenant ID; "" sees every tenant's, for operators) that match. onDrop is
 // called, once, if it falls behind.
 func (h *Hub) Subscribe(tenant string, match func(*events.InstanceEvent) bool, onDrop func(reason string)) *Sub {
-	s := &Sub{C: make(chan Delivery, h.cfg.Buffer), tenant: tenant, match: match, dropped: make(chan struct{}), onDrop: onDrop}
+	return h.add(&Sub{tenant: tenant, match: match, onDrop: onDrop})
+}
+
+// SubscribeSandboxes is Subscribe for sandbox events.
+func (h *Hub) SubscribeSandboxes(tenant string, match func(*events.SandboxEvent) bool, onDrop func(reason string)) *Sub {
+	return h.add(&Sub{tenant: tenant, sandbox: match, onDrop: onDrop})
+}
+
+func (h *Hub) add(s *Sub) *Sub {
+	s.C, s.dropped = make(chan Delivery, h.cfg.Buffer), make(chan struct{})
+	tenant := s.tenant
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if tenant == "" {
@@ -157,17 +169,28 @@ func (h *Hub) send(s *Sub, d Delivery) bool {
 
 // dispatch routes one published event.
 func (h *Hub) dispatch(payload string) {
-	var ev events.InstanceEvent
-	if err := json.Unmarshal([]byte(payload), &ev); err != nil || ev.Kind != events.KindInstance {
+	inst, sbx, err := events.Decode([]byte(payload))
+	var (
+		tenant string
+		at     time.Time
+		d      Delivery
+	)
+	switch {
+	case err != nil:
+		return
+	case inst != nil:
+		tenant, at, d = inst.Instance.TenantID, inst.Instance.UpdatedAt, Delivery{Event: inst}
+	case sbx != nil:
+		tenant, at, d = sbx.Sandbox.TenantID, sbx.At, Delivery{Sandbox: sbx}
+	default:
 		return // a kind this process does not know
 	}
 	start := time.Now()
-	d := Delivery{Event: &ev}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	deliver := func(subs map[*Sub]struct{}) {
 		for s := range subs {
-			if !s.match(&ev) {
+			if !s.wants(d) {
 				continue
 			}
 			if h.send(s, d) {
@@ -177,10 +200,18 @@ func (h *Hub) dispatch(payload string) {
 			}
 		}
 	}
-	deliver(h.byTenant[ev.Instance.TenantID])
+	deliver(h.byTenant[tenant])
 	deliver(h.operators)
 	h.metrics.fanout.Observe(time.Since(start).Seconds())
-	h.metrics.latency.Observe(time.Since(ev.Instance.UpdatedAt).Seconds())
+	h.metrics.latency.Observe(time.Since(at).Seconds())
+}
+
+// wants reports whether s subscribed to the event d carries.
+func (s *Sub) wants(d Delivery) bool {
+	if d.Event != nil {
+		return s.match != nil && s.match(d.Event)
+	}
+	return s.sandbox != nil && s.sandbox(d.Sandbox)
 }
 
 // resyncAll tells every subscriber that events since lostAt may be lost.

@@ -67,7 +67,7 @@ func (r *Reconciler) expire(ctx context.Context) error {
 
 // expireSandbox ends a sandbox as EXPIRED, if it still is past its
 // deadline, and asks for its instance to be deleted, with the instance's
-// event and an audit row, in one transaction. It locks the sandbox, then
+// event, the sandbox's EXPIRED event and an audit row, in one transaction. It locks the sandbox, then
 // its instance, as the API's sandbox mutations do.
 func (r *Reconciler) expireSandbox(ctx context.Context, id uuid.UUID) error {
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
@@ -93,6 +93,9 @@ func (r *Reconciler) expireSandbox(ctx context.Context, id uuid.UUID) error {
 				return err
 			}
 			details["from"] = inst.DesiredState
+		}
+		if err := events.RecordSandbox(ctx, q, id, events.Expired, "its timeout passed"); err != nil {
+			return err
 		}
 		return audit.Write(ctx, q, audit.Event{TenantID: sbx.TenantID, Action: actionExpireSandbox, TargetType: "sandbox",
 			TargetID: id, RequestID: expiryRequestID, Details: details})

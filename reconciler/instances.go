@@ -17,7 +17,7 @@ import (
 )
 
 // TopicEvents is the outbox topic of events that need no further work.
-const TopicEvents = "vps.events"
+const TopicEvents = vps.TopicEvents
 
 // errRace is a compare-and-set that lost; the instance is simply read again.
 var errRace = errors.New("instance changed underneath")

@@ -113,6 +113,9 @@ func TestSandboxExpiry(t *testing.T) {
 	if n := e.count("audit_events WHERE action = 'sandbox.expire' AND target_id = $1 AND tenant_id = $2 AND outcome = 'success'", due.ID, e.tenant); n != 1 {
 		t.Errorf("%d audit rows of the expiry, want 1", n)
 	}
+	if n := e.count("sandbox_events WHERE sandbox_id = $1 AND type = 'EXPIRED'", due.ID); n != 1 {
+		t.Errorf("%d EXPIRED events of the sandbox, want 1", n)
+	}
 	if n := e.count("sandboxes WHERE id = $1 AND ended_as IS NULL", kept.ID); n != 1 {
 		t.Errorf("a sandbox an hour from its deadline ended")
 	}

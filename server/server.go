@@ -82,6 +82,7 @@ func New(cfg Config) *Server {
 	if cfg.RateLimit != nil {
 		reg.MustRegister(cfg.RateLimit.Collectors()...)
 	}
+	reg.MustRegister(newSandboxCollector(cfg.Service, cfg.Logger))
 
 	mux := http.NewServeMux()
 	gh := graph.NewHandler(graph.HandlerConfig{

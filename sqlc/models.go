@@ -258,6 +258,25 @@ type Sandbox struct {
 	UpdatedAt       time.Time
 }
 
+type SandboxEvent struct {
+	ID        int64
+	SandboxID uuid.UUID
+	TenantID  uuid.UUID
+	Seq       int64
+	Type      string
+	Reason    string
+	Sandbox   []byte
+	At        time.Time
+}
+
+type SandboxStat struct {
+	SandboxID   uuid.UUID
+	At          time.Time
+	CpuTimeNs   int64
+	CpuFraction *float64
+	MemoryBytes int64
+}
+
 type SandboxTemplate struct {
 	ID              uuid.UUID
 	TenantID        *uuid.UUID

@@ -332,12 +332,14 @@ type ComplexityRoot struct {
 	Sandbox struct {
 		CreatedAt       func(childComplexity int) int
 		EndedAt         func(childComplexity int) int
+		Events          func(childComplexity int, first *int, after *string) int
 		ExpiresAt       func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Instance        func(childComplexity int) int
 		Metadata        func(childComplexity int) int
 		StartedFrom     func(childComplexity int) int
 		State           func(childComplexity int) int
+		Stats           func(childComplexity int, since *time.Time) int
 		Template        func(childComplexity int) int
 		TemplateVersion func(childComplexity int) int
 		Tenant          func(childComplexity int) int
@@ -357,8 +359,46 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	SandboxEvent struct {
+		At       func(childComplexity int) int
+		Reason   func(childComplexity int) int
+		Sandbox  func(childComplexity int) int
+		Snapshot func(childComplexity int) int
+		Type     func(childComplexity int) int
+		Version  func(childComplexity int) int
+	}
+
+	SandboxEventConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	SandboxEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	SandboxPayload struct {
 		Sandbox func(childComplexity int) int
+	}
+
+	SandboxStartTimes struct {
+		Count func(childComplexity int) int
+		P50   func(childComplexity int) int
+		P99   func(childComplexity int) int
+	}
+
+	SandboxStateCount struct {
+		Count func(childComplexity int) int
+		State func(childComplexity int) int
+	}
+
+	SandboxStatsPoint struct {
+		At       func(childComplexity int) int
+		CPU      func(childComplexity int) int
+		MemoryMb func(childComplexity int) int
 	}
 
 	SandboxTemplate struct {
@@ -370,6 +410,7 @@ type ComplexityRoot struct {
 		Image           func(childComplexity int) int
 		InstanceVersion func(childComplexity int) int
 		MaxTimeout      func(childComplexity int) int
+		Metrics         func(childComplexity int, since *time.Time) int
 		Name            func(childComplexity int) int
 		Network         func(childComplexity int) int
 		Pool            func(childComplexity int) int
@@ -393,6 +434,20 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	SandboxTemplateMetrics struct {
+		CreatedCold  func(childComplexity int) int
+		CreatedWarm  func(childComplexity int) int
+		Sandboxes    func(childComplexity int) int
+		Since        func(childComplexity int) int
+		StartCold    func(childComplexity int) int
+		StartWarm    func(childComplexity int) int
+		WarmClaims   func(childComplexity int) int
+		WarmFree     func(childComplexity int) int
+		WarmHitRatio func(childComplexity int) int
+		WarmReady    func(childComplexity int) int
+		WarmTarget   func(childComplexity int) int
+	}
+
 	SandboxTemplatePayload struct {
 		SandboxTemplate func(childComplexity int) int
 	}
@@ -405,6 +460,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		InstanceEvents func(childComplexity int, filter *model.InstanceEventFilter, includeCurrent *bool) int
+		SandboxEvents  func(childComplexity int, filter *model.SandboxEventFilter, includeCurrent *bool) int
 	}
 
 	Tenant struct {
@@ -563,6 +619,9 @@ type SandboxResolver interface {
 	StartedFrom(ctx context.Context, obj *domain.Sandbox) (model.StartedFrom, error)
 
 	Metadata(ctx context.Context, obj *domain.Sandbox) (map[string]any, error)
+
+	Events(ctx context.Context, obj *domain.Sandbox, first *int, after *string) (model.SandboxEventConnection, error)
+	Stats(ctx context.Context, obj *domain.Sandbox, since *time.Time) ([]model.SandboxStatsPoint, error)
 }
 type SandboxTemplateResolver interface {
 	ID(ctx context.Context, obj *domain.SandboxTemplate) (string, error)
@@ -576,9 +635,12 @@ type SandboxTemplateResolver interface {
 
 	DefaultTimeout(ctx context.Context, obj *domain.SandboxTemplate) (int, error)
 	MaxTimeout(ctx context.Context, obj *domain.SandboxTemplate) (int, error)
+
+	Metrics(ctx context.Context, obj *domain.SandboxTemplate, since *time.Time) (model.SandboxTemplateMetrics, error)
 }
 type SubscriptionResolver interface {
 	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
+	SandboxEvents(ctx context.Context, filter *model.SandboxEventFilter, includeCurrent *bool) (<-chan model.SandboxEvent, error)
 }
 type TenantResolver interface {
 	ID(ctx context.Context, obj *domain.Tenant) (string, error)
@@ -1922,6 +1984,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Sandbox.EndedAt(childComplexity), true
+	case "Sandbox.events":
+		if e.ComplexityRoot.Sandbox.Events == nil {
+			break
+		}
+
+		args, err := ec.field_Sandbox_events_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Sandbox.Events(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Sandbox.expiresAt":
 		if e.ComplexityRoot.Sandbox.ExpiresAt == nil {
 			break
@@ -1958,6 +2031,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Sandbox.State(childComplexity), true
+	case "Sandbox.stats":
+		if e.ComplexityRoot.Sandbox.Stats == nil {
+			break
+		}
+
+		args, err := ec.field_Sandbox_stats_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Sandbox.Stats(childComplexity, args["since"].(*time.Time)), true
 	case "Sandbox.template":
 		if e.ComplexityRoot.Sandbox.Template == nil {
 			break
@@ -2027,12 +2111,138 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SandboxEdge.Node(childComplexity), true
 
+	case "SandboxEvent.at":
+		if e.ComplexityRoot.SandboxEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.At(childComplexity), true
+	case "SandboxEvent.reason":
+		if e.ComplexityRoot.SandboxEvent.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.Reason(childComplexity), true
+	case "SandboxEvent.sandbox":
+		if e.ComplexityRoot.SandboxEvent.Sandbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.Sandbox(childComplexity), true
+	case "SandboxEvent.snapshot":
+		if e.ComplexityRoot.SandboxEvent.Snapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.Snapshot(childComplexity), true
+	case "SandboxEvent.type":
+		if e.ComplexityRoot.SandboxEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.Type(childComplexity), true
+	case "SandboxEvent.version":
+		if e.ComplexityRoot.SandboxEvent.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEvent.Version(childComplexity), true
+
+	case "SandboxEventConnection.edges":
+		if e.ComplexityRoot.SandboxEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventConnection.Edges(childComplexity), true
+	case "SandboxEventConnection.nodes":
+		if e.ComplexityRoot.SandboxEventConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventConnection.Nodes(childComplexity), true
+	case "SandboxEventConnection.pageInfo":
+		if e.ComplexityRoot.SandboxEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventConnection.PageInfo(childComplexity), true
+	case "SandboxEventConnection.totalCount":
+		if e.ComplexityRoot.SandboxEventConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventConnection.TotalCount(childComplexity), true
+
+	case "SandboxEventEdge.cursor":
+		if e.ComplexityRoot.SandboxEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventEdge.Cursor(childComplexity), true
+	case "SandboxEventEdge.node":
+		if e.ComplexityRoot.SandboxEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxEventEdge.Node(childComplexity), true
+
 	case "SandboxPayload.sandbox":
 		if e.ComplexityRoot.SandboxPayload.Sandbox == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SandboxPayload.Sandbox(childComplexity), true
+
+	case "SandboxStartTimes.count":
+		if e.ComplexityRoot.SandboxStartTimes.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStartTimes.Count(childComplexity), true
+	case "SandboxStartTimes.p50":
+		if e.ComplexityRoot.SandboxStartTimes.P50 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStartTimes.P50(childComplexity), true
+	case "SandboxStartTimes.p99":
+		if e.ComplexityRoot.SandboxStartTimes.P99 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStartTimes.P99(childComplexity), true
+
+	case "SandboxStateCount.count":
+		if e.ComplexityRoot.SandboxStateCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStateCount.Count(childComplexity), true
+	case "SandboxStateCount.state":
+		if e.ComplexityRoot.SandboxStateCount.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStateCount.State(childComplexity), true
+
+	case "SandboxStatsPoint.at":
+		if e.ComplexityRoot.SandboxStatsPoint.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStatsPoint.At(childComplexity), true
+	case "SandboxStatsPoint.cpu":
+		if e.ComplexityRoot.SandboxStatsPoint.CPU == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStatsPoint.CPU(childComplexity), true
+	case "SandboxStatsPoint.memoryMb":
+		if e.ComplexityRoot.SandboxStatsPoint.MemoryMb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxStatsPoint.MemoryMb(childComplexity), true
 
 	case "SandboxTemplate.createdAt":
 		if e.ComplexityRoot.SandboxTemplate.CreatedAt == nil {
@@ -2082,6 +2292,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SandboxTemplate.MaxTimeout(childComplexity), true
+	case "SandboxTemplate.metrics":
+		if e.ComplexityRoot.SandboxTemplate.Metrics == nil {
+			break
+		}
+
+		args, err := ec.field_SandboxTemplate_metrics_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.SandboxTemplate.Metrics(childComplexity, args["since"].(*time.Time)), true
 	case "SandboxTemplate.name":
 		if e.ComplexityRoot.SandboxTemplate.Name == nil {
 			break
@@ -2175,6 +2396,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SandboxTemplateEdge.Node(childComplexity), true
 
+	case "SandboxTemplateMetrics.createdCold":
+		if e.ComplexityRoot.SandboxTemplateMetrics.CreatedCold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.CreatedCold(childComplexity), true
+	case "SandboxTemplateMetrics.createdWarm":
+		if e.ComplexityRoot.SandboxTemplateMetrics.CreatedWarm == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.CreatedWarm(childComplexity), true
+	case "SandboxTemplateMetrics.sandboxes":
+		if e.ComplexityRoot.SandboxTemplateMetrics.Sandboxes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.Sandboxes(childComplexity), true
+	case "SandboxTemplateMetrics.since":
+		if e.ComplexityRoot.SandboxTemplateMetrics.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.Since(childComplexity), true
+	case "SandboxTemplateMetrics.startCold":
+		if e.ComplexityRoot.SandboxTemplateMetrics.StartCold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.StartCold(childComplexity), true
+	case "SandboxTemplateMetrics.startWarm":
+		if e.ComplexityRoot.SandboxTemplateMetrics.StartWarm == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.StartWarm(childComplexity), true
+	case "SandboxTemplateMetrics.warmClaims":
+		if e.ComplexityRoot.SandboxTemplateMetrics.WarmClaims == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.WarmClaims(childComplexity), true
+	case "SandboxTemplateMetrics.warmFree":
+		if e.ComplexityRoot.SandboxTemplateMetrics.WarmFree == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.WarmFree(childComplexity), true
+	case "SandboxTemplateMetrics.warmHitRatio":
+		if e.ComplexityRoot.SandboxTemplateMetrics.WarmHitRatio == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.WarmHitRatio(childComplexity), true
+	case "SandboxTemplateMetrics.warmReady":
+		if e.ComplexityRoot.SandboxTemplateMetrics.WarmReady == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.WarmReady(childComplexity), true
+	case "SandboxTemplateMetrics.warmTarget":
+		if e.ComplexityRoot.SandboxTemplateMetrics.WarmTarget == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxTemplateMetrics.WarmTarget(childComplexity), true
+
 	case "SandboxTemplatePayload.sandboxTemplate":
 		if e.ComplexityRoot.SandboxTemplatePayload.SandboxTemplate == nil {
 			break
@@ -2212,6 +2500,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.InstanceEvents(childComplexity, args["filter"].(*model.InstanceEventFilter), args["includeCurrent"].(*bool)), true
+	case "Subscription.sandboxEvents":
+		if e.ComplexityRoot.Subscription.SandboxEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_sandboxEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.SandboxEvents(childComplexity, args["filter"].(*model.SandboxEventFilter), args["includeCurrent"].(*bool)), true
 
 	case "Tenant.createdAt":
 		if e.ComplexityRoot.Tenant.CreatedAt == nil {
@@ -2313,6 +2612,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("NetworkPolicyInput", ec.unmarshalInputNetworkPolicyInput),
 			graphql.NewInputUnmarshaler("RegisterImageInput", ec.unmarshalInputRegisterImageInput),
 			graphql.NewInputUnmarshaler("RevokeApiTokenInput", ec.unmarshalInputRevokeApiTokenInput),
+			graphql.NewInputUnmarshaler("SandboxEventFilter", ec.unmarshalInputSandboxEventFilter),
 			graphql.NewInputUnmarshaler("SandboxFilter", ec.unmarshalInputSandboxFilter),
 			graphql.NewInputUnmarshaler("SandboxIdInput", ec.unmarshalInputSandboxIdInput),
 			graphql.NewInputUnmarshaler("SandboxTemplateIdInput", ec.unmarshalInputSandboxTemplateIdInput),
@@ -3012,6 +3312,134 @@ extend type Mutation {
   updateProviderAccount(input: UpdateProviderAccountInput!): ProviderAccountPayload!
   "Refused while instances run on the account."
   deleteProviderAccount(input: DeleteProviderAccountInput!): ProviderAccountPayload!
+}
+`, BuiltIn: false},
+	{Name: "../schema/sandbox_events.graphqls", Input: `extend type Subscription {
+  """
+  The steps of the lives of the sandboxes the caller may see that match
+  filter, in order, each with its version (its number in its sandbox's
+  events). With includeCurrent, each live matching sandbox as it is now
+  comes first (snapshot: true, with its last event's type and version),
+  then live events, with no gap and no repeat between the two. After a
+  resync the events missed are sent again (snapshot: true).
+  """
+  sandboxEvents(filter: SandboxEventFilter, includeCurrent: Boolean): SandboxEvent!
+}
+
+"A step of a sandbox's life."
+enum SandboxEventType {
+  CREATED
+  "Its instance first reached RUNNING; the sandbox's startedFrom says from a warm or a cold start."
+  STARTED
+  "Its instance paused."
+  PAUSED
+  "Its instance runs again after a pause."
+  RESUMED
+  "Its deadline was set again (setSandboxTimeout)."
+  TIMEOUT_CHANGED
+  "It reached its deadline and ended."
+  EXPIRED
+  "It was deleted (deleteSandbox, or its tenant's deletion)."
+  DELETED
+  "Its instance went to ERROR or LOST; reason says why."
+  FAILED
+}
+
+input SandboxEventFilter {
+  ids: [ID!]
+  templateId: ID
+}
+
+type SandboxEvent {
+  type: SandboxEventType!
+  "The sandbox as the step left it."
+  sandbox: Sandbox!
+  "The event's number in its sandbox's events, from 1: order and dedupe by it."
+  version: Int!
+  "Why, for FAILED (its instance's state reason) and EXPIRED; empty otherwise."
+  reason: String!
+  at: DateTime!
+  "True for the current state sent on subscribing (includeCurrent) or after a resync."
+  snapshot: Boolean!
+}
+
+type SandboxEventConnection {
+  edges: [SandboxEventEdge!]!
+  nodes: [SandboxEvent!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type SandboxEventEdge {
+  cursor: String!
+  node: SandboxEvent!
+}
+
+"What a sandbox's instance used of its host at one time, as the host reported it."
+type SandboxStatsPoint {
+  at: DateTime!
+  "CPU use since the point before, from 0 to 1 of its vCPUs; null for a first point or after a restart."
+  cpu: Float
+  "Host memory its instance holds, in MiB."
+  memoryMb: Float!
+}
+
+extend type Sandbox {
+  "Its events, oldest first; kept after it ended."
+  events(first: Int, after: String): SandboxEventConnection!
+  """
+  Its CPU and memory use since a time (default: its whole life), oldest
+  first, the latest 2000 points at most; reported every few seconds, kept
+  for its life and an hour after.
+  """
+  stats(since: DateTime): [SandboxStatsPoint!]!
+}
+
+"How many live sandboxes are in one state."
+type SandboxStateCount {
+  state: SandboxState!
+  count: Int!
+}
+
+"Seconds from createSandbox to RUNNING."
+type SandboxStartTimes {
+  "Sandboxes created that reached RUNNING."
+  count: Int!
+  "Null when none did."
+  p50: Float
+  p99: Float
+}
+
+"""
+What a template's sandboxes and warm pool did. A member counts the
+sandboxes and claims of its own tenant; the template's owner and operators
+see everyone's.
+"""
+type SandboxTemplateMetrics {
+  "The start of the window the counts and times cover."
+  since: DateTime!
+  "Its sandboxes that have not ended, by state (now)."
+  sandboxes: [SandboxStateCount!]!
+  "Its sandboxes created since, from a warm and a cold start."
+  createdWarm: Int!
+  createdCold: Int!
+  "createdWarm over all created; null when none was."
+  warmHitRatio: Float
+  "Its warm count: how many warm instances its pool keeps."
+  warmTarget: Int!
+  "Free warm instances of its current instanceVersion (now)."
+  warmFree: Int!
+  "Of those, how many are ready: booted and paused."
+  warmReady: Int!
+  "Warm instances claimed since."
+  warmClaims: Int!
+  startWarm: SandboxStartTimes!
+  startCold: SandboxStartTimes!
+}
+
+extend type SandboxTemplate {
+  "Its metrics over the window from since (default: an hour ago) to now."
+  metrics(since: DateTime): SandboxTemplateMetrics!
 }
 `, BuiltIn: false},
 	{Name: "../schema/sandboxes.graphqls", Input: `"""
@@ -3739,6 +4167,10 @@ func (ec *executionContext) childFields_Sandbox(ctx context.Context, field graph
 		return ec.fieldContext_Sandbox_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_Sandbox_version(ctx, field)
+	case "events":
+		return ec.fieldContext_Sandbox_events(ctx, field)
+	case "stats":
+		return ec.fieldContext_Sandbox_stats(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Sandbox", field.Name)
 }
@@ -3767,12 +4199,88 @@ func (ec *executionContext) childFields_SandboxEdge(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type SandboxEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_SandboxEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_SandboxEvent_type(ctx, field)
+	case "sandbox":
+		return ec.fieldContext_SandboxEvent_sandbox(ctx, field)
+	case "version":
+		return ec.fieldContext_SandboxEvent_version(ctx, field)
+	case "reason":
+		return ec.fieldContext_SandboxEvent_reason(ctx, field)
+	case "at":
+		return ec.fieldContext_SandboxEvent_at(ctx, field)
+	case "snapshot":
+		return ec.fieldContext_SandboxEvent_snapshot(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SandboxEventConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SandboxEventConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SandboxEventConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SandboxEventConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SandboxEventEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SandboxEventEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxEventEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_SandboxPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "sandbox":
 		return ec.fieldContext_SandboxPayload_sandbox(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SandboxPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxStartTimes(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_SandboxStartTimes_count(ctx, field)
+	case "p50":
+		return ec.fieldContext_SandboxStartTimes_p50(ctx, field)
+	case "p99":
+		return ec.fieldContext_SandboxStartTimes_p99(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxStartTimes", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxStateCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "state":
+		return ec.fieldContext_SandboxStateCount_state(ctx, field)
+	case "count":
+		return ec.fieldContext_SandboxStateCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxStateCount", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxStatsPoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_SandboxStatsPoint_at(ctx, field)
+	case "cpu":
+		return ec.fieldContext_SandboxStatsPoint_cpu(ctx, field)
+	case "memoryMb":
+		return ec.fieldContext_SandboxStatsPoint_memoryMb(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxStatsPoint", field.Name)
 }
 
 func (ec *executionContext) childFields_SandboxTemplate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3811,6 +4319,8 @@ func (ec *executionContext) childFields_SandboxTemplate(ctx context.Context, fie
 		return ec.fieldContext_SandboxTemplate_updatedAt(ctx, field)
 	case "version":
 		return ec.fieldContext_SandboxTemplate_version(ctx, field)
+	case "metrics":
+		return ec.fieldContext_SandboxTemplate_metrics(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplate", field.Name)
 }
@@ -3837,6 +4347,34 @@ func (ec *executionContext) childFields_SandboxTemplateEdge(ctx context.Context,
 		return ec.fieldContext_SandboxTemplateEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplateEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxTemplateMetrics(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "since":
+		return ec.fieldContext_SandboxTemplateMetrics_since(ctx, field)
+	case "sandboxes":
+		return ec.fieldContext_SandboxTemplateMetrics_sandboxes(ctx, field)
+	case "createdWarm":
+		return ec.fieldContext_SandboxTemplateMetrics_createdWarm(ctx, field)
+	case "createdCold":
+		return ec.fieldContext_SandboxTemplateMetrics_createdCold(ctx, field)
+	case "warmHitRatio":
+		return ec.fieldContext_SandboxTemplateMetrics_warmHitRatio(ctx, field)
+	case "warmTarget":
+		return ec.fieldContext_SandboxTemplateMetrics_warmTarget(ctx, field)
+	case "warmFree":
+		return ec.fieldContext_SandboxTemplateMetrics_warmFree(ctx, field)
+	case "warmReady":
+		return ec.fieldContext_SandboxTemplateMetrics_warmReady(ctx, field)
+	case "warmClaims":
+		return ec.fieldContext_SandboxTemplateMetrics_warmClaims(ctx, field)
+	case "startWarm":
+		return ec.fieldContext_SandboxTemplateMetrics_startWarm(ctx, field)
+	case "startCold":
+		return ec.fieldContext_SandboxTemplateMetrics_startCold(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxTemplateMetrics", field.Name)
 }
 
 func (ec *executionContext) childFields_SandboxTemplatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4581,12 +5119,84 @@ func (ec *executionContext) field_Query_sandboxes_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_SandboxTemplate_metrics_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Sandbox_events_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Sandbox_stats_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_instanceEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.InstanceEventFilter, error) {
 			return ec.unmarshalOInstanceEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceEventFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "includeCurrent",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeCurrent"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_sandboxEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.SandboxEventFilter, error) {
+			return ec.unmarshalOSandboxEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10410,6 +11020,94 @@ func (ec *executionContext) fieldContext_Sandbox_version(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Sandbox", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Sandbox_events(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Sandbox().Events(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxEventConnection) graphql.Marshaler {
+			return ec.marshalNSandboxEventConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_events(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Sandbox_events_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_stats(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Sandbox().Stats(ctx, obj, fc.Args["since"].(*time.Time))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxStatsPoint) graphql.Marshaler {
+			return ec.marshalNSandboxStatsPoint2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStatsPointᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_stats(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxStatsPoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Sandbox_stats_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SandboxConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10584,6 +11282,327 @@ func (ec *executionContext) fieldContext_SandboxEdge_node(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _SandboxEvent_type(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxEventType) graphql.Marshaler {
+			return ec.marshalNSandboxEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEvent", field, false, false, "SandboxEventType")
+}
+
+func (ec *executionContext) _SandboxEvent_sandbox(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_sandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sandbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_sandbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEvent_version(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxEvent_reason(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEvent", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxEvent_snapshot(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEvent_snapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEvent_snapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEvent", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SandboxEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxEventEdge) graphql.Marshaler {
+			return ec.marshalNSandboxEventEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEventEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEventConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxEvent) graphql.Marshaler {
+			return ec.marshalNSandboxEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxEventConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEventConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxEventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxEventEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxEventEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.SandboxEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxEventEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxEvent) graphql.Marshaler {
+			return ec.marshalNSandboxEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxEventEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxEventEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SandboxPayload_sandbox(ctx context.Context, field graphql.CollectedField, obj *model.SandboxPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10614,6 +11633,190 @@ func (ec *executionContext) fieldContext_SandboxPayload_sandbox(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SandboxStartTimes_count(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStartTimes) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStartTimes_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStartTimes_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStartTimes", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxStartTimes_p50(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStartTimes) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStartTimes_p50(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.P50, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStartTimes_p50(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStartTimes", field, false, false, "Float")
+}
+
+func (ec *executionContext) _SandboxStartTimes_p99(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStartTimes) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStartTimes_p99(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.P99, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStartTimes_p99(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStartTimes", field, false, false, "Float")
+}
+
+func (ec *executionContext) _SandboxStateCount_state(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStateCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStateCount_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxState) graphql.Marshaler {
+			return ec.marshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStateCount_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStateCount", field, false, false, "SandboxState")
+}
+
+func (ec *executionContext) _SandboxStateCount_count(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStateCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStateCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStateCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStateCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxStatsPoint_at(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStatsPoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStatsPoint_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStatsPoint_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStatsPoint", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxStatsPoint_cpu(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStatsPoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStatsPoint_cpu(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CPU, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStatsPoint_cpu(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStatsPoint", field, false, false, "Float")
+}
+
+func (ec *executionContext) _SandboxStatsPoint_memoryMb(ctx context.Context, field graphql.CollectedField, obj *model.SandboxStatsPoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxStatsPoint_memoryMb(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxStatsPoint_memoryMb(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxStatsPoint", field, false, false, "Float")
 }
 
 func (ec *executionContext) _SandboxTemplate_id(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
@@ -11061,6 +12264,50 @@ func (ec *executionContext) fieldContext_SandboxTemplate_version(_ context.Conte
 	return graphql.NewScalarFieldContext("SandboxTemplate", field, false, false, "Int")
 }
 
+func (ec *executionContext) _SandboxTemplate_metrics(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxTemplate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplate_metrics(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.SandboxTemplate().Metrics(ctx, obj, fc.Args["since"].(*time.Time))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplateMetrics) graphql.Marshaler {
+			return ec.marshalNSandboxTemplateMetrics2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateMetrics(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplate_metrics(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxTemplateMetrics(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_SandboxTemplate_metrics_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SandboxTemplateConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11235,6 +12482,286 @@ func (ec *executionContext) fieldContext_SandboxTemplateEdge_node(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _SandboxTemplateMetrics_since(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_since(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Since, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_sandboxes(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_sandboxes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sandboxes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxStateCount) graphql.Marshaler {
+			return ec.marshalNSandboxStateCount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStateCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_sandboxes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateMetrics",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxStateCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_createdWarm(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_createdWarm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedWarm, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_createdWarm(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_createdCold(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_createdCold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedCold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_createdCold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_warmHitRatio(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_warmHitRatio(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmHitRatio, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_warmHitRatio(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Float")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_warmTarget(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_warmTarget(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmTarget, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_warmTarget(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_warmFree(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_warmFree(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmFree, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_warmFree(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_warmReady(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_warmReady(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmReady, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_warmReady(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_warmClaims(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_warmClaims(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WarmClaims, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_warmClaims(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxTemplateMetrics", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_startWarm(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_startWarm(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartWarm, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxStartTimes) graphql.Marshaler {
+			return ec.marshalNSandboxStartTimes2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStartTimes(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_startWarm(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateMetrics",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxStartTimes(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxTemplateMetrics_startCold(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplateMetrics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxTemplateMetrics_startCold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxStartTimes) graphql.Marshaler {
+			return ec.marshalNSandboxStartTimes2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStartTimes(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxTemplateMetrics_startCold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxTemplateMetrics",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxStartTimes(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SandboxTemplatePayload_sandboxTemplate(ctx context.Context, field graphql.CollectedField, obj *model.SandboxTemplatePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11374,6 +12901,50 @@ func (ec *executionContext) fieldContext_Subscription_instanceEvents(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_instanceEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_sandboxEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_sandboxEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().SandboxEvents(ctx, fc.Args["filter"].(*model.SandboxEventFilter), fc.Args["includeCurrent"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxEvent) graphql.Marshaler {
+			return ec.marshalNSandboxEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_sandboxEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_sandboxEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14114,6 +15685,55 @@ func UnmarshalRevokeApiTokenInput(ctx context.Context, raw any) (model.RevokeAPI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSandboxEventFilter(ctx context.Context, obj any) (model.SandboxEventFilter, error) {
+	var it model.SandboxEventFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"ids", "templateId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "ids":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ids"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ids = data
+		case "templateId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("templateId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TemplateID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxEventFilter unmarshals raw into the SandboxEventFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxEventFilter(ctx context.Context, raw any) (model.SandboxEventFilter, error) {
+	var out model.SandboxEventFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxEventFilter", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSandboxFilter(ctx context.Context, obj any) (model.SandboxFilter, error) {
 	var it model.SandboxFilter
 	if obj == nil {
@@ -16799,6 +18419,18 @@ func (ec *executionContext) _Sandbox(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "events":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_events(ctx, field, obj)
+				})
+		case "stats":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_stats(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16902,6 +18534,150 @@ func (ec *executionContext) _SandboxEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var sandboxEventImplementors = []string{"SandboxEvent"}
+
+func (ec *executionContext) _SandboxEvent(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxEvent")
+		case "type":
+			out.Values[i] = ec._SandboxEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sandbox":
+			out.Values[i] = ec._SandboxEvent_sandbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._SandboxEvent_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._SandboxEvent_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._SandboxEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snapshot":
+			out.Values[i] = ec._SandboxEvent_snapshot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxEventConnectionImplementors = []string{"SandboxEventConnection"}
+
+func (ec *executionContext) _SandboxEventConnection(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxEventConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEventConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxEventConnection")
+		case "edges":
+			out.Values[i] = ec._SandboxEventConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._SandboxEventConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SandboxEventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SandboxEventConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxEventEdgeImplementors = []string{"SandboxEventEdge"}
+
+func (ec *executionContext) _SandboxEventEdge(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxEventEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxEventEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxEventEdge")
+		case "cursor":
+			out.Values[i] = ec._SandboxEventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SandboxEventEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sandboxPayloadImplementors = []string{"SandboxPayload"}
 
 func (ec *executionContext) _SandboxPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxPayload) graphql.Marshaler {
@@ -16915,6 +18691,130 @@ func (ec *executionContext) _SandboxPayload(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("SandboxPayload")
 		case "sandbox":
 			out.Values[i] = ec._SandboxPayload_sandbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxStartTimesImplementors = []string{"SandboxStartTimes"}
+
+func (ec *executionContext) _SandboxStartTimes(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxStartTimes) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxStartTimesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxStartTimes")
+		case "count":
+			out.Values[i] = ec._SandboxStartTimes_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "p50":
+			out.Values[i] = ec._SandboxStartTimes_p50(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "p99":
+			out.Values[i] = ec._SandboxStartTimes_p99(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxStateCountImplementors = []string{"SandboxStateCount"}
+
+func (ec *executionContext) _SandboxStateCount(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxStateCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxStateCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxStateCount")
+		case "state":
+			out.Values[i] = ec._SandboxStateCount_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._SandboxStateCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxStatsPointImplementors = []string{"SandboxStatsPoint"}
+
+func (ec *executionContext) _SandboxStatsPoint(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxStatsPoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxStatsPointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxStatsPoint")
+		case "at":
+			out.Values[i] = ec._SandboxStatsPoint_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cpu":
+			out.Values[i] = ec._SandboxStatsPoint_cpu(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "memoryMb":
+			out.Values[i] = ec._SandboxStatsPoint_memoryMb(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -17039,6 +18939,12 @@ func (ec *executionContext) _SandboxTemplate(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "metrics":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxTemplate_metrics(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17122,6 +19028,89 @@ func (ec *executionContext) _SandboxTemplateEdge(ctx context.Context, sel ast.Se
 			}
 		case "node":
 			out.Values[i] = ec._SandboxTemplateEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxTemplateMetricsImplementors = []string{"SandboxTemplateMetrics"}
+
+func (ec *executionContext) _SandboxTemplateMetrics(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxTemplateMetrics) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxTemplateMetricsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxTemplateMetrics")
+		case "since":
+			out.Values[i] = ec._SandboxTemplateMetrics_since(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sandboxes":
+			out.Values[i] = ec._SandboxTemplateMetrics_sandboxes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdWarm":
+			out.Values[i] = ec._SandboxTemplateMetrics_createdWarm(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdCold":
+			out.Values[i] = ec._SandboxTemplateMetrics_createdCold(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warmHitRatio":
+			out.Values[i] = ec._SandboxTemplateMetrics_warmHitRatio(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "warmTarget":
+			out.Values[i] = ec._SandboxTemplateMetrics_warmTarget(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warmFree":
+			out.Values[i] = ec._SandboxTemplateMetrics_warmFree(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warmReady":
+			out.Values[i] = ec._SandboxTemplateMetrics_warmReady(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warmClaims":
+			out.Values[i] = ec._SandboxTemplateMetrics_warmClaims(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startWarm":
+			out.Values[i] = ec._SandboxTemplateMetrics_startWarm(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startCold":
+			out.Values[i] = ec._SandboxTemplateMetrics_startCold(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -17233,6 +19222,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "instanceEvents":
 		return ec._Subscription_instanceEvents(ctx, fields[0])
+	case "sandboxEvents":
+		return ec._Subscription_sandboxEvents(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -17966,6 +19957,20 @@ func (ec *executionContext) marshalNFlavorPayload2githubᚗcomᚋbetterᚑcomput
 	return ec._FlavorPayload(ctx, sel, &v)
 }
 
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) marshalNGpu2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐGpu(ctx context.Context, sel ast.SelectionSet, v model.Gpu) graphql.Marshaler {
 	return ec._Gpu(ctx, sel, &v)
 }
@@ -18372,6 +20377,60 @@ func (ec *executionContext) marshalNSandboxEdge2ᚕgithubᚗcomᚋbetterᚑcompu
 	return ret
 }
 
+func (ec *executionContext) marshalNSandboxEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEvent(ctx context.Context, sel ast.SelectionSet, v model.SandboxEvent) graphql.Marshaler {
+	return ec._SandboxEvent(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEvent2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxEventConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventConnection(ctx context.Context, sel ast.SelectionSet, v model.SandboxEventConnection) graphql.Marshaler {
+	return ec._SandboxEventConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEventEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventEdge(ctx context.Context, sel ast.SelectionSet, v model.SandboxEventEdge) graphql.Marshaler {
+	return ec._SandboxEventEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxEventEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxEventEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxEventEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSandboxEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventType(ctx context.Context, v any) (model.SandboxEventType, error) {
+	var res model.SandboxEventType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventType(ctx context.Context, sel ast.SelectionSet, v model.SandboxEventType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx context.Context, v any) (model.SandboxIDInput, error) {
 	res, err := ec.unmarshalInputSandboxIdInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18379,6 +20438,10 @@ func (ec *executionContext) unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcom
 
 func (ec *executionContext) marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
 	return ec._SandboxPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxStartTimes2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStartTimes(ctx context.Context, sel ast.SelectionSet, v model.SandboxStartTimes) graphql.Marshaler {
+	return ec._SandboxStartTimes(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, v any) (model.SandboxState, error) {
@@ -18389,6 +20452,46 @@ func (ec *executionContext) unmarshalNSandboxState2githubᚗcomᚋbetterᚑcompu
 
 func (ec *executionContext) marshalNSandboxState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, sel ast.SelectionSet, v model.SandboxState) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNSandboxStateCount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStateCount(ctx context.Context, sel ast.SelectionSet, v model.SandboxStateCount) graphql.Marshaler {
+	return ec._SandboxStateCount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxStateCount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStateCountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxStateCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxStateCount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStateCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxStatsPoint2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStatsPoint(ctx context.Context, sel ast.SelectionSet, v model.SandboxStatsPoint) graphql.Marshaler {
+	return ec._SandboxStatsPoint(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxStatsPoint2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStatsPointᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxStatsPoint) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxStatsPoint2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStatsPoint(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNSandboxTemplate2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxTemplate(ctx context.Context, sel ast.SelectionSet, v domain.SandboxTemplate) graphql.Marshaler {
@@ -18438,6 +20541,10 @@ func (ec *executionContext) marshalNSandboxTemplateEdge2ᚕgithubᚗcomᚋbetter
 func (ec *executionContext) unmarshalNSandboxTemplateIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateIDInput(ctx context.Context, v any) (model.SandboxTemplateIDInput, error) {
 	res, err := ec.unmarshalInputSandboxTemplateIdInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxTemplateMetrics2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplateMetrics(ctx context.Context, sel ast.SelectionSet, v model.SandboxTemplateMetrics) graphql.Marshaler {
+	return ec._SandboxTemplateMetrics(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNSandboxTemplatePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxTemplatePayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxTemplatePayload) graphql.Marshaler {
@@ -18820,6 +20927,23 @@ func (ec *executionContext) unmarshalOEnvVarInput2ᚕgithubᚗcomᚋbetterᚑcom
 	return res, nil
 }
 
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) unmarshalOGpuInput2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐGpuInputᚄ(ctx context.Context, v any) ([]model.GpuInput, error) {
 	if v == nil {
 		return nil, nil
@@ -19031,6 +21155,14 @@ func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑc
 		return graphql.Null
 	}
 	return ec._ProviderAccount(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOSandboxEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventFilter(ctx context.Context, v any) (*model.SandboxEventFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSandboxEventFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOSandboxFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxFilter(ctx context.Context, v any) (*model.SandboxFilter, error) {

@@ -347,6 +347,36 @@ type SandboxEdge struct {
 	Node   domain.Sandbox `json:"node"`
 }
 
+type SandboxEvent struct {
+	Type SandboxEventType `json:"type"`
+	// The sandbox as the step left it.
+	Sandbox domain.Sandbox `json:"sandbox"`
+	// The event's number in its sandbox's events, from 1: order and dedupe by it.
+	Version int `json:"version"`
+	// Why, for FAILED (its instance's state reason) and EXPIRED; empty otherwise.
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+	// True for the current state sent on subscribing (includeCurrent) or after a resync.
+	Snapshot bool `json:"snapshot"`
+}
+
+type SandboxEventConnection struct {
+	Edges      []SandboxEventEdge `json:"edges"`
+	Nodes      []SandboxEvent     `json:"nodes"`
+	PageInfo   PageInfo           `json:"pageInfo"`
+	TotalCount int                `json:"totalCount"`
+}
+
+type SandboxEventEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   SandboxEvent `json:"node"`
+}
+
+type SandboxEventFilter struct {
+	Ids        []string `json:"ids,omitempty"`
+	TemplateID *string  `json:"templateId,omitempty"`
+}
+
 type SandboxFilter struct {
 	TemplateID *string       `json:"templateId,omitempty"`
 	State      *SandboxState `json:"state,omitempty"`
@@ -360,6 +390,30 @@ type SandboxIDInput struct {
 
 type SandboxPayload struct {
 	Sandbox domain.Sandbox `json:"sandbox"`
+}
+
+// Seconds from createSandbox to RUNNING.
+type SandboxStartTimes struct {
+	// Sandboxes created that reached RUNNING.
+	Count int `json:"count"`
+	// Null when none did.
+	P50 *float64 `json:"p50,omitempty"`
+	P99 *float64 `json:"p99,omitempty"`
+}
+
+// How many live sandboxes are in one state.
+type SandboxStateCount struct {
+	State SandboxState `json:"state"`
+	Count int          `json:"count"`
+}
+
+// What a sandbox's instance used of its host at one time, as the host reported it.
+type SandboxStatsPoint struct {
+	At time.Time `json:"at"`
+	// CPU use since the point before, from 0 to 1 of its vCPUs; null for a first point or after a restart.
+	CPU *float64 `json:"cpu,omitempty"`
+	// Host memory its instance holds, in MiB.
+	MemoryMb float64 `json:"memoryMb"`
 }
 
 type SandboxTemplateConnection struct {
@@ -376,6 +430,31 @@ type SandboxTemplateEdge struct {
 
 type SandboxTemplateIDInput struct {
 	ID string `json:"id"`
+}
+
+// What a template's sandboxes and warm pool did. A member counts the
+// sandboxes and claims of its own tenant; the template's owner and operators
+// see everyone's.
+type SandboxTemplateMetrics struct {
+	// The start of the window the counts and times cover.
+	Since time.Time `json:"since"`
+	// Its sandboxes that have not ended, by state (now).
+	Sandboxes []SandboxStateCount `json:"sandboxes"`
+	// Its sandboxes created since, from a warm and a cold start.
+	CreatedWarm int `json:"createdWarm"`
+	CreatedCold int `json:"createdCold"`
+	// createdWarm over all created; null when none was.
+	WarmHitRatio *float64 `json:"warmHitRatio,omitempty"`
+	// Its warm count: how many warm instances its pool keeps.
+	WarmTarget int `json:"warmTarget"`
+	// Free warm instances of its current instanceVersion (now).
+	WarmFree int `json:"warmFree"`
+	// Of those, how many are ready: booted and paused.
+	WarmReady int `json:"warmReady"`
+	// Warm instances claimed since.
+	WarmClaims int               `json:"warmClaims"`
+	StartWarm  SandboxStartTimes `json:"startWarm"`
+	StartCold  SandboxStartTimes `json:"startCold"`
 }
 
 type SandboxTemplatePayload struct {
@@ -920,6 +999,81 @@ func (e *Role) UnmarshalJSON(b []byte) error {
 }
 
 func (e Role) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A step of a sandbox's life.
+type SandboxEventType string
+
+const (
+	SandboxEventTypeCreated SandboxEventType = "CREATED"
+	// Its instance first reached RUNNING; the sandbox's startedFrom says from a warm or a cold start.
+	SandboxEventTypeStarted SandboxEventType = "STARTED"
+	// Its instance paused.
+	SandboxEventTypePaused SandboxEventType = "PAUSED"
+	// Its instance runs again after a pause.
+	SandboxEventTypeResumed SandboxEventType = "RESUMED"
+	// Its deadline was set again (setSandboxTimeout).
+	SandboxEventTypeTimeoutChanged SandboxEventType = "TIMEOUT_CHANGED"
+	// It reached its deadline and ended.
+	SandboxEventTypeExpired SandboxEventType = "EXPIRED"
+	// It was deleted (deleteSandbox, or its tenant's deletion).
+	SandboxEventTypeDeleted SandboxEventType = "DELETED"
+	// Its instance went to ERROR or LOST; reason says why.
+	SandboxEventTypeFailed SandboxEventType = "FAILED"
+)
+
+var AllSandboxEventType = []SandboxEventType{
+	SandboxEventTypeCreated,
+	SandboxEventTypeStarted,
+	SandboxEventTypePaused,
+	SandboxEventTypeResumed,
+	SandboxEventTypeTimeoutChanged,
+	SandboxEventTypeExpired,
+	SandboxEventTypeDeleted,
+	SandboxEventTypeFailed,
+}
+
+func (e SandboxEventType) IsValid() bool {
+	switch e {
+	case SandboxEventTypeCreated, SandboxEventTypeStarted, SandboxEventTypePaused, SandboxEventTypeResumed, SandboxEventTypeTimeoutChanged, SandboxEventTypeExpired, SandboxEventTypeDeleted, SandboxEventTypeFailed:
+		return true
+	}
+	return false
+}
+
+func (e SandboxEventType) String() string {
+	return string(e)
+}
+
+func (e *SandboxEventType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SandboxEventType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SandboxEventType", str)
+	}
+	return nil
+}
+
+func (e SandboxEventType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SandboxEventType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SandboxEventType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

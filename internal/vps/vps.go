@@ -14,6 +14,9 @@ const (
 	// TopicSandboxes is the topic of the vps.sandboxes reconciler, whose
 	// keys are sandbox templates: woken to keep a template's warm pool.
 	TopicSandboxes = "vps.sandboxes"
+	// TopicEvents is the topic of an outbox row that is an event only:
+	// the relay publishes it and hands no work to the reconciler.
+	TopicEvents = "vps.events"
 )
 
 // Pool classes that take instances.
