@@ -201,7 +201,7 @@ func (s *Service) CreateSandboxTemplate(ctx context.Context, in SandboxTemplateI
 		ev.TargetID = row.ID
 		ev.Details = map[string]any{"name": row.Name, "public": row.Public, "warmCount": row.WarmCount}
 		out = domain.SandboxTemplateFromRow(row)
-		return nil
+		return events.WakePool(ctx, q, row.ID)
 	})
 	if err != nil {
 		return domain.SandboxTemplate{}, err
@@ -291,7 +291,7 @@ func (s *Service) UpdateSandboxTemplate(ctx context.Context, in SandboxTemplateU
 		}
 		ev.Details = map[string]any{"instanceVersion": row.InstanceVersion, "warmCount": row.WarmCount, "version": row.Version}
 		out = domain.SandboxTemplateFromRow(row)
-		return nil
+		return events.WakePool(ctx, q, row.ID)
 	})
 	if err != nil {
 		return domain.SandboxTemplate{}, err

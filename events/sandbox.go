@@ -249,3 +249,13 @@ func Decode(payload []byte) (*InstanceEvent, *SandboxEvent, error) {
 	}
 	return nil, nil, nil
 }
+
+// WakePool asks, in the transaction of q, for the upkeep of a template's
+// warm pool: after a change to the template or to one of its warm
+// instances, so the pool does not wait for the vps.sandboxes interval.
+func WakePool(ctx context.Context, q *sqlc.Queries, template uuid.UUID) error {
+	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicSandboxes, Key: template}); err != nil {
+		return fmt.Errorf("wake the upkeep of template %s's warm pool: %w", template, err)
+	}
+	return nil
+}

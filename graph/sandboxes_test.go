@@ -148,6 +148,11 @@ func TestSandboxTemplateVersions(t *testing.T) {
 	if strings.Join(prev.EnvNames, ",") != "GREETING" || prev.Name != "py2" || prev.WarmCount != 2 {
 		t.Errorf("template after the updates = %+v", prev)
 	}
+	// Its creation and every change wake its warm pool's upkeep at once.
+	key, _ := ids.Decode(ids.SandboxTemplate, tpl.ID)
+	if n := e.count("outbox", "topic = 'vps.sandboxes' AND key = $1", key); n != 1+len(cases) {
+		t.Errorf("%d wakes of the template's pool, want %d", n, 1+len(cases))
+	}
 
 	t.Run("public templates are the operators'", func(t *testing.T) {
 		in := w.templateInput("shared")

@@ -161,8 +161,5 @@ func wakeUpkeep(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) error 
 	if inst.WarmTemplateID == nil {
 		return nil
 	}
-	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicSandboxes, Key: *inst.WarmTemplateID}); err != nil {
-		return fmt.Errorf("wake the upkeep of its warm pool: %w", err)
-	}
-	return nil
+	return events.WakePool(ctx, q, *inst.WarmTemplateID)
 }

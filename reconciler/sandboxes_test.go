@@ -64,11 +64,13 @@ func TestWarmPoolRefillsOnClaim(t *testing.T) {
 	}
 }
 
-// TestWarmPoolUpkeep: the loop fills a pool, trims it when its warm count
-// drops, and empties it when its template is deleted.
+// TestWarmPoolUpkeep: the upkeep fills a pool, grows and trims it when its
+// warm count changes, and empties it when its template is deleted, driven
+// by the wakes of those changes and of its instances' steps, not by the
+// interval (an hour here).
 func TestWarmPoolUpkeep(t *testing.T) {
 	t.Parallel()
-	e := setupSandboxes(t, 200*time.Millisecond)
+	e := setupSandboxes(t, time.Hour)
 	steps := []struct {
 		what string
 		do   func()
