@@ -487,6 +487,40 @@ func TestConsoleSandboxes(t *testing.T) {
 			!document.getElementById('sandbox-state').textContent.includes('→')`)
 	})
 
+	step("the history shows its steps in order, live", func(t *testing.T) {
+		b := b.with(t)
+		// The page was opened before the sandbox started: STARTED, PAUSED
+		// and RESUMED came through the sandboxEvents subscription.
+		history := `[...document.querySelectorAll('#sandbox-history li')].map((li) => li.dataset.type).join(' ')`
+		// The timeout was set between STARTED and PAUSED.
+		b.waitFor(30*time.Second, "CREATED STARTED TIMEOUT_CHANGED PAUSED RESUMED", history+` === 'CREATED STARTED TIMEOUT_CHANGED PAUSED RESUMED'`)
+		t.Logf("history: %s", evaluate[string](b, history))
+		versions := evaluate[[]int](b, `[...document.querySelectorAll('#sandbox-history li')].map((li) => Number(li.dataset.version))`)
+		for i, v := range versions {
+			if v != i+1 {
+				t.Errorf("the history's versions are %v, want 1…%d in order", versions, len(versions))
+				break
+			}
+		}
+	})
+
+	step("the CPU and memory plots draw its points", func(t *testing.T) {
+		b := b.with(t)
+		// The fake host synthesizes stats every few seconds and the server
+		// writes them every 5 s (BC_SANDBOX_STATS_INTERVAL's default); the
+		// page refreshes them every 5 s.
+		for _, plot := range []string{"plot-cpu", "plot-memory"} {
+			b.waitFor(60*time.Second, plot+" with a line of 2 points or more", fmt.Sprintf(`Number(document.getElementById(%q)?.dataset.points) >= 2 &&
+				document.querySelector('#%s polyline')?.getAttribute('points').split(' ').length >= 2`, plot, plot))
+			label := evaluate[string](b, fmt.Sprintf(`document.querySelector('#%s svg desc').textContent`, plot))
+			if !strings.Contains(label, "latest") {
+				t.Errorf("%s's text alternative says %q", plot, label)
+			}
+			t.Logf("%s: %s", plot, label)
+		}
+		b.shot("sandbox-plots")
+	})
+
 	step("the list follows changes made elsewhere", func(t *testing.T) {
 		b := b.with(t)
 		b.do("open the list", chromedp.Click(chromedp.CSS(`nav a[href="#/sandboxes"]`)))

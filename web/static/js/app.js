@@ -25,6 +25,7 @@ const session = {
   live: null,
   store: new Store(),
   resyncers: new Set(),
+  sandboxWatchers: new Set(), // fns given every sandboxEvents event
   get operator() { return this.viewer?.principal.role === 'OPERATOR'; },
 };
 
@@ -130,6 +131,8 @@ function route() {
     onResync: (fn) => { session.resyncers.add(fn); disposers.push(() => session.resyncers.delete(fn)); },
     // watch runs fn on every change to the store while the page is shown.
     watch: (fn) => disposers.push(session.store.subscribe(fn)),
+    // watchSandboxes runs fn on every sandboxEvents event while the page is shown.
+    watchSandboxes: (fn) => { session.sandboxWatchers.add(fn); disposers.push(() => session.sandboxWatchers.delete(fn)); },
   };
   if (!r) {
     ctx.setTitle('Not found');
@@ -232,6 +235,7 @@ function startLive(token) {
   const live = new Live(token, {
     onStatus: showStatus,
     onEvent: (ev) => session.store.apply(ev),
+    onSandboxEvent: (ev) => session.sandboxWatchers.forEach((fn) => fn(ev)),
     onResync: () => session.resyncers.forEach((fn) => fn()),
     onAuthFailed: (why) => logout(`${why} Log in again.`),
   });

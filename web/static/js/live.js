@@ -1,20 +1,29 @@
 // Live instance events over graphql-transport-ws, in plain JavaScript.
 //
-// One websocket per session carries one subscription,
-// instanceEvents(includeCurrent: true): the current state of every instance
-// the caller may see, then every change. When the socket drops, the client
+// One websocket per session carries two subscriptions:
+// instanceEvents(includeCurrent: true), the current state of every instance
+// the caller may see, then every change; and sandboxEvents, every step of
+// the lives of the sandboxes the caller may see (pages read the current
+// state themselves, and again on a resync). When the socket drops, the client
 // says so (status "down"), reconnects with backoff, subscribes again with
 // includeCurrent and tells the pages to re-read what they show (onResync).
 
+import { FIELDS } from './sandboxes.js';
+
 export const EVENTS = `subscription Live { instanceEvents(includeCurrent: true) {
   type version snapshot instance { id name state desiredState stateReason addresses version updatedAt } } }`;
+
+// SANDBOX_EVENTS is the sandbox subscription; the sandbox is sent as the
+// step left it, with the fields the sandbox pages read.
+export const SANDBOX_EVENTS = `subscription LiveSandboxes { sandboxEvents {
+  type version reason at snapshot sandbox { ${FIELDS} } } }`;
 
 const BACKOFF = [500, 1000, 2000, 4000, 8000, 15000];
 const QUIET = 40000; // the server pings every 15 s; this long without a frame is a dead link
 
 export class Live {
   // token: the bearer token. handlers: onStatus(status), onEvent(event),
-  // onResync(), onAuthFailed(reason).
+  // onSandboxEvent(event), onResync(), onAuthFailed(reason).
   constructor(token, handlers) {
     this.token = token;
     this.h = handlers;
@@ -46,6 +55,7 @@ export class Live {
     if (ws) {
       try {
         ws.send(JSON.stringify({ id: '1', type: 'complete' }));
+        ws.send(JSON.stringify({ id: '2', type: 'complete' }));
       } catch {
         // already closing
       }
@@ -95,6 +105,7 @@ export class Live {
           this.acked = true;
           this.attempt = 0;
           ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: EVENTS, variables: {} } }));
+          ws.send(JSON.stringify({ id: '2', type: 'subscribe', payload: { query: SANDBOX_EVENTS, variables: {} } }));
           const again = this.everLive;
           this.everLive = true;
           this.setStatus({ state: 'live', resynced: again });
@@ -102,8 +113,9 @@ export class Live {
           break;
         }
         case 'next': {
-          const ev = msg.payload?.data?.instanceEvents;
-          if (ev) this.h.onEvent?.(ev);
+          const data = msg.payload?.data;
+          if (data?.instanceEvents) this.h.onEvent?.(data.instanceEvents);
+          else if (data?.sandboxEvents) this.h.onSandboxEvent?.(data.sandboxEvents);
           else if (msg.payload?.errors?.length) this.failed(msg.payload.errors);
           break;
         }

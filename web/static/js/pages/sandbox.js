@@ -3,14 +3,16 @@
 // and set timeout (extend or shorten), pause/resume and delete.
 //
 // The page is a list of sections (SECTIONS), each built from the sandbox
-// and updated as it changes: the event history and the CPU and memory
-// plots join them once the API has Sandbox.events and Sandbox.stats.
+// and updated as it changes: details, time left, its event history
+// (sandbox-history.js) and its CPU and memory plots (sandbox-stats.js).
 import { h, replace, time, fmtTime } from '../dom.js';
 import { gql, ApiError } from '../api.js';
 import { loading, failure, empty, pageHead, timeLeft, tickTimeLeft, dl } from '../ui.js';
 import { FIELDS, live, sandboxState, stateCell, startedTag, metadataList, seconds } from '../sandboxes.js';
 import { actionBar } from './actions.js';
 import { formKit } from './form.js';
+import { historySection } from './sandbox-history.js';
+import { statsSection } from './sandbox-stats.js';
 
 const QUERY = `query Sandbox($id: ID!) { sandbox(id: $id) { ${FIELDS} tenant { name } } }`;
 
@@ -25,7 +27,7 @@ const ACTIONS = {
 
 // SECTIONS are the page's cards: build(page) returns {el, update()}, and
 // update runs whenever the sandbox changes (page.sbx is the newest).
-const SECTIONS = [detailsSection, timeoutSection];
+const SECTIONS = [detailsSection, timeoutSection, historySection, statsSection];
 
 export function sandboxPage(ctx) {
   const { main, store } = ctx;

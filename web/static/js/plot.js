@@ -1,0 +1,61 @@
+// A small line plot in SVG, framework-free: a title, a y axis from 0 to
+// its maximum with its unit, a time axis labelled with its first and last
+// times, and a text alternative (the SVG's desc, and a summary beside it)
+// saying what the line shows in words.
+import { h, uid } from './dom.js';
+
+const NS = 'http://www.w3.org/2000/svg';
+const W = 320;
+const H = 120;
+const PAD = { left: 44, right: 8, top: 8, bottom: 22 };
+
+// s makes an SVG element (h makes HTML ones).
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v != null) el.setAttribute(k, String(v));
+  for (const c of children) if (c != null) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+const clock = (t) => new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+// linePlot draws points ([{t: ms, v: number}], oldest first) as a figure.
+// opts: id, title, unit (after numbers), max (the y axis' top; default the
+// largest value), fmt (a number as text), empty (what to say with no point).
+export function linePlot(points, { id, title, unit, max, fmt = (v) => v.toFixed(0), empty = 'No points yet.' }) {
+  const titleId = uid('plot-title');
+  const descId = uid('plot-desc');
+  const top = max ?? Math.max(1, ...points.map((p) => p.v)) * 1.1;
+  let summary;
+  if (!points.length) summary = empty;
+  else {
+    const vs = points.map((p) => p.v);
+    const last = points[points.length - 1];
+    summary = `${points.length} points from ${clock(points[0].t)} to ${clock(last.t)}: latest ${fmt(last.v)} ${unit}, lowest ${fmt(Math.min(...vs))} ${unit}, highest ${fmt(Math.max(...vs))} ${unit}.`;
+  }
+  const x0 = PAD.left;
+  const x1 = W - PAD.right;
+  const y0 = H - PAD.bottom;
+  const y1 = PAD.top;
+  const t0 = points[0]?.t ?? 0;
+  const span = Math.max(1, (points[points.length - 1]?.t ?? 0) - t0);
+  const x = (t) => (points.length === 1 ? x1 : x0 + ((t - t0) / span) * (x1 - x0));
+  const y = (v) => y0 - (Math.min(v, top) / top) * (y0 - y1);
+  const at = (p) => `${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-labelledby': `${titleId} ${descId}` },
+    s('title', { id: titleId }, title),
+    s('desc', { id: descId }, summary),
+    s('line', { x1: x0, y1: y0, x2: x1, y2: y0, class: 'plot-axis' }),
+    s('line', { x1: x0, y1: y0, x2: x0, y2: y1, class: 'plot-axis' }),
+    s('line', { x1: x0, y1: y1, x2: x1, y2: y1, class: 'plot-grid' }),
+    s('text', { x: x0 - 4, y: y0, class: 'plot-label', 'text-anchor': 'end', 'dominant-baseline': 'middle' }, `0 ${unit}`),
+    s('text', { x: x0 - 4, y: y1 + 4, class: 'plot-label', 'text-anchor': 'end', 'dominant-baseline': 'middle' }, `${fmt(top)} ${unit}`),
+    points.length && s('text', { x: x0, y: H - 6, class: 'plot-label' }, clock(points[0].t)),
+    points.length > 1 && s('text', { x: x1, y: H - 6, class: 'plot-label', 'text-anchor': 'end' }, clock(points[points.length - 1].t)),
+    points.length > 1 && s('polyline', { points: points.map(at).join(' '), class: 'plot-line' }),
+    points.length && s('circle', { cx: x(points[points.length - 1].t), cy: y(points[points.length - 1].v), r: 3, class: 'plot-dot' }));
+  return h('figure', { class: 'plot-figure', id, dataset: { points: String(points.length) } },
+    h('figcaption', null, h('strong', null, title)),
+    svg,
+    h('p', { class: 'hint', 'aria-hidden': 'true' }, summary));
+}
