@@ -57,20 +57,6 @@ export function stateCell(sbx, extra = {}) {
     to && h('span', { class: 'desired' }, `→ ${to}`));
 }
 
-// isSandboxInstance tells, from an instance's event, whether it runs a
-// sandbox: a cold sandbox's instance is named sbx-…, and a warm instance
-// (warm-…) is asked to run only once a sandbox claimed it.
-export function isSandboxInstance(inst) {
-  const name = inst.name || '';
-  return name.startsWith('sbx-') || (name.startsWith('warm-') && inst.desiredState !== 'PAUSED' && inst.desiredState !== 'DELETED');
-}
-
-// isFreeWarm tells whether an instance is a warm one still waiting to be
-// claimed (never asked to run).
-export function isFreeWarm(inst) {
-  return (inst.name || '').startsWith('warm-') && inst.desiredState === 'PAUSED' && inst.state !== 'DELETED';
-}
-
 export function startedTag(from) {
   return tag(from, from === 'WARM' ? 'ok' : 'idle');
 }

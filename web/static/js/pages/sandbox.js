@@ -1,4 +1,4 @@
-// One sandbox: its state kept live from its instance's events, its
+// One sandbox: its state kept live from its events and its instance's, its
 // template, metadata, how it started, the time it has left counting down,
 // and set timeout (extend or shorten), pause/resume and delete.
 //
@@ -124,6 +124,10 @@ export function sandboxPage(ctx) {
     refresh();
     // How it ended (deleted or expired) and when: the server says.
     if (next.state === 'DELETED' && !next.endedAt) load(false);
+  });
+  // Its steps, with the sandbox as each left it (ended, timeout moved).
+  ctx.watchSandboxes((ev) => {
+    if (page.sbx && ev.sandbox.id === page.sbx.id && ev.sandbox.version >= page.sbx.version) set(ev.sandbox);
   });
   ctx.onResync(() => load(false));
   load(true);

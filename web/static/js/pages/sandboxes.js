@@ -1,10 +1,11 @@
-// The sandboxes list: filters by template and state, paging, states kept
-// live from their instances' events and the time each has left counting
-// down in the browser.
+// The sandboxes list: filters by template and state, paging, rows kept
+// live from the sandboxEvents subscription (new sandboxes, steps, ends),
+// their states refined between steps by their instances' events, and the
+// time each has left counting down in the browser.
 import { h, replace, time, plural } from '../dom.js';
 import { gql } from '../api.js';
 import { loading, failure, empty, pageHead, table, timeLeft, tickTimeLeft, SANDBOX_STATES } from '../ui.js';
-import { FIELDS, live, sandboxState, stateCell, startedTag, metadataList, isSandboxInstance } from '../sandboxes.js';
+import { FIELDS, live, sandboxState, stateCell, startedTag, metadataList } from '../sandboxes.js';
 import { pager, hrefWith, pageSize } from './paging.js';
 
 const QUERY = `query Sandboxes($first: Int, $after: String, $filter: SandboxFilter) {
@@ -118,21 +119,32 @@ export function sandboxesPage(ctx) {
     replace(body, t, pager({ base, query, pageInfo: conn.pageInfo, go: ctx.go, label: 'Sandbox pages' }));
   }
 
+  // show puts sbx, newer than what its row showed, in its row.
+  function show(row, sbx) {
+    row.sbx = sbx;
+    row.tr.dataset.state = sbx.state;
+    replace(row.tr.children[2], stateCell(sbx));
+    replace(row.tr.children[3], timeLeft(sbx.expiresAt, sbx.endedAt));
+    if (state && sbx.state !== state) schedule(); // it left the filter
+  }
+
+  ctx.watchSandboxes((ev) => {
+    const row = [...rows.values()].find((r) => r.sbx.id === ev.sandbox.id);
+    if (row) {
+      if (ev.sandbox.version >= row.sbx.version) show(row, live(ev.sandbox, store));
+    } else if (!after && !ev.snapshot && ev.type === 'CREATED') {
+      schedule(); // a new sandbox on the first page, perhaps
+    }
+  });
   ctx.watch((change) => {
     const inst = change.instance;
     const row = rows.get(inst.id);
-    if (row) {
-      const sbx = { ...row.sbx, instance: { ...row.sbx.instance, ...inst } };
-      sbx.state = sandboxState(sbx, sbx.instance);
-      row.sbx = sbx;
-      row.tr.dataset.state = sbx.state;
-      replace(row.tr.children[2], stateCell(sbx));
-      // How it ended (deleted or expired) and when: the server says.
-      if (sbx.state === 'DELETED' && !sbx.endedAt) schedule();
-      else if (state && sbx.state !== state) schedule(); // it left the filter
-    } else if (!after && !change.local && !change.snapshot && isSandboxInstance(inst)) {
-      schedule(); // perhaps a new sandbox on the first page
-    }
+    if (!row) return;
+    const sbx = { ...row.sbx, instance: { ...row.sbx.instance, ...inst } };
+    sbx.state = sandboxState(sbx, sbx.instance);
+    show(row, sbx);
+    // How it ended (deleted or expired) and when: the server says.
+    if (sbx.state === 'DELETED' && !sbx.endedAt) schedule();
   });
   ctx.onResync(() => load(true));
   load(false);

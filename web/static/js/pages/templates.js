@@ -1,37 +1,39 @@
 // Sandbox templates: what each makes (pool, flavor, image, keys, env
-// names, network policy, timeouts) and its warm pool. The API does not yet
-// say which template a warm instance belongs to, so the pools' fill is
-// shown for all the templates together, kept live from the warm
-// instances' events (isFreeWarm).
+// names, network policy, timeouts) and its warm pool's fill, from each
+// template's metrics, read again on every sandbox step (a claim) and every
+// REFRESH while the page is open (a pool refilling or rolling over).
 import { h, replace, plural, mib, time } from '../dom.js';
 import { gql } from '../api.js';
 import { loading, failure, empty, pageHead, tag, bar } from '../ui.js';
-import { isFreeWarm, seconds } from '../sandboxes.js';
+import { seconds } from '../sandboxes.js';
+
+const REFRESH = 5000;
 
 const QUERY = `query Templates { sandboxTemplates(first: 100) { totalCount nodes {
   id name public tenant { id name } pool { name } flavor { name vcpus memoryMb } image { name } sshKeys { type fingerprint comment }
-  envNames network { allowInternetAccess allowOut denyOut } defaultTimeout maxTimeout warmCount instanceVersion updatedAt } }
-  sandboxes(first: 100) { nodes { instance { id } } } }`;
+  envNames network { allowInternetAccess allowOut denyOut } defaultTimeout maxTimeout warmCount instanceVersion updatedAt } } }`;
+
+// FILL is what the warm pools' meters read.
+const FILL = `query WarmFill { sandboxTemplates(first: 100) { nodes {
+  id name tenant { id } metrics { warmTarget warmFree warmReady } } } }`;
 
 export function templatesPage(ctx) {
-  const { main, store, session } = ctx;
+  const { main, session } = ctx;
   ctx.setTitle('Templates');
   const note = h('p', { class: 'summary', 'aria-live': 'polite' });
   const fill = h('div', { id: 'warm-fill' });
   const body = h('div', { id: 'templates-body' }, loading('templates'));
   replace(main, pageHead('Templates', h('a', { class: 'btn btn-primary', href: '#/sandboxes/new', id: 'new-sandbox' }, 'New sandbox')), note, fill, body);
 
-  let wanted = 0;
-  // Instances that run sandboxes: a claimed warm instance keeps its name,
-  // and a paused sandbox's is asked to pause like a free warm one.
-  const claimed = new Set();
+  let timer = 0;
+  let again = 0;
 
   async function load() {
     try {
       const data = await gql(QUERY, {}, { signal: ctx.signal });
-      for (const s of data.sandboxes.nodes) claimed.add(s.instance.id);
       render(data.sandboxTemplates);
       ctx.markUsable('templates');
+      refreshFill();
     } catch (err) {
       if (err.name === 'AbortError') return;
       replace(body, failure('templates', err, () => { replace(body, loading('templates')); load(); }));
@@ -41,10 +43,6 @@ export function templatesPage(ctx) {
   function render(conn) {
     const list = conn.nodes;
     replace(note, list.length ? `${plural(conn.totalCount, 'template')}.` : '');
-    // The warm pools a member's tenant holds (an operator: all of them).
-    const mine = (t) => t.tenant && (session.operator || t.tenant.id === session.viewer.tenant?.id);
-    wanted = list.filter(mine).reduce((n, t) => n + t.warmCount, 0);
-    renderFill();
     if (!list.length) {
       replace(body, empty('No templates yet.', h('p', null, 'A template says what its sandboxes are made of. Create one with createSandboxTemplate (see docs/api.md).')));
       return;
@@ -52,24 +50,49 @@ export function templatesPage(ctx) {
     replace(body, h('div', { class: 'cards' }, list.map((t) => card(t, session))));
   }
 
-  function renderFill() {
-    if (!wanted) {
+  // refreshFill reads the fill; one read at a time, one timer pending.
+  let reading = false;
+  async function refreshFill() {
+    if (reading) return;
+    reading = true;
+    clearTimeout(timer);
+    try {
+      const data = await gql(FILL, {}, { signal: ctx.signal });
+      renderFill(data.sandboxTemplates.nodes);
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      // The meters keep what they showed; the next refresh tries again.
+    } finally {
+      reading = false;
+    }
+    timer = setTimeout(refreshFill, REFRESH);
+  }
+
+  // renderFill shows the warm pools a member's tenant holds (an operator:
+  // all of them), one meter each.
+  function renderFill(list) {
+    const mine = (t) => t.tenant && (session.operator || t.tenant.id === session.viewer.tenant?.id);
+    const pools = list.filter((t) => mine(t) && t.metrics.warmTarget > 0);
+    if (!pools.length) {
       replace(fill);
       return;
     }
-    const warm = store.values().filter((i) => isFreeWarm(i) && !claimed.has(i.id));
-    const ready = warm.filter((i) => i.state === 'PAUSED').length;
+    const sum = (k) => pools.reduce((n, t) => n + t.metrics[k], 0);
+    const wanted = sum('warmTarget');
+    const ready = sum('warmReady');
     replace(fill, h('section', { class: 'card warm-fill', 'aria-labelledby': 'h-warm' },
       h('h2', { id: 'h-warm' }, 'Warm pools'),
-      bar('Ready', ready, wanted, String, 'Warm instances ready to be claimed'),
+      pools.map((t) => bar(t.name, t.metrics.warmReady, t.metrics.warmTarget, String, `Warm instances of ${t.name} ready to be claimed`)),
       h('p', { class: 'small muted', id: 'warm-detail' },
-        `${plural(ready, 'instance')} booted and paused, ${warm.length - ready} booting, of ${wanted} wanted by ${session.operator ? 'all' : 'your'} templates together. Live.`)));
+        `${plural(ready, 'instance')} booted and paused, ${sum('warmFree') - ready} booting, of ${wanted} wanted by ${session.operator ? 'all' : 'your'} templates together. Refreshed every ${REFRESH / 1000} s and on every claim.`)));
   }
 
-  ctx.watch((change) => {
-    if (change.instance.desiredState === 'RUNNING' && change.instance.name?.startsWith('warm-')) claimed.add(change.instance.id);
-    if (wanted && (change.instance.name || '').startsWith('warm-')) renderFill();
+  // A sandbox's step may be a claim: read the fill again, once for a burst.
+  ctx.watchSandboxes(() => {
+    clearTimeout(again);
+    again = setTimeout(refreshFill, 300);
   });
+  ctx.onDispose(() => { clearTimeout(timer); clearTimeout(again); });
   ctx.onResync(load);
   load();
 }
