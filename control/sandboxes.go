@@ -167,9 +167,11 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, t sqlc.SandboxTemplate, id, tenant uuid.UUID,
 	keys []string, env map[string]string) (string, sqlc.Instance, error) {
 	if len(keys) == 0 && len(env) == 0 {
-		inst, err := q.ClaimWarmInstance(ctx, sqlc.ClaimWarmInstanceParams{
-			SandboxID: id, TenantID: tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion,
-		})
+		claim := sqlc.ClaimWarmInstanceParams{SandboxID: id, TenantID: tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion}
+		inst, err := q.ClaimWarmInstance(ctx, claim)
+		if errors.Is(err, pgx.ErrNoRows) {
+			inst, err = q.ClaimWarmInstanceBehindStep(ctx, sqlc.ClaimWarmInstanceBehindStepParams(claim))
+		}
 		switch {
 		case err == nil:
 			if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 const (
@@ -223,6 +224,71 @@ func TestCreateSandboxCold(t *testing.T) {
 			t.Fatalf("%s, then %s", first.ID, again.ID)
 		}
 	})
+}
+
+// TestWarmClaimBehindAStep: a claim whose only ready warm instance is held
+// for a step (the reconciler's or a report's row lock, milliseconds) waits
+// for it rather than boot a cold instance for seconds; one held by another
+// claim it skips without waiting.
+func TestWarmClaimBehindAStep(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("alpha")
+	for _, c := range []struct {
+		name, template, lock, want string
+	}{
+		{"held for a step", "step", "FOR NO KEY UPDATE", "WARM"},
+		{"held by another claim", "claim", "FOR UPDATE", "COLD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tpl := e.template(w, c.template, func(in map[string]any) { in["warmCount"] = 1 })
+			e.warm(tpl.ID, 1)
+			tplID, _ := ids.Decode(ids.SandboxTemplate, tpl.ID)
+			ctx := context.Background()
+			if _, err := e.db.Exec(ctx, "UPDATE instances SET state = 'PAUSED' WHERE warm_template_id = $1", tplID); err != nil {
+				t.Fatal(err)
+			}
+			holder, err := e.db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback(ctx)
+			if _, err := holder.Exec(ctx, "SELECT id FROM instances WHERE warm_template_id = $1 "+c.lock, tplID); err != nil {
+				t.Fatal(err)
+			}
+			answered := make(chan sandboxView, 1)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer holder.Rollback(ctx) // before the wait: the claim may be waiting on it
+			wg.Go(func() {
+				var out struct{ CreateSandbox struct{ Sandbox sandboxView } }
+				decodeInto(t, e.do(w.member, createSandbox, map[string]any{"in": map[string]any{"templateId": tpl.ID}}).Data, &out)
+				answered <- out.CreateSandbox.Sandbox
+			})
+			var got sandboxView
+			if c.want == "COLD" {
+				got = <-answered // with the other claim's lock still held
+			} else {
+				testenv.Eventually(t, 10*time.Second, "the claim to wait for the step", func() bool {
+					select {
+					case got := <-answered:
+						t.Fatalf("answered %s without waiting for the step", got.StartedFrom)
+					default:
+					}
+					var n int
+					e.db.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&n)
+					return n > 0
+				})
+				if err := holder.Commit(ctx); err != nil {
+					t.Fatal(err)
+				}
+				got = <-answered
+			}
+			if got.StartedFrom != c.want {
+				t.Fatalf("started %s, want %s", got.StartedFrom, c.want)
+			}
+		})
+	}
 }
 
 func TestWarmClaim(t *testing.T) {

@@ -10,8 +10,12 @@ INSERT INTO instances (
 -- name: GetInstance :one
 SELECT * FROM instances WHERE id = $1;
 
+-- LockInstance takes an instance's row lock for a step or a mutation. It is
+-- FOR NO KEY UPDATE, not FOR UPDATE: a warm claim tells a row held for a step
+-- (which it waits for) from one held by another claim (FOR UPDATE, which it
+-- skips); see ClaimWarmInstanceBehindStep.
 -- name: LockInstance :one
-SELECT * FROM instances WHERE id = $1 FOR UPDATE;
+SELECT * FROM instances WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: GetInstanceByIdempotencyKey :one
 SELECT * FROM instances WHERE tenant_id = $1 AND idempotency_key = $2;

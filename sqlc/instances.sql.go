@@ -511,9 +511,13 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1 FOR NO KEY UPDATE
 `
 
+// LockInstance takes an instance's row lock for a step or a mutation. It is
+// FOR NO KEY UPDATE, not FOR UPDATE: a warm claim tells a row held for a step
+// (which it waits for) from one held by another claim (FOR UPDATE, which it
+// skips); see ClaimWarmInstanceBehindStep.
 func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
 	row := q.db.QueryRow(ctx, lockInstance, id)
 	var i Instance

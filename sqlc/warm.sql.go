@@ -94,6 +94,90 @@ func (q *Queries) ClaimWarmInstance(ctx context.Context, arg ClaimWarmInstancePa
 	return i, err
 }
 
+const claimWarmInstanceBehindStep = `-- name: ClaimWarmInstanceBehindStep :one
+UPDATE instances SET
+    claimed_at = now(), sandbox_id = $1::uuid, tenant_id = $2,
+    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+WHERE id = (
+    SELECT w.id FROM instances w
+    WHERE w.warm_template_id = $3::uuid AND w.warm_template_version = $4::bigint
+      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED' AND w.state = 'PAUSED'
+    ORDER BY w.id
+    LIMIT 1
+    FOR KEY SHARE SKIP LOCKED
+) AND claimed_at IS NULL AND desired_state = 'PAUSED'
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed
+`
+
+type ClaimWarmInstanceBehindStepParams struct {
+	SandboxID       uuid.UUID
+	TenantID        uuid.UUID
+	TemplateID      uuid.UUID
+	TemplateVersion int64
+}
+
+// ClaimWarmInstanceBehindStep is the claim when ClaimWarmInstance found
+// every free instance locked: it takes a ready one that no other claim holds
+// (a claim's FOR UPDATE conflicts with FOR KEY SHARE, a step's or a report's
+// FOR NO KEY UPDATE does not) and waits for that step, which lasts
+// milliseconds, instead of booting a cold instance for seconds. It never
+// waits behind another claim, but for one that took the same row by this
+// same pass at the same moment.
+func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarmInstanceBehindStepParams) (Instance, error) {
+	row := q.db.QueryRow(ctx, claimWarmInstanceBehindStep,
+		arg.SandboxID,
+		arg.TenantID,
+		arg.TemplateID,
+		arg.TemplateVersion,
+	)
+	var i Instance
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.PoolID,
+		&i.FlavorID,
+		&i.ImageID,
+		&i.ImageUrl,
+		&i.ImageSha256,
+		&i.ImageFormat,
+		&i.ImageVerified,
+		&i.Name,
+		&i.SshKeys,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.DiskGb,
+		&i.GpuModel,
+		&i.GpuCount,
+		&i.DesiredState,
+		&i.State,
+		&i.StateReason,
+		&i.HostID,
+		&i.IdempotencyKey,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
+		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.EnvSealed,
+	)
+	return i, err
+}
+
 const deleteFreeWarmInstances = `-- name: DeleteFreeWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
