@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/better-compute/vps/internal/testenv"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // guestCache keeps the built guest image between runs.
@@ -88,10 +90,8 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 	dir := libvirtHostWith(t, c, 4, "--bridge", "bcbr0")
 	c.useImage(url, sum, format, 256)
 
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	sshPub, _ := ssh.NewPublicKey(pub)
-	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))) + " e2e@test"
+	signer, key := guestKey()
+	key += " e2e@test"
 
 	start := time.Now()
 	id := c.must(c.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`,
@@ -99,22 +99,7 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 		"createInstance", "instance", "id")
 	c.settle(2 * time.Minute)
 	running = time.Since(start)
-	var addr string
-	c.db.QueryRow(context.Background(), "SELECT host(address) FROM ip_leases WHERE released_at IS NULL").Scan(&addr)
-
-	var out string
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		var err error
-		if out, err = sshRun(addr, signer, "hostname; cat /root/.ssh/authorized_keys"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			console, _ := os.ReadFile(filepath.Join(dir, "consoles", id+".log"))
-			t.Fatalf("no SSH to %s after %v: %v\nconsole:\n%s", addr, time.Since(start), err, tail(console))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	out := waitSSH(t, dir, id, c.leaseOf(id), signer, "hostname; cat /root/.ssh/authorized_keys")
 	login = time.Since(start)
 	if !strings.HasPrefix(out, "guest-1\n") || !strings.Contains(out, key) {
 		t.Fatalf("the guest said %q", out)
@@ -127,6 +112,51 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 	assertGone(t, dir, id)
 	c.noLeaks()
 	return running, login
+}
+
+// guestKey makes an SSH key pair for a test's guests: the signer to log in
+// with and the authorized_keys line to give them.
+func guestKey() (ssh.Signer, string) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	signer, _ := ssh.NewSignerFromKey(priv)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+}
+
+// leaseOf is the address instance (an API ID) holds a live lease of, once
+// it holds one (within 2 minutes).
+func (c *cluster) leaseOf(instance string) string {
+	c.t.Helper()
+	id := decode(c.t, ids.Instance, instance)
+	var addr string
+	testenv.Eventually(c.t, 2*time.Minute, "a lease of "+instance, func() bool {
+		return c.db.QueryRow(context.Background(), "SELECT host(address) FROM ip_leases WHERE instance_id = $1 AND released_at IS NULL", id).Scan(&addr) == nil
+	})
+	return addr
+}
+
+// reaches says whether the guest of instance id at addr gets an answer to
+// one ping to the address to.
+func reaches(t testing.TB, dir, id, addr string, signer ssh.Signer, to string) bool {
+	t.Helper()
+	return strings.TrimSpace(waitSSH(t, dir, id, addr, signer, "ping -c 1 -W 2 "+to+" >/dev/null 2>&1; echo $?")) == "0"
+}
+
+// waitSSH runs cmd as root over SSH on the guest of instance id at addr
+// once it answers, within 3 minutes, and returns its output; else it fails
+// with the end of the guest's console (in the host's state directory dir).
+func waitSSH(t testing.TB, dir, id, addr string, signer ssh.Signer, cmd string) string {
+	t.Helper()
+	var out string
+	var err error
+	if !testenv.Within(3*time.Minute, func() bool {
+		out, err = sshRun(addr, signer, cmd)
+		return err == nil
+	}) {
+		console, _ := os.ReadFile(filepath.Join(dir, "consoles", id+".log"))
+		t.Fatalf("no SSH to %s: %v\nconsole:\n%s", addr, err, tail(console))
+	}
+	return out
 }
 
 func sshRun(addr string, signer ssh.Signer, cmd string) (string, error) {

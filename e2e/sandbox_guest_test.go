@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
+	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/drivers/runtime/imagecache"
 	"github.com/better-compute/vps/drivers/runtime/libvirt"
@@ -33,9 +32,7 @@ func TestGuestSandboxHost(t *testing.T) {
 	url, format, sum := guestImage(t)
 	const br, gw, other = "bcbr5", "10.52.0.1", "10.52.0.2"
 	bridge(t, br, gw+"/24")
-	if out, err := exec.Command("ip", "addr", "add", other+"/24", "dev", br).CombinedOutput(); err != nil {
-		t.Fatalf("ip addr add: %v %s", err, out)
-	}
+	addAddr(t, br, other+"/24")
 	dir, err := os.MkdirTemp("/var/tmp", "bc-sandbox-guest-")
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +51,7 @@ func TestGuestSandboxHost(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close() })
 
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	sshPub, _ := ssh.NewPublicKey(pub)
-	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	signer, key := guestKey()
 	spec := func(name string, last byte) hostproto.InstanceSpec {
 		return hostproto.InstanceSpec{
 			ID: ids.Encode(ids.Instance, ids.New()), Name: name, Power: hostproto.PowerRunning, Vcpus: 1, MemoryMB: 256, DiskGB: 1,
@@ -78,12 +72,9 @@ func TestGuestSandboxHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	console := func(id string) string {
-		b, _ := os.ReadFile(filepath.Join(dir, "consoles", id+".log"))
-		return tail(b)
-	}
 	if !testenv.Within(3*time.Minute, func() bool { b, err := rt.Booted(ctx, warm.ID); return err == nil && b }) {
-		t.Fatalf("the warm guest did not boot; console:\n%s", console(warm.ID))
+		b, _ := os.ReadFile(filepath.Join(dir, "consoles", warm.ID+".log"))
+		t.Fatalf("the warm guest did not boot; console:\n%s", tail(b))
 	}
 	if err := rt.Pause(ctx, warm.ID); err != nil {
 		t.Fatal(err)
@@ -92,27 +83,11 @@ func TestGuestSandboxHost(t *testing.T) {
 	if err := rt.Resume(ctx, warm.ID); err != nil {
 		t.Fatal(err)
 	}
-	run := func(s hostproto.InstanceSpec, cmd string) string {
-		t.Helper()
-		addr := strings.TrimSuffix(s.Network.Address, "/24")
-		var out string
-		if !testenv.Within(3*time.Minute, func() bool {
-			var err error
-			out, err = sshRun(addr, signer, cmd)
-			return err == nil
-		}) {
-			t.Fatalf("no SSH to %s; console:\n%s", s.Name, console(s.ID))
-		}
-		return out
-	}
-	env := run(warm, `sh -l -c 'printf "%s|%s" "$GREETING" "$QUOTED"'`)
+	addr := func(s hostproto.InstanceSpec) string { return strings.TrimSuffix(s.Network.Address, "/24") }
+	env := waitSSH(t, dir, warm.ID, addr(warm), signer, `sh -l -c 'printf "%s|%s" "$GREETING" "$QUOTED"'`)
 	login := time.Since(resumed)
 	if env != `hello|it's "x"` {
 		t.Errorf("the warm guest's login shell sees %q, want its env", env)
-	}
-	ping := func(s hostproto.InstanceSpec, to string) bool {
-		t.Helper()
-		return strings.TrimSpace(run(s, "ping -c 1 -W 2 "+to+" >/dev/null 2>&1; echo $?")) == "0"
 	}
 	for _, c := range []struct {
 		from  hostproto.InstanceSpec
@@ -121,7 +96,7 @@ func TestGuestSandboxHost(t *testing.T) {
 	}{
 		{warm, gw, true}, {warm, other, false}, {cold, other, true}, {cold, gw, true},
 	} {
-		if got := ping(c.from, c.to); got != c.reach {
+		if got := reaches(t, dir, c.from.ID, addr(c.from), signer, c.to); got != c.reach {
 			t.Errorf("%s reaches %s: %v, want %v", c.from.Name, c.to, got, c.reach)
 		}
 	}
@@ -135,7 +110,148 @@ func TestGuestSandboxHost(t *testing.T) {
 	for _, s := range []hostproto.InstanceSpec{warm, cold} {
 		assertGone(t, dir, s.ID)
 	}
-	if out, _ := exec.Command("virsh", "-c", "qemu:///system", "nwfilter-list").Output(); strings.Contains(string(out), warm.ID) {
-		t.Fatal("the warm guest's network filter remains")
+	assertNoFilters(t, warm.ID)
+}
+
+// addAddr adds addr (a CIDR) to the interface dev, which a bridge made by
+// bridge removes with it.
+func addAddr(t testing.TB, dev, addr string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "addr", "add", addr, "dev", dev).CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add %s: %v %s", addr, err, out)
 	}
+}
+
+// assertNoFilters checks that libvirt has no network filter of the
+// instances ids.
+func assertNoFilters(t testing.TB, ids ...string) {
+	t.Helper()
+	out, err := exec.Command("virsh", "-c", "qemu:///system", "nwfilter-list").Output()
+	if err != nil {
+		t.Fatalf("virsh nwfilter-list: %v", err)
+	}
+	for _, id := range ids {
+		if strings.Contains(string(out), "bc-"+id) {
+			t.Errorf("the network filter of %s remains", id)
+		}
+	}
+}
+
+// TestRealSandbox runs sandboxes on real guests through the real server,
+// reconciler and libvirt host daemon, all made through the API: a template
+// with env and a policy allowing only the bridge's gateway keeps a warm
+// instance booted and PAUSED; createSandbox claims it, its guest answers
+// SSH, sees its env in a login shell, reaches the gateway and not the
+// bridge's second address, which a COLD sandbox of a template with the
+// default policy reaches. Deleting the sandboxes and templates leaves no
+// domain, network filter, disk or allocation.
+func TestRealSandbox(t *testing.T) {
+	url, format, sum := guestImage(t)
+	const br, gw, other = "bcbr0", "10.50.0.1", "10.50.0.2" // the seeded IP pool's network
+	bridge(t, br, gw+"/22")
+	addAddr(t, br, other+"/22")
+	c := sandboxCluster(t, options{reconcilers: 1})
+	dir := libvirtHostWith(t, c, 4, "--bridge", br)
+	c.useImage(url, sum, format, 256)
+	signer, key := guestKey()
+	closed := c.sandboxTemplate("closed", map[string]any{"sshKeys": []string{key}, "warmCount": 1,
+		"env":     []map[string]any{{"name": "GREETING", "value": "hello"}},
+		"network": map[string]any{"allowInternetAccess": false, "allowOut": []string{gw}}})
+	open := c.sandboxTemplate("open", map[string]any{"sshKeys": []string{key}})
+	testenv.Eventually(t, 3*time.Minute, "the warm instance PAUSED", func() bool { return c.warm(closed, "PAUSED", true) == 1 })
+
+	// login creates a sandbox of template and logs into its guest, and
+	// returns it, what the login shell said and createSandbox → login.
+	login := func(template, cmd string) (sandboxRef, string, time.Duration) {
+		t.Helper()
+		begin := time.Now()
+		ref := c.createSandbox(template, nil)
+		out := waitSSH(t, dir, ref.instance, c.leaseOf(ref.instance), signer, cmd)
+		took := time.Since(begin)
+		testenv.Eventually(t, time.Minute, "sandbox "+ref.id+" RUNNING", func() bool { return c.sandboxState(ref.id) == "RUNNING" })
+		return ref, out, took
+	}
+	warm, greeting, warmLogin := login(closed, ". /etc/profile; echo $GREETING")
+	if warm.startedFrom != "WARM" {
+		t.Fatalf("the first sandbox started from %s, want WARM; the template's instances (state desired version claimed): %s",
+			warm.startedFrom, c.warmRows(closed))
+	}
+	if greeting != "hello\n" {
+		t.Errorf("the warm sandbox's login shell says GREETING=%q, want hello", greeting)
+	}
+	// The claim woke a refill; dropping the warm count trims it, so the
+	// cold sandbox boots alone, as the warm one's guest had.
+	c.updateTemplate(closed, map[string]any{"warmCount": 0})
+	c.settle(2 * time.Minute)
+	cold, _, coldLogin := login(open, "true")
+	if cold.startedFrom != "COLD" {
+		t.Fatalf("the second sandbox started from %s, want COLD", cold.startedFrom)
+	}
+	t.Logf("createSandbox → SSH login: warm %v, cold %v", warmLogin.Round(time.Millisecond), coldLogin.Round(time.Millisecond))
+
+	for _, cs := range []struct {
+		from  sandboxRef
+		to    string
+		reach bool
+	}{
+		{warm, gw, true}, {warm, other, false}, {cold, other, true}, {cold, gw, true},
+	} {
+		if got := reaches(t, dir, cs.from.instance, c.leaseOf(cs.from.instance), signer, cs.to); got != cs.reach {
+			t.Errorf("the %s sandbox reaches %s: %v, want %v", strings.ToLower(cs.from.startedFrom), cs.to, got, cs.reach)
+		}
+	}
+
+	for _, ref := range []sandboxRef{warm, cold} {
+		if codes := c.sandboxOp("deleteSandbox", ref.id, nil); len(codes) > 0 {
+			t.Fatalf("deleteSandbox: %v", codes)
+		}
+	}
+	for _, tmpl := range []string{closed, open} {
+		c.must(c.member, `mutation($id: ID!) { deleteSandboxTemplate(input: {id: $id}) { sandboxTemplate { id } } }`, map[string]any{"id": tmpl})
+	}
+	c.settle(2 * time.Minute)
+	var all []string
+	rows, err := c.db.Query(context.Background(), "SELECT id FROM instances")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		rows.Scan(&id)
+		all = append(all, ids.Encode(ids.Instance, id))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// An instance is DELETED once its host reports it gone, which may be
+	// before the host has removed its disk.
+	testenv.Eventually(t, 30*time.Second, "the host's overlays removed", func() bool {
+		o, _ := os.ReadDir(filepath.Join(dir, "overlays"))
+		return len(o) == 0
+	})
+	for _, id := range all {
+		assertGone(t, dir, id)
+	}
+	assertNoFilters(t, all...)
+	if n := c.count("sandboxes WHERE ended_as IS NULL"); n != 0 {
+		t.Errorf("%d sandboxes not ended", n)
+	}
+	c.noLeaks()
+}
+
+// warmRows describes the instances of a template's warm pool, for a failure.
+func (c *cluster) warmRows(template string) string {
+	c.t.Helper()
+	rows, err := c.db.Query(context.Background(), `SELECT concat_ws(' ', i.state, i.desired_state, i.warm_template_version, t.instance_version, i.claimed_at)
+		FROM instances i JOIN sandbox_templates t ON t.id = i.warm_template_id WHERE t.id = $1`, decode(c.t, ids.SandboxTemplate, template))
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		b.WriteString("\n  " + s)
+	}
+	return b.String()
 }
