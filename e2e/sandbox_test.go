@@ -22,8 +22,10 @@ func sandboxCluster(t *testing.T, o options) *cluster {
 
 // TestSandboxWarmClaim: 50 concurrent createSandbox on a pool of 10 warm
 // instances: exactly 10 start WARM, each on its own warm instance, 40
-// COLD, all run, and the pool refills to 10. The reconcilers are stopped
-// (SIGSTOP) during the creates, so no refill joins the pool meanwhile.
+// COLD, all run, and the pool refills to 10. The reconcilers are down
+// (SIGKILL, their row locks released with their connections) during the
+// creates, so no refill joins the pool meanwhile; a stopped one (SIGSTOP)
+// would hold its step's lock, which a claim waits for.
 func TestSandboxWarmClaim(t *testing.T) {
 	t.Parallel()
 	c := sandboxCluster(t, options{hosts: 3, reconcilers: 2, hostVcpus: 40})
@@ -31,7 +33,7 @@ func TestSandboxWarmClaim(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "10 warm instances PAUSED", func() bool { return c.warm(tmpl, "PAUSED", true) == 10 })
 	w := watchRunning(t, c, -1)
 	for _, r := range c.reconcs {
-		r.signal(syscall.SIGSTOP)
+		r.signal(syscall.SIGKILL)
 	}
 	refs := make([]sandboxRef, 50)
 	var wg sync.WaitGroup
@@ -46,7 +48,7 @@ func TestSandboxWarmClaim(t *testing.T) {
 	}
 	wg.Wait()
 	for _, r := range c.reconcs {
-		r.signal(syscall.SIGCONT)
+		r.start()
 	}
 	if t.Failed() {
 		t.FailNow()
