@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/better-compute/vps/internal/testenv"
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 )
@@ -97,26 +98,22 @@ func TestSandboxLive(t *testing.T) {
 		c.must(c.member, `mutation($id: ID!) { `+mutation+`(input: {id: $id`+extra+`}) { sandbox { id } } }`, map[string]any{"id": sbx})
 	}
 	await("STARTED/RUNNING")
-	// Pausing a running instance is the vps.sandboxes reconciler's branch;
-	// graph's TestSandboxEventsLifecycle records PAUSED and RESUMED.
 	change("setSandboxTimeout", ", timeout: 900")
 	await("TIMEOUT_CHANGED/RUNNING")
+	change("pauseSandbox", "")
+	await("PAUSED/PAUSED")
+	change("resumeSandbox", "")
+	await("RESUMED/RUNNING")
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, "two stats points of the sandbox", func() bool {
 		data, _ := c.gql(c.member, `query($id: ID!) { sandbox(id: $id) { stats { cpu memoryMb } } }`, map[string]any{"id": sbx})
-		if stats, _ := data["sandbox"].(map[string]any)["stats"].([]any); len(stats) >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no stats of the sandbox within 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		stats, _ := data["sandbox"].(map[string]any)["stats"].([]any)
+		return len(stats) >= 2
+	})
 
 	c.must(c.operator, `mutation($t: ID!) { deleteTenant(input: {id: $t}) { tenant { id } } }`, map[string]any{"t": c.tenant})
 	await("DELETED/DELETED(tenant deleted)")
-	want := "[1:CREATED/STARTING 2:STARTED/RUNNING 3:TIMEOUT_CHANGED/RUNNING 4:DELETED/DELETED(tenant deleted)]"
+	want := "[1:CREATED/STARTING 2:STARTED/RUNNING 3:TIMEOUT_CHANGED/RUNNING 4:PAUSED/PAUSED 5:RESUMED/RUNNING 6:DELETED/DELETED(tenant deleted)]"
 	if fmt.Sprint(got) != want {
 		t.Errorf("events:\n got %v\nwant %s", got, want)
 	}
