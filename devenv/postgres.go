@@ -87,11 +87,11 @@ func ensureDatabase(ctx context.Context, serverURL, db string) (string, error) {
 // startPrivate runs a Postgres server with its data in dir, listening on a
 // unix socket in dir and on a free loopback port.
 func startPrivate(ctx context.Context, log *slog.Logger, dir string) (string, func(), error) {
-	bin, err := serverBinaries(ctx, log)
+	bin, err := ServerBinaries(ctx, log)
 	if err != nil {
 		return "", nil, err
 	}
-	owner, err := serverUser()
+	owner, err := ServerUser()
 	if err != nil {
 		return "", nil, err
 	}
@@ -136,9 +136,10 @@ func startPrivate(ctx context.Context, log *slog.Logger, dir string) (string, fu
 	return url, stop, nil
 }
 
-// serverBinaries finds the newest installed Postgres server, installing
-// Debian's package when none is and we are root.
-func serverBinaries(ctx context.Context, log *slog.Logger) (string, error) {
+// ServerBinaries finds the newest installed Postgres server (the directory
+// of its initdb and pg_ctl), installing Debian's package when none is and
+// we are root.
+func ServerBinaries(ctx context.Context, log *slog.Logger) (string, error) {
 	find := func() string {
 		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 		sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
@@ -174,9 +175,9 @@ func version(binDir string) int {
 	return v
 }
 
-// serverUser is the user Postgres runs as: postgres when we are root (the
+// ServerUser is the user a private Postgres runs as: postgres when we are root (the
 // server refuses to run as root), else nil for ourselves.
-func serverUser() (*user.User, error) {
+func ServerUser() (*user.User, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}

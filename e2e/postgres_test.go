@@ -3,12 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/migrations"
 )
 
@@ -31,40 +32,16 @@ type postgres struct {
 	url string
 }
 
-// postgresBin finds initdb and pg_ctl: on PATH, or in the newest of
-// Debian's /usr/lib/postgresql/*/bin (scripts/services.sh installs them).
-func postgresBin() (string, bool) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if _, err := exec.LookPath("initdb"); err == nil {
-			return filepath.Dir(p), true
-		}
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
-			if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-				return d, true
-			}
-		}
-	}
-	return "", false
-}
-
-func version(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
-}
-
 // startPostgres initialises and starts a private cluster, migrated, and
-// stops it when the test ends. It skips the test, saying why, when initdb
-// and pg_ctl are not installed. As root it runs the cluster as the
-// postgres user, since Postgres refuses to run as root.
+// stops it when the test ends. It finds the server as dev does
+// (devenv.ServerBinaries, which installs Debian's package when root) and
+// skips the test, saying why, when there is none. As root it runs the
+// cluster as the postgres user, since Postgres refuses to run as root.
 func startPostgres(t testing.TB) *postgres {
 	t.Helper()
-	bin, ok := postgresBin()
-	if !ok {
-		t.Skip("SKIPPED: initdb and pg_ctl are not installed (Debian's postgresql package; scripts/services.sh installs it): the test needs a Postgres cluster of its own to restart")
+	bin, err := devenv.ServerBinaries(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Skipf("SKIPPED: no Postgres server binaries (initdb, pg_ctl; Debian's postgresql package, which scripts/services.sh installs): the test needs a Postgres cluster of its own to restart: %v", err)
 	}
 	// Not t.TempDir: its parents are root's alone, and the cluster may run
 	// as another user.
@@ -73,12 +50,12 @@ func startPostgres(t testing.TB) *postgres {
 		t.Fatal(err)
 	}
 	p := &postgres{t: t, bin: bin, dir: dir}
-	if os.Getuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			os.RemoveAll(dir)
-			t.Skip("SKIPPED: running as root and there is no postgres user to run a private Postgres cluster as")
-		}
+	u, err := devenv.ServerUser()
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Skipf("SKIPPED: %v: a private Postgres cluster needs a user to run as", err)
+	}
+	if u != nil {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
