@@ -15,7 +15,7 @@ import (
 // sandboxInterval is the vps.sandboxes loop's interval in these tests.
 const sandboxInterval = 2 * time.Second
 
-func sandboxCluster(t *testing.T, o options) *cluster {
+func sandboxCluster(t testing.TB, o options) *cluster {
 	o.reconcileEnv = append(o.reconcileEnv, "BC_SANDBOX_INTERVAL="+sandboxInterval.String())
 	return start(t, o)
 }
