@@ -29,6 +29,9 @@ const (
 	ProviderAccount Kind = "pa"
 	Sandbox         Kind = "sbx"
 	SandboxTemplate Kind = "sbt"
+	SandboxSnapshot Kind = "snp"
+	// HostCommand names a host command in the host protocol.
+	HostCommand Kind = "cmd"
 )
 
 var encoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

@@ -319,7 +319,7 @@ func (q *Queries) SpecDevices(ctx context.Context, hostID uuid.UUID) ([]SpecDevi
 }
 
 const specInstances = `-- name: SpecInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
 `
 
 // SpecInstances lists what a host must run.
@@ -371,6 +371,7 @@ func (q *Queries) SpecInstances(ctx context.Context, hostID *uuid.UUID) ([]Insta
 			&i.UserDataSealed,
 			&i.SandboxID,
 			&i.WarmTemplateID,
+			&i.RestoreFrom,
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,

@@ -89,6 +89,25 @@ type HostCapacity struct {
 	UpdatedAt time.Time
 }
 
+type HostCommand struct {
+	ID             uuid.UUID
+	HostID         uuid.UUID
+	Kind           string
+	Lane           string
+	Payload        []byte
+	State          string
+	Attempt        int32
+	Deadline       time.Time
+	Progress       int32
+	Result         []byte
+	Error          string
+	AbandonedAt    *time.Time
+	AcknowledgedAt *time.Time
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+}
+
 type HostGpu struct {
 	HostID  uuid.UUID
 	Address string
@@ -149,6 +168,7 @@ type Instance struct {
 	UserDataSealed      []byte
 	SandboxID           *uuid.UUID
 	WarmTemplateID      *uuid.UUID
+	RestoreFrom         *uuid.UUID
 	ClaimedAt           *time.Time
 	NetworkPolicy       []byte
 	WarmTemplateVersion *int64
@@ -256,6 +276,7 @@ type Sandbox struct {
 	Version         int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	FromSnapshot    *uuid.UUID
 }
 
 type SandboxEvent struct {
@@ -267,6 +288,28 @@ type SandboxEvent struct {
 	Reason    string
 	Sandbox   []byte
 	At        time.Time
+}
+
+type SandboxSnapshot struct {
+	ID                  uuid.UUID
+	TenantID            uuid.UUID
+	SandboxID           uuid.UUID
+	TemplateID          uuid.UUID
+	Name                string
+	State               string
+	StateReason         string
+	HostID              *uuid.UUID
+	SizeBytes           *int64
+	Sha256              *string
+	Version             int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	SettledAt           *time.Time
+	DeletedAt           *time.Time
+	PrincipalInstanceID *uuid.UUID
+	Purged              bool
+	CommandID           *uuid.UUID
+	PurgeCommandID      *uuid.UUID
 }
 
 type SandboxStat struct {

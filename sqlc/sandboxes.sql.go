@@ -120,7 +120,7 @@ const insertSandbox = `-- name: InsertSandbox :one
 INSERT INTO sandboxes (id, tenant_id, template_id, template_version, started_from, metadata, expires_at, idempotency_key)
 VALUES ($1, $2, $3, $4, $5, $6,
         now() + make_interval(secs => $7::int), $8)
-RETURNING id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at
+RETURNING id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot
 `
 
 type InsertSandboxParams struct {
@@ -160,6 +160,7 @@ func (q *Queries) InsertSandbox(ctx context.Context, arg InsertSandboxParams) (S
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FromSnapshot,
 	)
 	return i, err
 }
@@ -242,7 +243,7 @@ func (q *Queries) LockSandbox(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 }
 
 const lockSandboxInstance = `-- name: LockSandboxInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE sandbox_id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE sandbox_id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockSandboxInstance(ctx context.Context, sandboxID *uuid.UUID) (Instance, error) {
@@ -287,6 +288,7 @@ func (q *Queries) LockSandboxInstance(ctx context.Context, sandboxID *uuid.UUID)
 		&i.UserDataSealed,
 		&i.SandboxID,
 		&i.WarmTemplateID,
+		&i.RestoreFrom,
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,

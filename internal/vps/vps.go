@@ -14,6 +14,9 @@ const (
 	// TopicSandboxes is the topic of the vps.sandboxes reconciler, whose
 	// keys are sandbox templates: woken to keep a template's warm pool.
 	TopicSandboxes = "vps.sandboxes"
+	// TopicCommands carries host commands that became final (the host
+	// reported their end, or their deadline passed), to their kind's owner.
+	TopicCommands = "vps.commands"
 	// TopicEvents is the topic of an outbox row that is an event only:
 	// the relay publishes it and hands no work to the reconciler.
 	TopicEvents = "vps.events"
