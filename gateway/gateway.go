@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-		"time"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

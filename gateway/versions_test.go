@@ -192,4 +192,3 @@ func TestUnknownProtocol(t *testing.T) {
 		t.Fatalf("protocol %d recorded from refused requests", e.protocol())
 	}
 }
-
