@@ -48,12 +48,11 @@ func TestPlacementByProtocol(t *testing.T) {
 	e.hostSpeaking("new", 10, &v2)
 	// Four plain instances first, spread two and two; then "new" is
 	// fuller, and spread would send the next ones to "old".
-	var plain []uuid.UUID
 	for i := range 4 {
-		plain = append(plain, e.create(fmt.Sprintf("vm-%d", i)))
+		e.create(fmt.Sprintf("vm-%d", i))
 	}
 	e.reconcilers(1, patient)
-	e.eventually(10*time.Second, "4 placed", func() bool { return e.count("instances WHERE state = 'PROVISIONING'") == 4 })
+	e.eventually(30*time.Second, "4 placed", func() bool { return e.count("instances WHERE state = 'PROVISIONING'") == 4 })
 	if got := e.perHost(); got["old"] != 2 || got["new"] != 2 {
 		t.Fatalf("plain instances per host %v, want 2 and 2", got)
 	}
@@ -69,7 +68,7 @@ func TestPlacementByProtocol(t *testing.T) {
 			}
 		}
 	})
-	e.eventually(10*time.Second, "the sandbox instances placed", func() bool { return e.hostOf(sbx) != "" && e.hostOf(warm) != "" })
+	e.eventually(30*time.Second, "the sandbox instances placed", func() bool { return e.hostOf(sbx) != "" && e.hostOf(warm) != "" })
 	if s, w := e.hostOf(sbx), e.hostOf(warm); s != "new" || w != "new" {
 		t.Fatalf("sandbox instance on %q, warm instance on %q; want both on new", s, w)
 	}
@@ -89,7 +88,7 @@ func TestPlacementWaitsForProtocol(t *testing.T) {
 	sbx, _ := e.sandboxInstances()
 	plain := e.create("vm")
 	want := "no live host in pool fra1 has room for 1 vCPUs, 1024 MiB, 10 GiB and speaks host protocol 2 or later (older: old, quiet)"
-	e.eventually(10*time.Second, "the plain instance placed and the sandbox's waiting", func() bool {
+	e.eventually(30*time.Second, "the plain instance placed and the sandbox's waiting", func() bool {
 		return e.hostOf(plain) != "" && e.count("instances WHERE id = $1 AND state = 'PENDING' AND state_reason = $2", sbx, want) == 1
 	})
 	if n := e.count("allocations WHERE instance_id = $1", sbx); n != 0 {
