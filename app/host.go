@@ -40,6 +40,10 @@ type HostConfig struct {
 	// FakeFailStarts, when set, makes the fake runtime fail every start
 	// with this reason (--fake-fail-starts). Default: none.
 	FakeFailStarts string
+	// FakeProtocol is the host protocol version a daemon of the fake
+	// runtime speaks (--fake-protocol), to test how the server serves older
+	// daemons. Default: the current one.
+	FakeProtocol int
 	// LibvirtURI is the libvirt connection URI (--libvirt-uri). Default:
 	// the libvirt runtime's.
 	LibvirtURI string
@@ -99,6 +103,7 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 		"how long a guest has to shut down before it is destroyed")
 	fs.DurationVar(&c.FakeBootDelay, "fake-boot-delay", 0, "fake runtime: how long a started domain boots")
 	fs.StringVar(&c.FakeFailStarts, "fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
+	fs.IntVar(&c.FakeProtocol, "fake-protocol", 0, "fake runtime: host protocol `version` to speak, to test older daemons; 0: the current one")
 	fs.StringVar(&c.LibvirtURI, "libvirt-uri", "", "libvirt runtime: connection `URI`; empty: the runtime's default")
 	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
 	fs.StringVar(&c.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); empty: kvm when /dev/kvm exists")
@@ -144,6 +149,9 @@ func (c *HostConfig) Prepare() error {
 	if c.Credential == "" {
 		return errors.New("no host credential: set BC_HOST_CREDENTIAL or --credential-file (createHost returns it)")
 	}
+	if c.FakeProtocol != 0 && c.Runtime != RuntimeFake {
+		return fmt.Errorf("--fake-protocol is for the %s runtime only", RuntimeFake)
+	}
 	return nil
 }
 
@@ -152,5 +160,6 @@ func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
 	return hostd.New(hostd.Config{
 		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
+		Protocol: c.FakeProtocol,
 	}).Run(ctx)
 }

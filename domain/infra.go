@@ -73,15 +73,23 @@ type Host struct {
 	// the one it last reported converging to.
 	SpecGeneration     int64
 	ReportedGeneration int64
-	CreatedAt          time.Time
+	// ProtocolVersion is the host protocol version its daemon last said it
+	// speaks; nil before it said.
+	ProtocolVersion *int
+	CreatedAt       time.Time
 }
 
 // HostFromRow maps a hosts row.
 func HostFromRow(r sqlc.Host) Host {
-	return Host{
+	h := Host{
 		ID: r.ID, PoolID: r.PoolID, Name: r.Name, Draining: r.Draining, LastSeenAt: r.LastSeenAt,
 		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, CreatedAt: r.CreatedAt,
 	}
+	if r.Protocol != nil {
+		v := int(*r.Protocol)
+		h.ProtocolVersion = &v
+	}
+	return h
 }
 
 // HostCapacity is what a host can give to instances.

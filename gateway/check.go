@@ -41,9 +41,10 @@ var states = map[hostproto.State]bool{
 // maxReason bounds the reason a host gives for an instance's state.
 const maxReason = 4096
 
-// decodeReport reads a report body; a value that does not fit its field
-// (a number past 64 bits, a string for a number) names the field.
-func decodeReport(data []byte) (hostproto.Report, error) {
+// decodeReport reads a report body of a protocol version, as that version
+// has it; a value that does not fit its field (a number past 64 bits, a
+// string for a number) names the field.
+func decodeReport(data []byte, version int) (hostproto.Report, error) {
 	var rep hostproto.Report
 	err := json.Unmarshal(data, &rep)
 	var typeErr *json.UnmarshalTypeError
@@ -53,6 +54,10 @@ func decodeReport(data []byte) (hostproto.Report, error) {
 	case err != nil:
 		return rep, badReport("", "not valid JSON")
 	}
+	if rep.Protocol != version {
+		return rep, badReport("protocol", "is %d, want %d", rep.Protocol, version)
+	}
+	rep = rep.As(version)
 	return rep, checkReport(rep)
 }
 
@@ -60,9 +65,6 @@ func decodeReport(data []byte) (hostproto.Report, error) {
 // numbers within their columns' range, states from the protocol's set, and
 // strings the database can store.
 func checkReport(rep hostproto.Report) error {
-	if rep.Protocol != hostproto.Version {
-		return badReport("protocol", "is %d, want %d", rep.Protocol, hostproto.Version)
-	}
 	if rep.Generation < 0 {
 		return badReport("generation", "must not be negative")
 	}

@@ -12,7 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,6 +68,9 @@ type Gateway struct {
 	log *slog.Logger
 	// stopping is closed when Run ends, releasing every long-poll.
 	stopping chan struct{}
+	// refused holds, by host ID, why its spec was last refused, so each
+	// refusal is logged once, not on every retry.
+	refused sync.Map
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.
@@ -83,30 +86,35 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return g.hub.run(ctx, g.cfg.Redis, g.cfg.Prefix)
 }
 
-// Handler serves the protocol's paths.
+// Handler serves the protocol's paths, for every version from
+// hostproto.MinVersion to hostproto.Version, so a rolling upgrade leaves
+// older daemons serving their instances.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+hostproto.SpecPath, g.authenticated(g.spec))
-	mux.HandleFunc("POST "+hostproto.ReportPath, g.authenticated(g.report))
-	mux.HandleFunc("/host/", oldProtocol)
+	for v := hostproto.MinVersion; v <= hostproto.Version; v++ {
+		mux.HandleFunc("GET "+hostproto.SpecPathOf(v), g.authenticated(v, g.spec))
+		mux.HandleFunc("POST "+hostproto.ReportPathOf(v), g.authenticated(v, g.report))
+	}
+	mux.HandleFunc("/host/", unknownProtocol)
 	return mux
 }
 
-// oldProtocol answers a host daemon of another protocol version (its paths
-// name it, /host/v1/…) with 400 and what to do, which the daemon logs. The
-// gateway speaks one version: a version 1 daemon would ignore a sandbox's
-// env and network policy, running it with its egress open, and pause a warm
-// instance before its guest booted (docs/host-protocol.md).
-func oldProtocol(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, fmt.Sprintf("this gateway speaks host protocol %d (%s): upgrade the host daemon", hostproto.Version, strings.TrimSuffix(hostproto.SpecPath, "spec")), http.StatusBadRequest)
+// unknownProtocol answers a host daemon of a version the gateway does not
+// serve (its paths name it, /host/v0/…, or a version newer than this
+// build's) with 400 and what to do, which the daemon logs.
+func unknownProtocol(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, fmt.Sprintf("this gateway speaks host protocol %d (%s): upgrade the host daemon", hostproto.Version, hostproto.PathPrefix(hostproto.Version)), http.StatusBadRequest)
 }
 
-type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host)
+// hostHandler serves an authenticated host speaking protocol version.
+type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int)
 
-func (g *Gateway) authenticated(next hostHandler) http.HandlerFunc {
+// authenticated checks that the request's header names the version of its
+// path and finds the host by its credential.
+func (g *Gateway) authenticated(version int, next hostHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get(hostproto.Header); v != strconv.Itoa(hostproto.Version) {
-			http.Error(w, fmt.Sprintf("this gateway speaks host protocol %d (header %s)", hostproto.Version, hostproto.Header), http.StatusBadRequest)
+		if v := r.Header.Get(hostproto.Header); v != strconv.Itoa(version) {
+			http.Error(w, fmt.Sprintf("%s is host protocol %d, but header %s says %q", hostproto.PathPrefix(version), version, hostproto.Header, v), http.StatusBadRequest)
 			return
 		}
 		cred := iam.BearerToken(r.Header.Get("Authorization"))
@@ -119,7 +127,7 @@ func (g *Gateway) authenticated(next hostHandler) http.HandlerFunc {
 			g.fail(w, r, "authenticate host", err)
 			return
 		}
-		next(w, r, host)
+		next(w, r, host, version)
 	}
 }
 
@@ -136,9 +144,15 @@ func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, what string, err 
 // their NodeSpec to change.
 func (g *Gateway) Waiting() int { return g.hub.waiting() }
 
-// spec answers a long-poll: the NodeSpec once its generation passes after,
-// or 204 when the wait ends first.
-func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host) {
+// spec answers a long-poll: the NodeSpec, rendered for the version the
+// host speaks, once its generation passes after, or 204 when the wait ends
+// first. A host holding instances its version cannot honour is refused
+// (400): it keeps running what it has, untouched.
+func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int) {
+	if err := g.noteProtocol(r.Context(), host, version); err != nil {
+		g.fail(w, r, "record host protocol", err)
+		return
+	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	wait := hostproto.MaxWaitSeconds * time.Second
 	if s, err := strconv.Atoi(r.URL.Query().Get("wait")); err == nil && s >= 0 && s < hostproto.MaxWaitSeconds {
@@ -155,11 +169,18 @@ func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host) {
 			return
 		}
 		if gen > after {
-			spec, err := g.buildSpec(r.Context(), host)
-			if err != nil {
+			spec, err := g.buildSpec(r.Context(), host, version)
+			var behind *behindError
+			switch {
+			case errors.As(err, &behind):
+				g.refuseSpec(r.Context(), host, behind)
+				http.Error(w, behind.Error(), http.StatusBadRequest)
+				return
+			case err != nil:
 				g.fail(w, r, "build spec", err)
 				return
 			}
+			g.refused.Delete(host.ID)
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(spec)
 			return

@@ -14,7 +14,6 @@ import (
 
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -23,18 +22,21 @@ import (
 // report for an older generation cannot undo newer work: an instance whose
 // entry changed after that generation is left alone. Every instance whose
 // observation changed is handed to the reconciler.
-func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host) {
+//
+// It records the protocol version the host speaks, and accepts reports of
+// every version served, older ones without what they lack (stats).
+func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReport))
 	if err != nil {
 		refuse(w, &reportError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("a report is at most %d bytes", maxReport)})
 		return
 	}
-	rep, err := decodeReport(body)
+	rep, err := decodeReport(body, version)
 	var stats map[uuid.UUID]hostproto.Stats
 	if err == nil {
 		err = pgx.BeginFunc(r.Context(), g.cfg.DB, func(tx pgx.Tx) error {
 			var err error
-			stats, err = g.record(r.Context(), sqlc.New(tx), host, rep)
+			stats, err = g.record(r.Context(), sqlc.New(tx), host, version, rep)
 			return err
 		})
 	}
@@ -68,7 +70,7 @@ const maxReport = 8 << 20
 //
 // It returns the report's stats of the host's own instances, for the
 // StatsSink once the transaction committed.
-func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) (map[uuid.UUID]hostproto.Stats, error) {
+func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) (map[uuid.UUID]hostproto.Stats, error) {
 	state, err := q.HostReportState(ctx, host.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read host: %w", err)
@@ -102,10 +104,12 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, r
 		}
 		wake = append(append(wake, back...), pending...)
 	}
-	for _, id := range wake {
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
-			return nil, fmt.Errorf("wake instance: %w", err)
-		}
+	upgraded, err := adoptProtocol(ctx, q, host, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := wakeInstances(ctx, q, append(wake, upgraded...)); err != nil {
+		return nil, err
 	}
 	var inventory []byte
 	if rep.Inventory != nil {

@@ -16,8 +16,10 @@ import (
 )
 
 // buildSpec reads a host's NodeSpec in one snapshot, so its generation
-// matches its contents.
-func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host) (hostproto.NodeSpec, error) {
+// matches its contents, and renders it for the version the host speaks. A
+// host holding an instance that needs a newer version gets a *behindError.
+func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int) (hostproto.NodeSpec, error) {
+	behind := &behindError{host: host.Name, version: version}
 	spec := hostproto.NodeSpec{Protocol: hostproto.Version, HostID: ids.Encode(ids.Host, host.ID), Instances: []hostproto.InstanceSpec{}}
 	err := pgx.BeginTxFunc(ctx, g.cfg.DB, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
@@ -46,6 +48,10 @@ func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host) (hostproto.Node
 			gpus[d.InstanceID] = append(gpus[d.InstanceID], hostproto.Device{Address: d.Address})
 		}
 		for _, inst := range insts {
+			if need := domain.HostProtocol(inst); need > version {
+				behind.need = max(behind.need, need)
+				behind.instances = append(behind.instances, ids.Encode(ids.Instance, inst.ID))
+			}
 			is, err := g.instanceSpec(inst)
 			if err != nil {
 				return err
@@ -58,7 +64,10 @@ func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host) (hostproto.Node
 	if err != nil {
 		return spec, fmt.Errorf("spec of host %s: %w", host.Name, err)
 	}
-	return spec, nil
+	if len(behind.instances) > 0 {
+		return spec, behind
+	}
+	return spec.As(version), nil
 }
 
 // instanceSpec is an instance's entry of its host's NodeSpec, with its user

@@ -107,6 +107,23 @@ func TestOperatorSetup(t *testing.T) {
 		if r := e.do(e.world("gamma").member, drain, map[string]any{"h": created.CreateHost.Host.ID, "d": true}); r.code() != "FORBIDDEN" {
 			t.Fatalf("a member drains: %+v", r.Errors)
 		}
+
+		// The host protocol its daemon speaks: null until it says (the
+		// gateway records it from its reports).
+		var proto struct {
+			Hosts []struct{ ProtocolVersion *int }
+		}
+		e.must(e.operator, `{ hosts { protocolVersion } }`, nil, &proto)
+		if len(proto.Hosts) != 1 || proto.Hosts[0].ProtocolVersion != nil {
+			t.Fatalf("protocol before a report: %+v", proto.Hosts)
+		}
+		if _, err := e.db.Exec(context.Background(), "UPDATE hosts SET protocol = 1 WHERE name = 'hv-1'"); err != nil {
+			t.Fatal(err)
+		}
+		e.must(e.operator, `{ hosts { protocolVersion } }`, nil, &proto)
+		if len(proto.Hosts) != 1 || proto.Hosts[0].ProtocolVersion == nil || *proto.Hosts[0].ProtocolVersion != 1 {
+			t.Fatalf("protocol of a version 1 host: %+v", proto.Hosts)
+		}
 	})
 	t.Run("GPU flavor and quota view", func(t *testing.T) {
 		r := e.do(e.operator, `mutation { createFlavor(input: {name: "gpu-broken", vcpus: 8, memoryMb: 65536, diskGb: 100, gpuCount: 1}) { flavor { id } } }`, nil)

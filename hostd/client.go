@@ -27,6 +27,8 @@ type gateway struct {
 	base       string // the server URL, without a trailing slash
 	credential string
 	http       *http.Client
+	// version is the protocol version spoken: its paths and header.
+	version int
 }
 
 // spec long-polls for the NodeSpec whose generation is above after. ok is
@@ -36,7 +38,7 @@ func (g *gateway) spec(ctx context.Context, after int64) (spec hostproto.NodeSpe
 		"after": {strconv.FormatInt(after, 10)},
 		"wait":  {strconv.Itoa(hostproto.MaxWaitSeconds)},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.base+hostproto.SpecPath+"?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.base+hostproto.SpecPathOf(g.version)+"?"+q.Encode(), nil)
 	if err != nil {
 		return spec, false, fmt.Errorf("get spec: %w", err)
 	}
@@ -69,7 +71,7 @@ func (g *gateway) report(ctx context.Context, r hostproto.Report) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+hostproto.ReportPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+hostproto.ReportPathOf(g.version), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("post report: %w", err)
 	}
@@ -87,7 +89,7 @@ func (g *gateway) report(ctx context.Context, r hostproto.Report) error {
 
 // do sends req with the protocol header and the credential.
 func (g *gateway) do(req *http.Request) (*http.Response, error) {
-	req.Header.Set(hostproto.Header, strconv.Itoa(hostproto.Version))
+	req.Header.Set(hostproto.Header, strconv.Itoa(g.version))
 	req.Header.Set("Authorization", "Bearer "+g.credential)
 	return g.http.Do(req)
 }

@@ -102,6 +102,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger is the daemon's log. Default slog.Default().
 	Logger *slog.Logger
+	// Protocol is the host protocol version the daemon speaks on the wire,
+	// from hostproto.MinVersion to hostproto.Version. Default
+	// hostproto.Version. An older one serves only to test how the gateway
+	// serves older daemons: the daemon still behaves as this build's.
+	Protocol int
 }
 
 // Defaults of Config.
@@ -126,6 +131,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Protocol == 0 {
+		c.Protocol = hostproto.Version
+	}
 	return c
 }
 
@@ -142,6 +150,9 @@ func (c Config) check() error {
 	}
 	if c.Runtime == nil {
 		return errors.New("hostd: no runtime")
+	}
+	if c.Protocol < hostproto.MinVersion || c.Protocol > hostproto.Version {
+		return fmt.Errorf("hostd: protocol %d is not between %d and %d", c.Protocol, hostproto.MinVersion, hostproto.Version)
 	}
 	return nil
 }
@@ -164,6 +175,7 @@ func New(cfg Config) *Daemon {
 			base:       strings.TrimRight(cfg.ServerURL, "/"),
 			credential: cfg.Credential,
 			http:       cfg.HTTPClient,
+			version:    cfg.Protocol,
 		},
 		conv: &converger{
 			rt:              cfg.Runtime,
@@ -239,7 +251,7 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 		return
 	}
 	d.addStats(ctx, statuses)
-	r := hostproto.Report{Protocol: hostproto.Version, Instances: statuses}
+	r := hostproto.Report{Protocol: d.gw.version, Instances: statuses}
 	if spec != nil {
 		r.Generation = spec.Generation
 	}

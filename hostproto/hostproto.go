@@ -3,25 +3,46 @@
 // runtime report it posts back. docs/host-protocol.md describes it.
 package hostproto
 
-// Version is the protocol version; it is part of every path. Version 2
-// added InstanceSpec.Env and NetworkPolicy, InstanceStatus.Stats, and the
-// boot-then-pause of instances whose power is paused. The gateway speaks
-// one version: a host of another is refused (docs/host-protocol.md says
-// why).
+import "fmt"
+
+// Version is the newest protocol version, the one this build's host daemon
+// speaks; it is part of every path. Version 2 added InstanceSpec.Env and
+// NetworkPolicy, InstanceStatus.Stats, and the boot-then-pause of instances
+// whose power is paused (SandboxVersion).
 const Version = 2
 
-// Paths of the gateway, relative to the server's base URL.
-const (
+// MinVersion is the oldest version the gateway serves. It serves every
+// version from MinVersion to Version, each on its own paths, so a rolling
+// upgrade leaves older daemons serving their instances; placement gives a
+// host only instances its version can honour (docs/host-protocol.md).
+const MinVersion = 1
+
+// SandboxVersion is the version that added env, network policies, stats
+// and boot-then-pause: what an instance of a sandbox or a warm pool needs.
+const SandboxVersion = 2
+
+// Paths of the gateway for this build's version, relative to the server's
+// base URL.
+var (
 	// SpecPath is long-polled: GET SpecPath?after=GEN answers with the
 	// NodeSpec once its generation is above GEN, or 204 No Content when
 	// nothing changed within the wait (at most MaxWait).
-	SpecPath = "/host/v2/spec"
+	SpecPath = SpecPathOf(Version)
 	// ReportPath takes a Report by POST.
-	ReportPath = "/host/v2/report"
+	ReportPath = ReportPathOf(Version)
 )
 
-// Header names the protocol version a host speaks; the gateway refuses
-// others with 400.
+// PathPrefix is where the paths of a version start: /host/vN/.
+func PathPrefix(version int) string { return fmt.Sprintf("/host/v%d/", version) }
+
+// SpecPathOf is the spec path of a version.
+func SpecPathOf(version int) string { return PathPrefix(version) + "spec" }
+
+// ReportPathOf is the report path of a version.
+func ReportPathOf(version int) string { return PathPrefix(version) + "report" }
+
+// Header names the protocol version a host speaks; it must be the version
+// of the request's path, or the gateway answers 400.
 const Header = "BC-Host-Protocol"
 
 // Power is what the host must hold an instance at. An instance whose power

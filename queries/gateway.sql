@@ -18,6 +18,11 @@ WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE
 -- name: SpecDevices :many
 SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address;
 
+-- SetHostProtocol records the protocol version a host speaks; it changes
+-- (and counts) a row only when the version is new.
+-- name: SetHostProtocol :execrows
+UPDATE hosts SET protocol = @protocol WHERE id = @id AND protocol IS DISTINCT FROM @protocol;
+
 -- HostReportState reads what a report is checked against: when the host was
 -- last seen, the generation it was sent and the one it last reported.
 -- name: HostReportState :one

@@ -4,9 +4,10 @@
 SELECT * FROM pools WHERE id = $1 FOR NO KEY UPDATE;
 
 -- PlacementCandidates lists the live, undrained hosts of a pool with their
--- capacity and what live allocations use of it.
+-- capacity, what live allocations use of it, and the protocol version
+-- they speak (NULL before they said).
 -- name: PlacementCandidates :many
-SELECT h.id, h.name,
+SELECT h.id, h.name, h.protocol,
        c.vcpus, c.memory_mb, c.disk_gb,
        coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
        coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/vps"
@@ -108,14 +109,23 @@ func (e *env) start(tune func(*reconciler.Config), register func(*reconciler.Rec
 	})
 }
 
-// host adopts a host with capacity that counts as alive.
+// host adopts a host with capacity that counts as alive, speaking the
+// current host protocol.
 func (e *env) host(name string, vcpus int32) uuid.UUID {
+	e.t.Helper()
+	v := int16(hostproto.Version)
+	return e.hostSpeaking(name, vcpus, &v)
+}
+
+// hostSpeaking adopts a host with capacity that counts as alive and has
+// said it speaks protocol (nil: it never said).
+func (e *env) hostSpeaking(name string, vcpus int32, protocol *int16) uuid.UUID {
 	e.t.Helper()
 	h, err := e.svc.CreateHost(e.ctx, e.pool, name)
 	e.check(err)
 	_, err = e.svc.SetHostCapacity(e.ctx, control.HostCapacityInput{HostID: h.Host.ID, Vcpus: vcpus, MemoryMB: int64(vcpus) * 4096, DiskGB: 1000})
 	e.check(err)
-	_, err = e.db.Exec(context.Background(), "UPDATE hosts SET last_seen_at = now() WHERE id = $1", h.Host.ID)
+	_, err = e.db.Exec(context.Background(), "UPDATE hosts SET last_seen_at = now(), protocol = $2 WHERE id = $1", h.Host.ID, protocol)
 	e.check(err)
 	return h.Host.ID
 }

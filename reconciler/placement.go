@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
@@ -87,15 +89,17 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	return true, nil
 }
 
-// choose picks the host for inst among those with room: the emptiest
-// (spread) or the fullest (pack), never the host it could not start on, and
-// under singleTenant only a host serving no other tenant, preferring one
-// that already serves this tenant.
+// choose picks the host for inst among those with room and a protocol
+// version that can honour it (domain.HostProtocol): the emptiest (spread)
+// or the fullest (pack), never the host it could not start on, and under
+// singleTenant only a host serving no other tenant, preferring one that
+// already serves this tenant.
 func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.Pool, gpus map[uuid.UUID][]string) (sqlc.PlacementCandidatesRow, bool) {
 	var (
 		best      sqlc.PlacementCandidatesRow
 		bestScore float64
 		found     bool
+		protocol  = domain.HostProtocol(inst)
 	)
 	for _, h := range hosts {
 		freeCPU := int64(h.Vcpus) - h.UsedVcpus - int64(inst.Vcpus)
@@ -105,6 +109,8 @@ func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.P
 		case freeCPU < 0 || freeMem < 0 || freeDisk < 0:
 			continue
 		case inst.AvoidHostID != nil && *inst.AvoidHostID == h.ID:
+			continue
+		case domain.SpokenProtocol(h.Protocol) < protocol:
 			continue
 		case pool.SingleTenant && !h.OnlyTenant:
 			continue
@@ -140,6 +146,16 @@ func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidates
 			}
 		}
 		reason += fmt.Sprintf(" (%s could not start it)", avoided)
+	}
+	protocol := domain.HostProtocol(inst)
+	var older []string
+	for _, h := range hosts {
+		if domain.SpokenProtocol(h.Protocol) < protocol {
+			older = append(older, h.Name)
+		}
+	}
+	if len(older) > 0 {
+		reason += fmt.Sprintf(" and speaks host protocol %d or later (older: %s)", protocol, strings.Join(older, ", "))
 	}
 	return reason
 }

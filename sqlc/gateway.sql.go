@@ -60,7 +60,7 @@ func (q *Queries) AdoptInventoryGPU(ctx context.Context, arg AdoptInventoryGPUPa
 }
 
 const hostByCredential = `-- name: HostByCredential :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE credential_hash = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE credential_hash = $1
 `
 
 func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (Host, error) {
@@ -77,12 +77,13 @@ func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
 }
 
 const hostByName = `-- name: HostByName :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE name = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE name = $1
 `
 
 func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
@@ -99,6 +100,7 @@ func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
 }
@@ -262,7 +264,7 @@ func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) erro
 }
 
 const resetHostCredential = `-- name: ResetHostCredential :one
-UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory
+UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
 `
 
 type ResetHostCredentialParams struct {
@@ -284,8 +286,28 @@ func (q *Queries) ResetHostCredential(ctx context.Context, arg ResetHostCredenti
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
+}
+
+const setHostProtocol = `-- name: SetHostProtocol :execrows
+UPDATE hosts SET protocol = $1 WHERE id = $2 AND protocol IS DISTINCT FROM $1
+`
+
+type SetHostProtocolParams struct {
+	Protocol *int16
+	ID       uuid.UUID
+}
+
+// SetHostProtocol records the protocol version a host speaks; it changes
+// (and counts) a row only when the version is new.
+func (q *Queries) SetHostProtocol(ctx context.Context, arg SetHostProtocolParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setHostProtocol, arg.Protocol, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const specDevices = `-- name: SpecDevices :many

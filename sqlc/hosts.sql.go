@@ -12,7 +12,7 @@ import (
 )
 
 const createHost = `-- name: CreateHost :one
-INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory
+INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
 `
 
 type CreateHostParams struct {
@@ -41,6 +41,7 @@ func (q *Queries) CreateHost(ctx context.Context, arg CreateHostParams) (Host, e
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
 }
@@ -55,7 +56,7 @@ func (q *Queries) DeleteHostGPUs(ctx context.Context, hostID uuid.UUID) error {
 }
 
 const getHost = `-- name: GetHost :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE id = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE id = $1
 `
 
 func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
@@ -72,6 +73,7 @@ func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
 }
@@ -107,7 +109,7 @@ func (q *Queries) GetHostCapacities(ctx context.Context, ids []uuid.UUID) ([]Hos
 }
 
 const getHostsByIDs = `-- name: GetHostsByIDs :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts WHERE id = ANY($1::uuid[])
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, error) {
@@ -130,6 +132,7 @@ func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, e
 			&i.SpecGeneration,
 			&i.ReportedGeneration,
 			&i.Inventory,
+			&i.Protocol,
 		); err != nil {
 			return nil, err
 		}
@@ -241,7 +244,7 @@ func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu,
 }
 
 const listHosts = `-- name: ListHosts :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory FROM hosts ORDER BY name
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts ORDER BY name
 `
 
 func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
@@ -264,6 +267,7 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 			&i.SpecGeneration,
 			&i.ReportedGeneration,
 			&i.Inventory,
+			&i.Protocol,
 		); err != nil {
 			return nil, err
 		}
@@ -308,7 +312,7 @@ func (q *Queries) SetHostCapacity(ctx context.Context, arg SetHostCapacityParams
 }
 
 const setHostDraining = `-- name: SetHostDraining :one
-UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory
+UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
 `
 
 type SetHostDrainingParams struct {
@@ -330,6 +334,7 @@ func (q *Queries) SetHostDraining(ctx context.Context, arg SetHostDrainingParams
 		&i.SpecGeneration,
 		&i.ReportedGeneration,
 		&i.Inventory,
+		&i.Protocol,
 	)
 	return i, err
 }

@@ -79,6 +79,7 @@ type Host struct {
 	SpecGeneration     int64
 	ReportedGeneration int64
 	Inventory          []byte
+	Protocol           *int16
 }
 
 type HostCapacity struct {

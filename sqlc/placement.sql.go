@@ -190,7 +190,7 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 }
 
 const placementCandidates = `-- name: PlacementCandidates :many
-SELECT h.id, h.name,
+SELECT h.id, h.name, h.protocol,
        c.vcpus, c.memory_mb, c.disk_gb,
        coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
        coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,
@@ -215,6 +215,7 @@ type PlacementCandidatesParams struct {
 type PlacementCandidatesRow struct {
 	ID           uuid.UUID
 	Name         string
+	Protocol     *int16
 	Vcpus        int32
 	MemoryMb     int64
 	DiskGb       int64
@@ -226,7 +227,8 @@ type PlacementCandidatesRow struct {
 }
 
 // PlacementCandidates lists the live, undrained hosts of a pool with their
-// capacity and what live allocations use of it.
+// capacity, what live allocations use of it, and the protocol version
+// they speak (NULL before they said).
 func (q *Queries) PlacementCandidates(ctx context.Context, arg PlacementCandidatesParams) ([]PlacementCandidatesRow, error) {
 	rows, err := q.db.Query(ctx, placementCandidates, arg.Tenant, arg.Pool, arg.SilentAfter)
 	if err != nil {
@@ -239,6 +241,7 @@ func (q *Queries) PlacementCandidates(ctx context.Context, arg PlacementCandidat
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
+			&i.Protocol,
 			&i.Vcpus,
 			&i.MemoryMb,
 			&i.DiskGb,

@@ -133,6 +133,7 @@ type ComplexityRoot struct {
 		LastSeenAt         func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Pool               func(childComplexity int) int
+		ProtocolVersion    func(childComplexity int) int
 		ReportedGeneration func(childComplexity int) int
 		SpecGeneration     func(childComplexity int) int
 	}
@@ -988,6 +989,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.Pool(childComplexity), true
+	case "Host.protocolVersion":
+		if e.ComplexityRoot.Host.ProtocolVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.ProtocolVersion(childComplexity), true
 	case "Host.reportedGeneration":
 		if e.ComplexityRoot.Host.ReportedGeneration == nil {
 			break
@@ -3007,6 +3014,12 @@ type Host implements Node {
   "The generation of its NodeSpec, and the one it last reported converging to."
   specGeneration: Int!
   reportedGeneration: Int!
+  """
+  The host protocol version its daemon speaks, as it last said; null before it
+  said. A host gets only instances its version can honour: a sandbox's or a warm
+  instance needs version 2.
+  """
+  protocolVersion: Int
   createdAt: DateTime!
 }
 
@@ -3845,6 +3858,8 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_specGeneration(ctx, field)
 	case "reportedGeneration":
 		return ec.fieldContext_Host_reportedGeneration(ctx, field)
+	case "protocolVersion":
+		return ec.fieldContext_Host_protocolVersion(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -6620,6 +6635,29 @@ func (ec *executionContext) _Host_reportedGeneration(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_Host_reportedGeneration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Host_protocolVersion(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_protocolVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProtocolVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Host_protocolVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
 }
 
@@ -16954,6 +16992,11 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 		case "reportedGeneration":
 			out.Values[i] = ec._Host_reportedGeneration(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "protocolVersion":
+			out.Values[i] = ec._Host_protocolVersion(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":

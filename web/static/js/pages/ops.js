@@ -71,7 +71,7 @@ export function hostsPage(ctx) {
   listPage(ctx, {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
     query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { model }
-      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration } }`,
+      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion } }`,
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
       replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
@@ -84,6 +84,7 @@ export function hostsPage(ctx) {
             x.draining ? [' ', tag('draining', 'warn')] : ''),
           h('p', { class: 'small' }, `Pool ${x.pool.name} · ${plural(x.allocated.instances, 'instance')} · last report `,
             x.lastSeenAt ? h('time', { datetime: x.lastSeenAt, title: new Date(x.lastSeenAt).toLocaleString() }, ago(x.lastSeenAt)) : 'never',
+            x.protocolVersion ? ` · host protocol ${x.protocolVersion}` : '',
             x.reportedGeneration < x.specGeneration ? ` · converging (spec ${x.specGeneration}, reported ${x.reportedGeneration})` : ''),
           c
             ? h('div', { class: 'bars' },

@@ -1,0 +1,40 @@
+package hostproto_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/better-compute/vps/hostproto"
+)
+
+// TestAs: rendered for version 1, a spec has no env, network policy or
+// power paused, and a report no stats; at the current version both are
+// unchanged, and rendering never touches the original.
+func TestAs(t *testing.T) {
+	t.Parallel()
+	spec := hostproto.NodeSpec{Protocol: hostproto.Version, Generation: 3, Instances: []hostproto.InstanceSpec{
+		{ID: "a", Power: hostproto.PowerPaused, Env: map[string]string{"K": "v"}, NetworkPolicy: &hostproto.NetworkPolicy{AllowOut: []string{"10.0.0.1"}}},
+		{ID: "b", Power: hostproto.PowerStopped},
+	}}
+	v1 := spec.As(1)
+	want := hostproto.NodeSpec{Protocol: 1, Generation: 3, Instances: []hostproto.InstanceSpec{
+		{ID: "a", Power: hostproto.PowerRunning}, {ID: "b", Power: hostproto.PowerStopped},
+	}}
+	if !reflect.DeepEqual(v1, want) {
+		t.Fatalf("spec as 1 = %+v, want %+v", v1, want)
+	}
+	if spec.Instances[0].Env == nil || spec.Instances[0].Power != hostproto.PowerPaused {
+		t.Fatalf("rendering changed the original: %+v", spec.Instances[0])
+	}
+	if got := spec.As(hostproto.Version); !reflect.DeepEqual(got, spec) {
+		t.Fatalf("spec as %d = %+v", hostproto.Version, got)
+	}
+
+	rep := hostproto.Report{Protocol: 1, Instances: []hostproto.InstanceStatus{{ID: "a", State: hostproto.StateRunning, Stats: &hostproto.Stats{CPUTimeNs: 1}}}}
+	if got := rep.As(1); got.Instances[0].Stats != nil || rep.Instances[0].Stats == nil {
+		t.Fatalf("report as 1 = %+v (original %+v)", got.Instances[0], rep.Instances[0])
+	}
+	if got := rep.As(hostproto.Version); got.Instances[0].Stats == nil {
+		t.Fatal("stats dropped at the current version")
+	}
+}
