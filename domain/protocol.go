@@ -7,6 +7,7 @@ import (
 )
 
 // HostProtocol is the oldest host protocol version that runs inst as asked:
+// hostproto.CommandsVersion for an instance restored from a snapshot;
 // hostproto.SandboxVersion for an instance with env or a network policy, or
 // one that may be paused (a sandbox's, a warm pool's, or one whose desired
 // state is paused); hostproto.MinVersion otherwise. It is the one place
@@ -14,6 +15,9 @@ import (
 // and the gateway refuses a spec to a host holding an instance above its
 // version.
 func HostProtocol(inst sqlc.Instance) int {
+	if inst.RestoreFrom != nil {
+		return hostproto.CommandsVersion
+	}
 	if inst.EnvSealed != nil || inst.NetworkPolicy != nil || inst.SandboxID != nil || inst.WarmTemplateID != nil || lifecycle.Desired(inst.DesiredState) == lifecycle.WantPaused {
 		return hostproto.SandboxVersion
 	}

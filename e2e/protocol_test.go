@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
 )
@@ -49,7 +50,7 @@ func TestRollingUpgrade(t *testing.T) {
 		h := h.(map[string]any)
 		got[h["name"].(string)], _ = h["protocolVersion"].(float64)
 	}
-	if got["hv-0"] != 1 || got["hv-new"] != 2 {
-		t.Fatalf("host protocol versions %v, want hv-0 1 and hv-new 2", got)
+	if got["hv-0"] != 1 || got["hv-new"] != hostproto.Version {
+		t.Fatalf("host protocol versions %v, want hv-0 1 and hv-new %d", got, hostproto.Version)
 	}
 }

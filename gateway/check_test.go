@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,25 +19,26 @@ func TestReportChecks(t *testing.T) {
 	e := setup(t)
 	e.place("running")
 	id := ids.Encode(ids.Instance, e.instance)
+	cur := strconv.Itoa(hostproto.Version)
 	cases := []struct {
 		name  string
 		body  string
 		field string
 	}{
-		{"negative memory", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":-1,"diskGb":10}}`, "inventory.memoryMb"},
-		{"negative vCPUs", `{"protocol":2,"generation":1,"inventory":{"vcpus":-4,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
-		{"negative disk", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":-10}}`, "inventory.diskGb"},
-		{"vCPUs past 32 bits", `{"protocol":2,"generation":1,"inventory":{"vcpus":4294967297,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
-		{"memory past 64 bits", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":99999999999999999999,"diskGb":10}}`, "inventory.memoryMb"},
-		{"negative generation", `{"protocol":2,"generation":-1}`, "generation"},
-		{"unknown state", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"exploded"}]}`, "instances[0].state"},
-		{"NUL in a reason", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"failed","reason":"bad\u0000"}]}`, "instances[0].reason"},
-		{"negative CPU time", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":-1,"memoryBytes":1}}]}`, "instances[0].stats.cpuTimeNs"},
-		{"negative memory use", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":1,"memoryBytes":-1}}]}`, "instances[0].stats.memoryBytes"},
-		{"memory use past a host's", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"paused","stats":{"cpuTimeNs":1,"memoryBytes":1125899906842625}}]}`, "instances[0].stats.memoryBytes"},
-		{"CPU time past 64 bits", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":18446744073709551616,"memoryBytes":1}}]}`, "instances.stats.cpuTimeNs"},
-		{"stats of a stopped instance", `{"protocol":2,"generation":1,"instances":[{"id":"` + id + `","state":"stopped","stats":{"cpuTimeNs":1,"memoryBytes":1}}]}`, "instances[0].stats"},
-		{"NUL in a GPU", `{"protocol":2,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
+		{"negative memory", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4,"memoryMb":-1,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative vCPUs", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":-4,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"negative disk", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":-10}}`, "inventory.diskGb"},
+		{"vCPUs past 32 bits", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4294967297,"memoryMb":1,"diskGb":10}}`, "inventory.vcpus"},
+		{"memory past 64 bits", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4,"memoryMb":99999999999999999999,"diskGb":10}}`, "inventory.memoryMb"},
+		{"negative generation", `{"protocol":` + cur + `,"generation":-1}`, "generation"},
+		{"unknown state", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"exploded"}]}`, "instances[0].state"},
+		{"NUL in a reason", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"failed","reason":"bad\u0000"}]}`, "instances[0].reason"},
+		{"negative CPU time", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":-1,"memoryBytes":1}}]}`, "instances[0].stats.cpuTimeNs"},
+		{"negative memory use", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":1,"memoryBytes":-1}}]}`, "instances[0].stats.memoryBytes"},
+		{"memory use past a host's", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"paused","stats":{"cpuTimeNs":1,"memoryBytes":1125899906842625}}]}`, "instances[0].stats.memoryBytes"},
+		{"CPU time past 64 bits", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":18446744073709551616,"memoryBytes":1}}]}`, "instances.stats.cpuTimeNs"},
+		{"stats of a stopped instance", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"stopped","stats":{"cpuTimeNs":1,"memoryBytes":1}}]}`, "instances[0].stats"},
+		{"NUL in a GPU", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

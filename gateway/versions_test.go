@@ -120,19 +120,19 @@ func TestOlderProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("upgraded to version 2, the pool's pending instances are woken", func(t *testing.T) {
+	t.Run("upgraded to the current version, the pool's pending instances are woken", func(t *testing.T) {
 		wakes := func() int {
 			var n int
 			e.db.QueryRow(context.Background(), "SELECT count(*) FROM outbox WHERE key = $1 AND payload IS NULL", sbx.InstanceID).Scan(&n)
 			return n
 		}
 		before := wakes()
-		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: 2, Generation: gen})
+		resp := e.request("POST", hostproto.ReportPath, e.credential, hostproto.Report{Protocol: hostproto.Version, Generation: gen})
 		if resp.StatusCode != 204 {
 			t.Fatalf("%d %s", resp.StatusCode, body(t, resp.Body))
 		}
-		if e.protocol() != 2 || wakes() != before+1 {
-			t.Fatalf("protocol %d, sandbox instance woken %d times; want 2, once", e.protocol(), wakes()-before)
+		if e.protocol() != hostproto.Version || wakes() != before+1 {
+			t.Fatalf("protocol %d, sandbox instance woken %d times; want %d, once", e.protocol(), wakes()-before, hostproto.Version)
 		}
 	})
 
@@ -158,9 +158,9 @@ func TestOlderProtocol(t *testing.T) {
 			t.Fatalf("report: %d %s", resp.StatusCode, body(t, resp.Body))
 		}
 	})
-	t.Run("at version 2 again it gets its spec", func(t *testing.T) {
+	t.Run("at the current version again it gets its spec", func(t *testing.T) {
 		spec, code := e.spec(0, 0)
-		if code != 200 || spec.Protocol != 2 || spec.Generation != sbxGen || len(spec.Instances) != 2 {
+		if code != 200 || spec.Protocol != hostproto.Version || spec.Generation != sbxGen || len(spec.Instances) != 2 {
 			t.Fatalf("%d %+v", code, spec)
 		}
 	})

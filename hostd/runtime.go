@@ -15,8 +15,10 @@ type Runtime interface {
 	// Domains lists the domains this daemon owns, whatever their state.
 	Domains(ctx context.Context) ([]Domain, error)
 	// Define creates the domain of spec, its disk (an overlay over the
-	// image) and its NoCloud seed, without starting it. Defining a domain
-	// that exists succeeds and changes nothing.
+	// image, or over the snapshot spec.RestoreFrom names, which a missing
+	// snapshot fails with ErrInvalid) and its NoCloud seed, without
+	// starting it. Defining a domain that exists succeeds and changes
+	// nothing.
 	Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	// Start boots a defined, stopped domain.
 	Start(ctx context.Context, id string) error
@@ -32,6 +34,15 @@ type Runtime interface {
 	// Stats reads what each running or paused domain uses of the host, by
 	// instance ID. A domain it could not read is missing.
 	Stats(ctx context.Context) (map[string]hostproto.Stats, error)
+	// Snapshot copies the disk of the running or paused domain id, without
+	// stopping it, into the host's snapshot store as snapshot snap (snp_…).
+	// It is idempotent by snap: a complete snapshot in the store is
+	// returned as it is; partial files of an interrupted one are removed
+	// and it is taken again. Cancelling ctx leaves no partial files.
+	Snapshot(ctx context.Context, id, snap string) (hostproto.SnapshotResult, error)
+	// PurgeSnapshot removes snapshot snap from the store; purging one the
+	// store does not have succeeds.
+	PurgeSnapshot(ctx context.Context, snap string) error
 	// Undefine stops the domain if needed and removes it with its overlay
 	// and seed. Undefining a domain that does not exist succeeds.
 	Undefine(ctx context.Context, id string) error

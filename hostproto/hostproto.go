@@ -8,8 +8,11 @@ import "fmt"
 // Version is the newest protocol version, the one this build's host daemon
 // speaks; it is part of every path. Version 2 added InstanceSpec.Env and
 // NetworkPolicy, InstanceStatus.Stats, and the boot-then-pause of instances
-// whose power is paused (SandboxVersion).
-const Version = 2
+// whose power is paused (SandboxVersion). Version 3 added host commands
+// (NodeSpec.Commands, Report.Commands), restores (InstanceSpec.RestoreFrom)
+// and per-instance generations in reports (InstanceStatus.Generation,
+// StateDefining) (CommandsVersion).
+const Version = 3
 
 // MinVersion is the oldest version the gateway serves. It serves every
 // version from MinVersion to Version, each on its own paths, so a rolling
@@ -20,6 +23,10 @@ const MinVersion = 1
 // SandboxVersion is the version that added env, network policies, stats
 // and boot-then-pause: what an instance of a sandbox or a warm pool needs.
 const SandboxVersion = 2
+
+// CommandsVersion is the version that added commands, restores and
+// per-instance generations: what a snapshot or a restored instance needs.
+const CommandsVersion = 3
 
 // Paths of the gateway for this build's version, relative to the server's
 // base URL.
@@ -66,6 +73,8 @@ type NodeSpec struct {
 	// Generation increases with every change to the spec.
 	Generation int64          `json:"generation"`
 	Instances  []InstanceSpec `json:"instances"`
+	// Commands are the host's open commands, oldest first (version 3).
+	Commands []Command `json:"commands,omitempty"`
 }
 
 // InstanceSpec is one instance of a NodeSpec.
@@ -93,6 +102,10 @@ type InstanceSpec struct {
 	// NetworkPolicy restricts the instance's egress, enforced on the host,
 	// outside the guest. Absent: no restriction.
 	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
+	// RestoreFrom names a snapshot in the host's snapshot store (snp_…)
+	// whose disk the instance boots from instead of its image's; the
+	// instance still gets its own seed (version 3).
+	RestoreFrom string `json:"restoreFrom,omitempty"`
 }
 
 // NetworkPolicy is what an instance may reach. Entries are IPv4 addresses or
@@ -143,16 +156,26 @@ const (
 	// StateInvalid: the instance itself cannot run (its image is corrupt
 	// or not of its format); no host would do better. Reason says why.
 	StateInvalid State = "invalid"
+	// StateDefining: the host is still making the domain of an instance
+	// of its spec (fetching its image, writing its disk); its status's
+	// Generation is older than the entry it works on, so the gateway
+	// records nothing of it (version 3).
+	StateDefining State = "defining"
 )
 
 // Report is what a host posts after converging and as its heartbeat.
 type Report struct {
 	Protocol int `json:"protocol"`
-	// Generation is the spec generation the host last converged to.
+	// Generation is the spec generation the host last converged to; from
+	// version 3, the newest it received, each instance's status saying
+	// which it speaks for.
 	Generation int64            `json:"generation"`
 	Instances  []InstanceStatus `json:"instances"`
 	// Inventory is what the host has; sent at least with its first report.
 	Inventory *Inventory `json:"inventory,omitempty"`
+	// Commands are the statuses of the spec's commands the host knows
+	// (version 3).
+	Commands []CommandStatus `json:"commands,omitempty"`
 }
 
 // InstanceStatus is one instance as the host saw it.
@@ -163,6 +186,10 @@ type InstanceStatus struct {
 	// Stats is the domain's use of the host, for a running or paused
 	// domain whose runtime could read it.
 	Stats *Stats `json:"stats,omitempty"`
+	// Generation is the spec generation whose entry for this instance the
+	// host last finished converging it to (version 3): a host converges
+	// instances concurrently, so one may lag the report's Generation.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // Stats is what a domain uses of its host, sampled when the report is made.

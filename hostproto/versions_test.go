@@ -38,3 +38,27 @@ func TestAs(t *testing.T) {
 		t.Fatal("stats dropped at the current version")
 	}
 }
+
+func TestAsBeforeCommands(t *testing.T) {
+	t.Parallel()
+	spec := hostproto.NodeSpec{Protocol: hostproto.Version, Instances: []hostproto.InstanceSpec{
+		{ID: "a", Power: hostproto.PowerPaused, RestoreFrom: "snp_x", Env: map[string]string{"K": "v"}},
+	}, Commands: []hostproto.Command{{ID: "cmd_x", Kind: hostproto.KindSnapshotPurge}}}
+	v2 := spec.As(2)
+	want := hostproto.NodeSpec{Protocol: 2, Instances: []hostproto.InstanceSpec{
+		{ID: "a", Power: hostproto.PowerPaused, Env: map[string]string{"K": "v"}},
+	}}
+	if !reflect.DeepEqual(v2, want) {
+		t.Fatalf("spec as 2 = %+v, want %+v", v2, want)
+	}
+	if spec.Instances[0].RestoreFrom == "" || len(spec.Commands) != 1 {
+		t.Fatalf("rendering changed the original: %+v", spec)
+	}
+
+	rep := hostproto.Report{Protocol: 2, Generation: 7, Commands: []hostproto.CommandStatus{{ID: "cmd_x", State: hostproto.CommandRunning}},
+		Instances: []hostproto.InstanceStatus{{ID: "a", State: hostproto.StateRunning, Generation: 3, Stats: &hostproto.Stats{CPUTimeNs: 1}}}}
+	got := rep.As(2)
+	if got.Commands != nil || got.Instances[0].Generation != 0 || got.Instances[0].Stats == nil {
+		t.Fatalf("report as 2 = %+v", got)
+	}
+}

@@ -434,3 +434,14 @@ func cloneSpec(spec hostproto.InstanceSpec) hostproto.InstanceSpec {
 	}
 	return spec
 }
+
+// Snapshot implements hostd.Runtime. Not yet: the snapshots part of issue
+// 14 replaces it.
+func (h *Hypervisor) Snapshot(ctx context.Context, id, snap string) (hostproto.SnapshotResult, error) {
+	return hostproto.SnapshotResult{}, errors.New("fake: snapshots are not implemented yet")
+}
+
+// PurgeSnapshot implements hostd.Runtime. Not yet, as Snapshot.
+func (h *Hypervisor) PurgeSnapshot(ctx context.Context, snap string) error {
+	return errors.New("fake: snapshots are not implemented yet")
+}

@@ -280,3 +280,14 @@ func isNotRunning(err error) bool {
 	var lerr golibvirt.Error
 	return errors.As(err, &lerr) && lerr.Code == uint32(golibvirt.ErrOperationInvalid)
 }
+
+// Snapshot implements hostd.Runtime. Not yet: the snapshots part of issue
+// 14 replaces it.
+func (r *Runtime) Snapshot(ctx context.Context, id, snap string) (hostproto.SnapshotResult, error) {
+	return hostproto.SnapshotResult{}, errors.New("libvirt: snapshots are not implemented yet")
+}
+
+// PurgeSnapshot implements hostd.Runtime. Not yet, as Snapshot.
+func (r *Runtime) PurgeSnapshot(ctx context.Context, snap string) error {
+	return errors.New("libvirt: snapshots are not implemented yet")
+}
