@@ -22,8 +22,7 @@ import (
 // difference and returns how many there were.
 func (c *cluster) checkBooks(taps []*reportTap, clouds ...*cloud) int {
 	c.t.Helper()
-	left := 0
-	for what, q := range map[string]string{
+	left := c.none(map[string]string{
 		"live allocations of no live instance on their host": `allocations a WHERE released_at IS NULL AND NOT EXISTS
 			(SELECT 1 FROM instances i WHERE i.id = a.instance_id AND i.state <> 'DELETED' AND i.host_id = a.host_id)`,
 		"hosted instances without a live allocation": `instances i JOIN pools p ON p.id = i.pool_id WHERE p.class = 'vps-host' AND i.state <> 'DELETED'
@@ -34,16 +33,89 @@ func (c *cluster) checkBooks(taps []*reportTap, clouds ...*cloud) int {
 		"hosted instances without a live IP lease": `instances i JOIN pools p ON p.id = i.pool_id WHERE p.class = 'vps-host' AND i.state <> 'DELETED'
 			AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.instance_id = i.id AND l.released_at IS NULL)`,
 		"live device claims (no flavor has GPUs)": "device_claims WHERE released_at IS NULL",
-	} {
+	})
+	for _, cl := range clouds {
+		left += c.checkServers(cl)
+	}
+	return left + c.checkDomains(taps)
+}
+
+// none fails the test for each of checks (what it counts → what to count,
+// as for count) that counts anything, and returns how many it counted in
+// all.
+func (c *cluster) none(checks map[string]string) int {
+	c.t.Helper()
+	left := 0
+	for what, q := range checks {
 		if n := c.count(q); n != 0 {
 			c.t.Errorf("%d %s", n, what)
 			left += n
 		}
 	}
-	for _, cl := range clouds {
-		left += c.checkServers(cl)
+	return left
+}
+
+// checkSandboxBooks checks what sandboxes hold, once the cluster settled:
+// each sandbox has one instance; a live one is RUNNING or PAUSED as its
+// instance is asked to be, before its deadline; an ended one's instance
+// is DELETED, and an expired one ended no sooner than its deadline; a
+// warm instance is claimed (claimed_at) exactly when a sandbox holds it,
+// that sandbox started WARM on it, of the template version it was made
+// of; no deleted template keeps a warm instance; and each of templates
+// keeps its warm count of free instances PAUSED, all of its current
+// version. It fails the test for each difference and returns how many
+// there were.
+func (c *cluster) checkSandboxBooks(templates []string) int {
+	c.t.Helper()
+	left := c.none(map[string]string{
+		"sandboxes without an instance": "sandboxes s WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.sandbox_id = s.id)",
+		"sandboxes holding more than one instance": `(SELECT sandbox_id FROM instances WHERE sandbox_id IS NOT NULL
+			GROUP BY 1 HAVING count(*) > 1) x`,
+		"live sandboxes not RUNNING or PAUSED as their instance is asked to be": `sandboxes s JOIN instances i ON i.sandbox_id = s.id
+			WHERE s.ended_as IS NULL AND (i.desired_state NOT IN ('RUNNING', 'PAUSED') OR sandbox_state(s.ended_as, i.state, i.desired_state) <> i.desired_state)`,
+		"live sandboxes past their deadline": "sandboxes WHERE ended_as IS NULL AND expires_at < now()",
+		"ended sandboxes whose instance is not DELETED": `sandboxes s JOIN instances i ON i.sandbox_id = s.id
+			WHERE s.ended_as IS NOT NULL AND i.state <> 'DELETED'`,
+		"sandboxes expired before their deadline": "sandboxes WHERE ended_as = 'EXPIRED' AND ended_at < expires_at",
+		"warm instances claimed but held by no sandbox, or held but not claimed": `instances
+			WHERE warm_template_id IS NOT NULL AND (claimed_at IS NULL) <> (sandbox_id IS NULL)`,
+		"instances claimed from no warm pool": "instances WHERE warm_template_id IS NULL AND claimed_at IS NOT NULL",
+		"sandboxes whose startedFrom disagrees with their instance's claim": `sandboxes s JOIN instances i ON i.sandbox_id = s.id
+			WHERE (s.started_from = 'WARM') <> (i.claimed_at IS NOT NULL)`,
+		"sandboxes started WARM on an instance of another template version": `sandboxes s JOIN instances i ON i.sandbox_id = s.id
+			WHERE s.started_from = 'WARM' AND i.warm_template_version IS DISTINCT FROM s.template_version`,
+		"free warm instances of deleted templates not DELETED": `instances i JOIN sandbox_templates t ON t.id = i.warm_template_id
+			WHERE t.deleted_at IS NOT NULL AND i.claimed_at IS NULL AND i.state <> 'DELETED'`,
+	})
+	for _, tmpl := range templates {
+		var paused, current, old, want int
+		if !testenv.Within(time.Minute, func() bool {
+			paused, current, old, want = c.warm(tmpl, "PAUSED", true), c.warm(tmpl, "", true), c.warm(tmpl, "", false), c.warmCount(tmpl)
+			return paused == want && current == want && old == 0
+		}) {
+			c.t.Errorf("template %s keeps %d free warm instances of its version (%d PAUSED) and %d of older ones; want %d PAUSED and none older",
+				tmpl, current, paused, old, want)
+			left++
+		}
 	}
-	return left + c.checkDomains(taps)
+	return left
+}
+
+// awaitExpiry waits until every sandbox whose deadline falls within
+// horizon has ended, so that no expiry changes what the checks read, and
+// logs how many expired and how late the latest was.
+func (c *cluster) awaitExpiry(horizon time.Duration) {
+	c.t.Helper()
+	testenv.Eventually(c.t, 2*time.Minute, "the short-lived sandboxes to expire", func() bool {
+		return c.count("sandboxes WHERE ended_as IS NULL AND expires_at < now() + make_interval(secs => $1)", horizon.Seconds()) == 0
+	})
+	var n int
+	var late time.Duration
+	if err := c.db.QueryRow(context.Background(), `SELECT count(*), coalesce(max(ended_at - expires_at), '0')
+		FROM sandboxes WHERE ended_as = 'EXPIRED'`).Scan(&n, &late); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Logf("expiry: %d sandboxes expired, the latest %v after its deadline", n, late.Round(time.Millisecond))
 }
 
 // checkServers waits until the servers at cl are those of its live
@@ -176,16 +248,33 @@ func (c *cluster) checkDelivered(w *wsClient) {
 	c.t.Logf("subscriber: %d events, %d from snapshots after a resync, %d gaps", len(w.events), snapshots, gaps)
 }
 
-// checkAudit counts the audit log's successful instance mutations: one per
-// mutation the load saw accepted, and perhaps one for each whose answer
-// was lost.
+// auditActions are the audit log's names of the mutations the campaign's
+// load makes.
+var auditActions = map[string]string{
+	"createInstance": "instance.create", "startInstance": "instance.start", "stopInstance": "instance.stop", "deleteInstance": "instance.delete",
+	"createSandbox": "sandbox.create", "setSandboxTimeout": "sandbox.setTimeout", "pauseSandbox": "sandbox.pause",
+	"resumeSandbox": "sandbox.resume", "deleteSandbox": "sandbox.delete", "updateSandboxTemplate": "sandboxTemplate.update",
+}
+
+// checkAudit counts the audit log's successful mutations of each kind the
+// load makes: one per mutation the load saw accepted, and perhaps one for
+// each whose answer was lost.
 func (c *cluster) checkAudit(st loadStats) {
 	c.t.Helper()
-	n := c.count("audit_events WHERE outcome = 'success' AND action LIKE 'instance.%'")
-	c.t.Logf("audit: %d successful instance mutations; the load saw %d accepted (%v), %d unanswered", n, st.accepted, st.byAction, st.unanswered)
-	if n < st.accepted || n > st.accepted+st.unanswered {
-		c.t.Errorf("the audit log has %d successful instance mutations; the load saw %d accepted and %d unanswered", n, st.accepted, st.unanswered)
+	for mutation := range st.byAction {
+		if _, ok := auditActions[mutation]; !ok {
+			c.t.Errorf("the load made %s, whose audit action is not known here", mutation)
+		}
 	}
+	total := 0
+	for mutation, action := range auditActions {
+		n := c.count("audit_events WHERE outcome = 'success' AND action = $1", action)
+		total += n
+		if ok, lost := st.byAction[mutation], st.lostBy[mutation]; n < ok || n > ok+lost {
+			c.t.Errorf("the audit log has %d successful %s; the load saw %d %s accepted and %d unanswered", n, action, ok, mutation, lost)
+		}
+	}
+	c.t.Logf("audit: %d successful mutations; the load saw %d accepted (%v), %d unanswered", total, st.accepted, st.byAction, st.unanswered)
 }
 
 // explainUnsettled logs, for each provider instance not at its desired

@@ -20,11 +20,18 @@ const sandboxFields = `id startedFrom state instance { id }`
 // as the member, with the fields of extra, and returns its ID.
 func (c *cluster) sandboxTemplate(name string, extra map[string]any) string {
 	c.t.Helper()
+	return c.sandboxTemplateAs(c.member, name, extra)
+}
+
+// sandboxTemplateAs makes a template as the holder of token; see
+// sandboxTemplate.
+func (c *cluster) sandboxTemplateAs(token, name string, extra map[string]any) string {
+	c.t.Helper()
 	in := map[string]any{"name": name, "poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "sshKeys": []string{sshKey}}
 	for k, v := range extra {
 		in[k] = v
 	}
-	return c.must(c.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
+	return c.must(token, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
 		map[string]any{"in": in}, "createSandboxTemplate", "sandboxTemplate", "id")
 }
 
@@ -35,8 +42,16 @@ func (c *cluster) updateTemplate(id string, fields map[string]any) {
 	for k, v := range fields {
 		in[k] = v
 	}
-	c.must(c.member, `mutation($in: UpdateSandboxTemplateInput!) { updateSandboxTemplate(input: $in) { sandboxTemplate { id } } }`, map[string]any{"in": in})
+	c.must(c.member, updateTemplateQuery, map[string]any{"in": in})
 }
+
+// updateTemplateQuery changes a template: its variable in is an
+// UpdateSandboxTemplateInput.
+const updateTemplateQuery = `mutation($in: UpdateSandboxTemplateInput!) { updateSandboxTemplate(input: $in) { sandboxTemplate { id } } }`
+
+// createSandboxQuery makes a sandbox: its variable in is a
+// CreateSandboxInput; sandboxRefOf reads its answer.
+const createSandboxQuery = `mutation($in: CreateSandboxInput!) { createSandbox(input: $in) { sandbox { ` + sandboxFields + ` } } }`
 
 // createSandbox makes a sandbox of template as the member, with the
 // fields of extra; its errors fail the test.
@@ -56,30 +71,26 @@ func (c *cluster) tryCreateSandbox(url, template string, extra map[string]any) (
 	for k, v := range extra {
 		in[k] = v
 	}
-	data, errs, err := post(url, c.member, `mutation($in: CreateSandboxInput!) { createSandbox(input: $in) { sandbox { `+sandboxFields+` } } }`,
-		map[string]any{"in": in})
+	data, errs, err := post(url, c.member, createSandboxQuery, map[string]any{"in": in})
 	if err != nil {
 		return sandboxRef{}, []map[string]any{{"message": err.Error()}}
 	}
 	if len(errs) > 0 {
 		return sandboxRef{}, errs
 	}
+	return sandboxRefOf(data), nil
+}
+
+// sandboxRefOf reads the sandbox of createSandboxQuery's answer.
+func sandboxRefOf(data map[string]any) sandboxRef {
 	s := data["createSandbox"].(map[string]any)["sandbox"].(map[string]any)
-	return sandboxRef{id: s["id"].(string), startedFrom: s["startedFrom"].(string), instance: s["instance"].(map[string]any)["id"].(string)}, nil
+	return sandboxRef{id: s["id"].(string), startedFrom: s["startedFrom"].(string), instance: s["instance"].(map[string]any)["id"].(string)}
 }
 
 // sandboxOp runs a mutation taking a sandbox's ID (and more input) as the
 // member and returns the errors' codes.
 func (c *cluster) sandboxOp(mutation, id string, extra map[string]any) []string {
-	in := map[string]any{"id": id}
-	for k, v := range extra {
-		in[k] = v
-	}
-	typ := map[string]string{"setSandboxTimeout": "SetSandboxTimeoutInput"}[mutation]
-	if typ == "" {
-		typ = "SandboxIdInput"
-	}
-	_, errs, err := post(c.url, c.member, `mutation($in: `+typ+`!) { `+mutation+`(input: $in) { sandbox { id } } }`, map[string]any{"in": in})
+	_, errs, err := postSandboxOp(c.url, c.member, mutation, id, extra)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -89,6 +100,21 @@ func (c *cluster) sandboxOp(mutation, id string, extra map[string]any) []string 
 		codes = append(codes, code)
 	}
 	return codes
+}
+
+// postSandboxOp runs a mutation taking a sandbox's ID (and more input) at
+// the serve process at url as the holder of token, safe to call from any
+// goroutine.
+func postSandboxOp(url, token, mutation, id string, extra map[string]any) (map[string]any, []map[string]any, error) {
+	in := map[string]any{"id": id}
+	for k, v := range extra {
+		in[k] = v
+	}
+	typ := map[string]string{"setSandboxTimeout": "SetSandboxTimeoutInput"}[mutation]
+	if typ == "" {
+		typ = "SandboxIdInput"
+	}
+	return post(url, token, `mutation($in: `+typ+`!) { `+mutation+`(input: $in) { sandbox { id } } }`, map[string]any{"in": in})
 }
 
 // sandboxState reads a sandbox's state through the API.
