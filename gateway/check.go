@@ -32,14 +32,27 @@ func badReport(field, format string, args ...any) *reportError {
 	return &reportError{status: http.StatusBadRequest, field: field, msg: fmt.Sprintf(format, args...)}
 }
 
-// states are the instance states of the protocol.
-var states = map[hostproto.State]bool{
-	hostproto.StateRunning: true, hostproto.StateStopped: true, hostproto.StatePaused: true,
-	hostproto.StateFailed: true, hostproto.StateInvalid: true,
+// states are the instance states of the protocol, each with the version
+// that added it.
+var states = map[hostproto.State]int{
+	hostproto.StateRunning: hostproto.MinVersion, hostproto.StateStopped: hostproto.MinVersion, hostproto.StatePaused: hostproto.MinVersion,
+	hostproto.StateFailed: hostproto.MinVersion, hostproto.StateInvalid: hostproto.MinVersion,
+	hostproto.StateDefining: hostproto.CommandsVersion,
 }
 
-// maxReason bounds the reason a host gives for an instance's state.
-const maxReason = 4096
+// commandStates are the command states of the protocol.
+var commandStates = map[hostproto.CommandState]bool{
+	hostproto.CommandRunning: true, hostproto.CommandSucceeded: true, hostproto.CommandFailed: true, hostproto.CommandAbandoned: true,
+}
+
+// Bounds of what a host says.
+const (
+	// maxReason bounds the reason a host gives for an instance's state,
+	// and the error it gives for a failed command.
+	maxReason = 4096
+	// maxResult bounds a command's result.
+	maxResult = 64 << 10
+)
 
 // decodeReport reads a report body of a protocol version, as that version
 // has it; a value that does not fit its field (a number past 64 bits, a
@@ -58,13 +71,13 @@ func decodeReport(data []byte, version int) (hostproto.Report, error) {
 		return rep, badReport("protocol", "is %d, want %d", rep.Protocol, version)
 	}
 	rep = rep.As(version)
-	return rep, checkReport(rep)
+	return rep, checkReport(rep, version)
 }
 
-// checkReport checks what a report says before anything of it is stored:
-// numbers within their columns' range, states from the protocol's set, and
-// strings the database can store.
-func checkReport(rep hostproto.Report) error {
+// checkReport checks what a report of a version says before anything of
+// it is stored: numbers within their columns' range, states from the
+// version's set, and strings the database can store.
+func checkReport(rep hostproto.Report, version int) error {
 	if rep.Generation < 0 {
 		return badReport("generation", "must not be negative")
 	}
@@ -73,8 +86,11 @@ func checkReport(rep hostproto.Report) error {
 		if err := text.Check(st.ID); err != nil {
 			return badReport(field+".id", "%v", err)
 		}
-		if !states[st.State] {
-			return badReport(field+".state", "%q is not one of running, stopped, paused, failed, invalid", st.State)
+		if since, ok := states[st.State]; !ok || since > version {
+			return badReport(field+".state", "%q is not one of %s", st.State, stateNames(version))
+		}
+		if st.Generation < 0 || st.Generation > rep.Generation {
+			return badReport(field+".generation", "must be between 0 and the report's generation (%d)", rep.Generation)
 		}
 		if err := text.Check(st.Reason); err != nil {
 			return badReport(field+".reason", "%v", err)
@@ -85,6 +101,9 @@ func checkReport(rep hostproto.Report) error {
 		if err := checkStats(field, st); err != nil {
 			return err
 		}
+	}
+	if err := checkCommands(rep.Commands); err != nil {
+		return err
 	}
 	if inv := rep.Inventory; inv != nil {
 		switch {
@@ -104,6 +123,88 @@ func checkReport(rep hostproto.Report) error {
 		}
 	}
 	return nil
+}
+
+// stateNames lists the instance states of a version, for an error.
+func stateNames(version int) string {
+	names := []string{"running", "stopped", "paused", "failed", "invalid"}
+	if version >= hostproto.CommandsVersion {
+		names = append(names, string(hostproto.StateDefining))
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkCommands checks the command statuses of a report: each command
+// once, a state from the protocol's set, progress a share, and an error and
+// result the database can store, within bounds.
+func checkCommands(statuses []hostproto.CommandStatus) error {
+	seen := make(map[string]bool, len(statuses))
+	for i, st := range statuses {
+		field := fmt.Sprintf("commands[%d]", i)
+		if err := text.Check(st.ID); err != nil {
+			return badReport(field+".id", "%v", err)
+		}
+		if seen[st.ID] {
+			return badReport(field+".id", "%s is reported twice", st.ID)
+		}
+		seen[st.ID] = true
+		switch {
+		case !commandStates[st.State]:
+			return badReport(field+".state", "%q is not one of running, succeeded, failed, abandoned", st.State)
+		case st.Progress < 0 || st.Progress > 100:
+			return badReport(field+".progress", "must be between 0 and 100")
+		case len(st.Error) > maxReason:
+			return badReport(field+".error", "at most %d bytes", maxReason)
+		case len(st.Result) > maxResult:
+			return badReport(field+".result", "at most %d bytes", maxResult)
+		}
+		if err := text.Check(st.Error); err != nil {
+			return badReport(field+".error", "%v", err)
+		}
+		if err := checkJSONText(st.Result); err != nil {
+			return badReport(field+".result", "%v", err)
+		}
+	}
+	return nil
+}
+
+// checkJSONText checks that a JSON value's strings (keys too) are ones
+// Postgres stores in jsonb: no NUL.
+func checkJSONText(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := text.Check(string(raw)); err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return errors.New("not valid JSON")
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case string:
+			return text.Check(v)
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for k, e := range v {
+				if err := text.Check(k); err != nil {
+					return err
+				}
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
 }
 
 // maxMemoryBytes bounds the memory a domain may say it holds: 1 PiB, past

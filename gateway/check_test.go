@@ -38,6 +38,17 @@ func TestReportChecks(t *testing.T) {
 		{"memory use past a host's", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"paused","stats":{"cpuTimeNs":1,"memoryBytes":1125899906842625}}]}`, "instances[0].stats.memoryBytes"},
 		{"CPU time past 64 bits", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","stats":{"cpuTimeNs":18446744073709551616,"memoryBytes":1}}]}`, "instances.stats.cpuTimeNs"},
 		{"stats of a stopped instance", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"stopped","stats":{"cpuTimeNs":1,"memoryBytes":1}}]}`, "instances[0].stats"},
+		{"unknown command state", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"done"}]}`, "commands[0].state"},
+		{"progress over 100", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"running","progress":101}]}`, "commands[0].progress"},
+		{"negative progress", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"running","progress":-1}]}`, "commands[0].progress"},
+		{"a command reported twice", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"running"},{"id":"cmd_x","state":"failed"}]}`, "commands[1].id"},
+		{"a long command error", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"failed","error":"` + strings.Repeat("e", 4097) + `"}]}`, "commands[0].error"},
+		{"NUL in a command error", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"failed","error":"a\u0000"}]}`, "commands[0].error"},
+		{"a long result", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"succeeded","result":"` + strings.Repeat("r", 64<<10) + `"}]}`, "commands[0].result"},
+		{"NUL in a result", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"succeeded","result":{"sha256":"a\u0000"}}]}`, "commands[0].result"},
+		{"NUL in a result's key", `{"protocol":` + cur + `,"generation":1,"commands":[{"id":"cmd_x","state":"succeeded","result":{"a\u0000":1}}]}`, "commands[0].result"},
+		{"a status ahead of its report", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","generation":2}]}`, "instances[0].generation"},
+		{"a negative status generation", `{"protocol":` + cur + `,"generation":1,"instances":[{"id":"` + id + `","state":"running","generation":-1}]}`, "instances[0].generation"},
 		{"NUL in a GPU", `{"protocol":` + cur + `,"generation":1,"inventory":{"vcpus":4,"memoryMb":1,"diskGb":10,"gpus":[{"address":"0000:65:00.0","vendor":"N\u0000","model":"L40S"}]}}`, "inventory.gpus[0].vendor"},
 	}
 	for _, c := range cases {

@@ -71,6 +71,9 @@ type Gateway struct {
 	// refused holds, by host ID, why its spec was last refused, so each
 	// refusal is logged once, not on every retry.
 	refused sync.Map
+	// unknownCommands holds, by host ID, the commands not its own it last
+	// reported, so each set is logged once.
+	unknownCommands sync.Map
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.

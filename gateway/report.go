@@ -32,11 +32,11 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host,
 		return
 	}
 	rep, err := decodeReport(body, version)
-	var stats map[uuid.UUID]hostproto.Stats
+	var rec recorded
 	if err == nil {
 		err = pgx.BeginFunc(r.Context(), g.cfg.DB, func(tx pgx.Tx) error {
 			var err error
-			stats, err = g.record(r.Context(), sqlc.New(tx), host, version, rep)
+			rec, err = g.record(r.Context(), sqlc.New(tx), host, version, rep)
 			return err
 		})
 	}
@@ -47,8 +47,11 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host,
 	case err != nil:
 		g.fail(w, r, "record report", err)
 	default:
-		if len(stats) > 0 && g.cfg.Stats != nil {
-			g.cfg.Stats.HostStats(r.Context(), HostStats{Host: host.ID, At: time.Now(), Instances: stats})
+		if rec.specChanged {
+			g.wakeHost(r.Context(), host.ID)
+		}
+		if len(rec.stats) > 0 && g.cfg.Stats != nil {
+			g.cfg.Stats.HostStats(r.Context(), HostStats{Host: host.ID, At: time.Now(), Instances: rec.stats})
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -56,6 +59,17 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host,
 
 // maxReport bounds a report's body.
 const maxReport = 8 << 20
+
+// recorded is what a recorded report leaves to do once its transaction
+// committed.
+type recorded struct {
+	// stats are the report's stats of the host's own instances, for the
+	// StatsSink.
+	stats map[uuid.UUID]hostproto.Stats
+	// specChanged: a command was acknowledged, so the host's spec changed
+	// and its long-poll is to be woken.
+	specChanged bool
+}
 
 // record writes a report in one transaction. It locks the host's row last:
 // the reconciler locks an instance, then its host (to bump the spec
@@ -68,27 +82,32 @@ const maxReport = 8 << 20
 // heartbeat, but says nothing of instances, which a newer report already
 // spoke for, and leaves the reported generation where it is.
 //
-// It returns the report's stats of the host's own instances, for the
-// StatsSink once the transaction committed.
-func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) (map[uuid.UUID]hostproto.Stats, error) {
+// The statuses of commands (version 3) are recorded whatever the report's
+// generation: a command's final state is never overwritten. Acknowledging
+// one bumps the host's spec generation, so the command leaves the spec.
+func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) (recorded, error) {
+	var rec recorded
 	state, err := q.HostReportState(ctx, host.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read host: %w", err)
+		return rec, fmt.Errorf("read host: %w", err)
 	}
 	if rep.Generation > state.SpecGeneration {
-		return nil, &reportError{status: http.StatusConflict, field: "generation",
+		return rec, &reportError{status: http.StatusConflict, field: "generation",
 			msg: fmt.Sprintf("%d is ahead of the spec the host was sent (generation %d)", rep.Generation, state.SpecGeneration)}
 	}
 	prev := state.LastSeenAt
 	var wake []uuid.UUID
 	if rep.Generation >= state.ReportedGeneration {
-		if wake, err = observe(ctx, q, host, rep); err != nil {
-			return nil, err
+		if wake, err = observe(ctx, q, host, version, rep); err != nil {
+			return rec, err
 		}
+	}
+	if rec.specChanged, err = g.recordCommands(ctx, q, host, rep.Commands); err != nil {
+		return rec, err
 	}
 	if rep.Inventory != nil {
 		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory); err != nil {
-			return nil, err
+			return rec, err
 		}
 	}
 	if prev == nil || time.Since(*prev) > g.cfg.HostSilentAfter {
@@ -96,51 +115,71 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, v
 		// pending ones may now fit.
 		back, err := q.HostInstances(ctx, &host.ID)
 		if err != nil {
-			return nil, fmt.Errorf("list host instances: %w", err)
+			return rec, fmt.Errorf("list host instances: %w", err)
 		}
 		pending, err := q.PendingInPool(ctx, host.PoolID)
 		if err != nil {
-			return nil, fmt.Errorf("list pending instances: %w", err)
+			return rec, fmt.Errorf("list pending instances: %w", err)
 		}
 		wake = append(append(wake, back...), pending...)
 	}
 	upgraded, err := adoptProtocol(ctx, q, host, version)
 	if err != nil {
-		return nil, err
+		return rec, err
 	}
 	if err := wakeInstances(ctx, q, append(wake, upgraded...)); err != nil {
-		return nil, err
+		return rec, err
+	}
+	if rec.specChanged {
+		if _, err := q.BumpHostGeneration(ctx, host.ID); err != nil {
+			return rec, fmt.Errorf("bump host generation: %w", err)
+		}
 	}
 	var inventory []byte
 	if rep.Inventory != nil {
 		inventory, _ = json.Marshal(rep.Inventory)
 	}
 	if err := q.RecordReport(ctx, sqlc.RecordReportParams{ID: host.ID, Generation: rep.Generation, Inventory: inventory}); err != nil {
-		return nil, fmt.Errorf("record host: %w", err)
+		return rec, fmt.Errorf("record host: %w", err)
 	}
-	return reportedStats(ctx, q, host.ID, rep)
+	rec.stats, err = reportedStats(ctx, q, host.ID, rep)
+	return rec, err
 }
 
 // observe records what a report saw of each instance whose spec entry it
 // has converged to, and returns the instances whose observation changed.
-func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, rep hostproto.Report) ([]uuid.UUID, error) {
+// Before version 3 the report's generation says which entries it has
+// converged to; from version 3 each status says it for its instance (one
+// that does not, generation 0, stands at the report's), and an instance
+// still being defined is neither observed nor absent.
+func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) ([]uuid.UUID, error) {
 	var (
-		reported = make([]uuid.UUID, 0, len(rep.Instances))
+		listed   = make([]uuid.UUID, 0, len(rep.Instances))
+		observed = make([]uuid.UUID, 0, len(rep.Instances))
 		states   = make([]string, 0, len(rep.Instances))
 		reasons  = make([]string, 0, len(rep.Instances))
+		gens     = make([]int64, 0, len(rep.Instances))
 	)
 	for _, st := range rep.Instances {
 		id, ok := ids.Decode(ids.Instance, st.ID)
 		if !ok {
 			continue // not ours
 		}
-		reported, states, reasons = append(reported, id), append(states, string(st.State)), append(reasons, st.Reason)
+		listed = append(listed, id)
+		if st.State == hostproto.StateDefining {
+			continue
+		}
+		gen := rep.Generation
+		if version >= hostproto.CommandsVersion && st.Generation > 0 {
+			gen = st.Generation
+		}
+		observed, states, reasons, gens = append(observed, id), append(states, string(st.State)), append(reasons, st.Reason), append(gens, gen)
 	}
-	changed, err := q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: reported, States: states, Reasons: reasons, Host: &host.ID, Generation: rep.Generation})
+	changed, err := q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: observed, States: states, Reasons: reasons, Generations: gens, Host: &host.ID})
 	if err != nil {
 		return nil, fmt.Errorf("record observations: %w", err)
 	}
-	absent, err := q.ObserveAbsent(ctx, sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: reported})
+	absent, err := q.ObserveAbsent(ctx, sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: listed})
 	if err != nil {
 		return nil, fmt.Errorf("record absences: %w", err)
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // buildSpec reads a host's NodeSpec in one snapshot, so its generation
-// matches its contents, and renders it for the version the host speaks. A
+// matches its contents (instances and open commands), and renders it for
+// the version the host speaks (an older one gets no commands). A
 // host holding an instance that needs a newer version gets a *behindError.
 func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int) (hostproto.NodeSpec, error) {
 	behind := &behindError{host: host.Name, version: version}
@@ -42,6 +43,9 @@ func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int) (h
 		nets := map[uuid.UUID]*hostproto.Network{}
 		for _, l := range leases {
 			nets[l.InstanceID] = network(l)
+		}
+		if spec.Commands, err = specCommands(ctx, q, host.ID); err != nil {
+			return err
 		}
 		gpus := map[uuid.UUID][]hostproto.Device{}
 		for _, d := range devices {
@@ -83,6 +87,9 @@ func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, erro
 		DiskGB:   int64(inst.DiskGb),
 		Image:    hostproto.Image{URL: inst.ImageUrl, SHA256: inst.ImageSha256, Format: inst.ImageFormat},
 		SSHKeys:  inst.SshKeys,
+	}
+	if inst.RestoreFrom != nil {
+		is.RestoreFrom = ids.Encode(ids.SandboxSnapshot, *inst.RestoreFrom)
 	}
 	if inst.UserDataSealed != nil {
 		ud, err := g.cfg.Sealer.Open(inst.UserDataSealed, inst.ID[:])

@@ -189,6 +189,7 @@ type InstanceStatus struct {
 	// Generation is the spec generation whose entry for this instance the
 	// host last finished converging it to (version 3): a host converges
 	// instances concurrently, so one may lag the report's Generation.
+	// Zero (omitted) stands for the report's Generation.
 	Generation int64 `json:"generation,omitempty"`
 }
 

@@ -36,12 +36,13 @@ UPDATE hosts SET last_seen_at = now(), reported_generation = greatest(reported_g
 WHERE id = @id;
 
 -- ObserveReported records what a host saw of the instances it reported,
--- for those whose spec entry it has converged to, and returns the ones
--- that changed.
+-- for those whose spec entry it has converged to (each status's
+-- generation at least the entry's), and returns the ones that changed.
 -- name: ObserveReported :many
 UPDATE instances i SET observed_state = r.state, observed_reason = r.reason, observed_at = now()
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason) AS r
-WHERE i.id = r.id AND i.host_id = @host AND i.spec_generation <= @generation
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@states::text[]) AS state, unnest(@reasons::text[]) AS reason,
+    unnest(@generations::bigint[]) AS generation) AS r
+WHERE i.id = r.id AND i.host_id = @host AND i.spec_generation <= r.generation
   AND i.state NOT IN ('PENDING', 'DELETED')
   AND (i.observed_state IS DISTINCT FROM r.state OR i.observed_reason <> r.reason)
 RETURNING i.id;

@@ -200,31 +200,32 @@ func (q *Queries) ObserveAbsent(ctx context.Context, arg ObserveAbsentParams) ([
 
 const observeReported = `-- name: ObserveReported :many
 UPDATE instances i SET observed_state = r.state, observed_reason = r.reason, observed_at = now()
-FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::text[]) AS state, unnest($5::text[]) AS reason) AS r
-WHERE i.id = r.id AND i.host_id = $1 AND i.spec_generation <= $2
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS state, unnest($4::text[]) AS reason,
+    unnest($5::bigint[]) AS generation) AS r
+WHERE i.id = r.id AND i.host_id = $1 AND i.spec_generation <= r.generation
   AND i.state NOT IN ('PENDING', 'DELETED')
   AND (i.observed_state IS DISTINCT FROM r.state OR i.observed_reason <> r.reason)
 RETURNING i.id
 `
 
 type ObserveReportedParams struct {
-	Host       *uuid.UUID
-	Generation int64
-	Ids        []uuid.UUID
-	States     []string
-	Reasons    []string
+	Host        *uuid.UUID
+	Ids         []uuid.UUID
+	States      []string
+	Reasons     []string
+	Generations []int64
 }
 
 // ObserveReported records what a host saw of the instances it reported,
-// for those whose spec entry it has converged to, and returns the ones
-// that changed.
+// for those whose spec entry it has converged to (each status's
+// generation at least the entry's), and returns the ones that changed.
 func (q *Queries) ObserveReported(ctx context.Context, arg ObserveReportedParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, observeReported,
 		arg.Host,
-		arg.Generation,
 		arg.Ids,
 		arg.States,
 		arg.Reasons,
+		arg.Generations,
 	)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,90 @@ import (
 	"github.com/google/uuid"
 )
 
+const acknowledgeCommand = `-- name: AcknowledgeCommand :exec
+UPDATE host_commands SET acknowledged_at = now() WHERE id = $1 AND acknowledged_at IS NULL
+`
+
+// AcknowledgeCommand takes a command the host has ended out of its spec.
+func (q *Queries) AcknowledgeCommand(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, acknowledgeCommand, id)
+	return err
+}
+
+const commandOutcomes = `-- name: CommandOutcomes :many
+SELECT kind, (CASE WHEN abandoned_at IS NOT NULL THEN 'deadline' ELSE lower(state) END)::text AS outcome, count(*) AS n
+FROM host_commands WHERE state IN ('SUCCEEDED', 'FAILED') GROUP BY 1, 2
+`
+
+type CommandOutcomesRow struct {
+	Kind    string
+	Outcome string
+	N       int64
+}
+
+// CommandOutcomes counts the ended commands by kind and outcome
+// (succeeded, failed, or deadline: failed by the control plane), for
+// /metrics.
+func (q *Queries) CommandOutcomes(ctx context.Context) ([]CommandOutcomesRow, error) {
+	rows, err := q.db.Query(ctx, commandOutcomes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CommandOutcomesRow{}
+	for rows.Next() {
+		var i CommandOutcomesRow
+		if err := rows.Scan(&i.Kind, &i.Outcome, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const failOverdueCommand = `-- name: FailOverdueCommand :one
+UPDATE host_commands SET state = 'FAILED', error = 'deadline passed', abandoned_at = now(), finished_at = now()
+WHERE id = $1 AND state IN ('QUEUED', 'RUNNING') AND deadline < now()
+RETURNING host_id
+`
+
+// FailOverdueCommand fails a command past its deadline, if it still is
+// unfinished, and marks it abandoned: the host's spec tells it to stop.
+func (q *Queries) FailOverdueCommand(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, failOverdueCommand, id)
+	var host_id uuid.UUID
+	err := row.Scan(&host_id)
+	return host_id, err
+}
+
+const finishCommand = `-- name: FinishCommand :exec
+UPDATE host_commands SET state = $1, result = $2::jsonb, error = $3, progress = CASE WHEN $1 = 'SUCCEEDED' THEN 100 ELSE progress END,
+    started_at = coalesce(started_at, now()), finished_at = now(), acknowledged_at = now()
+WHERE id = $4 AND state IN ('QUEUED', 'RUNNING')
+`
+
+type FinishCommandParams struct {
+	State  string
+	Result []byte
+	Error  string
+	ID     uuid.UUID
+}
+
+// FinishCommand records a command's end as the host reported it and
+// acknowledges it: it leaves the host's spec.
+func (q *Queries) FinishCommand(ctx context.Context, arg FinishCommandParams) error {
+	_, err := q.db.Exec(ctx, finishCommand,
+		arg.State,
+		arg.Result,
+		arg.Error,
+		arg.ID,
+	)
+	return err
+}
+
 const hostCommand = `-- name: HostCommand :one
 SELECT id, host_id, kind, lane, payload, state, attempt, deadline, progress, result, error, abandoned_at, acknowledged_at, created_at, started_at, finished_at FROM host_commands WHERE id = $1
 `
@@ -87,4 +171,186 @@ func (q *Queries) InsertHostCommand(ctx context.Context, arg InsertHostCommandPa
 		&i.FinishedAt,
 	)
 	return i, err
+}
+
+const lockCommandHost = `-- name: LockCommandHost :one
+SELECT name, protocol FROM hosts WHERE id = $1 FOR NO KEY UPDATE
+`
+
+type LockCommandHostRow struct {
+	Name     string
+	Protocol *int16
+}
+
+// LockCommandHost locks a host's row as bumping its generation would, and
+// reads the protocol it speaks, before a command is queued for it: a host
+// that changes its version meanwhile waits for the command's transaction.
+func (q *Queries) LockCommandHost(ctx context.Context, id uuid.UUID) (LockCommandHostRow, error) {
+	row := q.db.QueryRow(ctx, lockCommandHost, id)
+	var i LockCommandHostRow
+	err := row.Scan(&i.Name, &i.Protocol)
+	return i, err
+}
+
+const lockReportedCommands = `-- name: LockReportedCommands :many
+SELECT id, host_id, kind, lane, payload, state, attempt, deadline, progress, result, error, abandoned_at, acknowledged_at, created_at, started_at, finished_at FROM host_commands WHERE host_id = $1 AND id = ANY($2::uuid[]) ORDER BY id FOR UPDATE
+`
+
+type LockReportedCommandsParams struct {
+	HostID uuid.UUID
+	Ids    []uuid.UUID
+}
+
+// LockReportedCommands locks the host's commands a report speaks of, in
+// one order, so two reports of one host crossing on the wire do not
+// deadlock. Another host's command is not found.
+func (q *Queries) LockReportedCommands(ctx context.Context, arg LockReportedCommandsParams) ([]HostCommand, error) {
+	rows, err := q.db.Query(ctx, lockReportedCommands, arg.HostID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HostCommand{}
+	for rows.Next() {
+		var i HostCommand
+		if err := rows.Scan(
+			&i.ID,
+			&i.HostID,
+			&i.Kind,
+			&i.Lane,
+			&i.Payload,
+			&i.State,
+			&i.Attempt,
+			&i.Deadline,
+			&i.Progress,
+			&i.Result,
+			&i.Error,
+			&i.AbandonedAt,
+			&i.AcknowledgedAt,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const oldestUnfinishedCommands = `-- name: OldestUnfinishedCommands :many
+SELECT lane, min(created_at)::timestamptz AS created_at FROM host_commands WHERE state IN ('QUEUED', 'RUNNING') GROUP BY lane
+`
+
+type OldestUnfinishedCommandsRow struct {
+	Lane      string
+	CreatedAt time.Time
+}
+
+// OldestUnfinishedCommands gives, by lane, when the oldest command not yet
+// ended (queued or running) was queued, for /metrics.
+func (q *Queries) OldestUnfinishedCommands(ctx context.Context) ([]OldestUnfinishedCommandsRow, error) {
+	rows, err := q.db.Query(ctx, oldestUnfinishedCommands)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OldestUnfinishedCommandsRow{}
+	for rows.Next() {
+		var i OldestUnfinishedCommandsRow
+		if err := rows.Scan(&i.Lane, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const overdueCommands = `-- name: OverdueCommands :many
+SELECT id FROM host_commands WHERE state IN ('QUEUED', 'RUNNING') AND deadline < now() ORDER BY deadline LIMIT $1
+`
+
+// OverdueCommands lists unfinished commands past their deadline.
+func (q *Queries) OverdueCommands(ctx context.Context, limit int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, overdueCommands, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const specCommands = `-- name: SpecCommands :many
+SELECT id, host_id, kind, lane, payload, state, attempt, deadline, progress, result, error, abandoned_at, acknowledged_at, created_at, started_at, finished_at FROM host_commands WHERE host_id = $1 AND acknowledged_at IS NULL ORDER BY created_at, id
+`
+
+// SpecCommands lists a host's open commands, oldest first, for its spec.
+func (q *Queries) SpecCommands(ctx context.Context, hostID uuid.UUID) ([]HostCommand, error) {
+	rows, err := q.db.Query(ctx, specCommands, hostID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HostCommand{}
+	for rows.Next() {
+		var i HostCommand
+		if err := rows.Scan(
+			&i.ID,
+			&i.HostID,
+			&i.Kind,
+			&i.Lane,
+			&i.Payload,
+			&i.State,
+			&i.Attempt,
+			&i.Deadline,
+			&i.Progress,
+			&i.Result,
+			&i.Error,
+			&i.AbandonedAt,
+			&i.AcknowledgedAt,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const startCommand = `-- name: StartCommand :exec
+UPDATE host_commands SET state = 'RUNNING', started_at = coalesce(started_at, now()), progress = greatest(progress, $1)
+WHERE id = $2 AND state IN ('QUEUED', 'RUNNING')
+`
+
+type StartCommandParams struct {
+	Progress int32
+	ID       uuid.UUID
+}
+
+// StartCommand records that the host runs a command, with its progress.
+func (q *Queries) StartCommand(ctx context.Context, arg StartCommandParams) error {
+	_, err := q.db.Exec(ctx, startCommand, arg.Progress, arg.ID)
+	return err
 }

@@ -1,0 +1,23 @@
+package events
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// CommandEnded hands a host command that became final (SUCCEEDED or
+// FAILED) to the owner of its kind, in q's transaction: an outbox row on
+// vps.TopicCommands keyed by the command's ID. Whatever ends a command (the
+// gateway from its host's report, the reconciler at its deadline) calls it
+// in the transaction that ends it.
+func CommandEnded(ctx context.Context, q *sqlc.Queries, command uuid.UUID) error {
+	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicCommands, Key: command}); err != nil {
+		return fmt.Errorf("hand ended command to its owner: %w", err)
+	}
+	return nil
+}
