@@ -144,6 +144,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, MaxUnread: cfg.LiveMaxUnread, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 		RateLimit: limiter,
 		GraphQL:   cfg.GraphQL,
+		Metrics:   gw.Collectors(),
 	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

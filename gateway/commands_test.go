@@ -361,3 +361,38 @@ func TestInstanceGenerations(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandMetrics: /metrics counts ended commands by kind and outcome
+// (succeeded and failed as reported, deadline when the control plane
+// failed them) and gives the age of the oldest unfinished command of each
+// lane.
+func TestCommandMetrics(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ok := e.queue(hostproto.KindInstanceSnapshot, hostproto.LaneBulk, `{}`)
+	bad := e.queue(hostproto.KindInstanceSnapshot, hostproto.LaneBulk, `{}`)
+	late := e.queue(hostproto.KindSnapshotPurge, hostproto.LaneInteractive, `{}`)
+	e.queue(hostproto.KindInstanceSnapshot, hostproto.LaneBulk, `{}`)
+	e.exec("UPDATE host_commands SET created_at = now() - interval '1 minute' WHERE state = 'QUEUED' AND lane = 'bulk'")
+	e.reportCommands(hostproto.CommandStatus{ID: ids.Encode(ids.HostCommand, ok), State: hostproto.CommandSucceeded},
+		hostproto.CommandStatus{ID: ids.Encode(ids.HostCommand, bad), State: hostproto.CommandFailed, Error: "no"})
+	// What the deadline sweep does (reconciler/deadlines.go).
+	e.exec(`UPDATE host_commands SET state = 'FAILED', error = 'deadline passed', abandoned_at = now(), finished_at = now() WHERE id = $1`, late)
+
+	metric := func(name string, labels map[string]string) float64 {
+		return testenv.Metric(t, e.gw.Collectors(), name, labels)
+	}
+	for _, c := range []struct{ kind, outcome string }{
+		{hostproto.KindInstanceSnapshot, "succeeded"}, {hostproto.KindInstanceSnapshot, "failed"}, {hostproto.KindSnapshotPurge, "deadline"},
+	} {
+		if n := metric("bc_host_commands_total", map[string]string{"kind": c.kind, "outcome": c.outcome}); n != 1 {
+			t.Errorf("%s %s: %v, want 1", c.kind, c.outcome, n)
+		}
+	}
+	if age := metric("bc_host_command_oldest_open_seconds", map[string]string{"lane": "bulk"}); age < 60 || age > 3600 {
+		t.Errorf("oldest bulk command %vs old, want about a minute", age)
+	}
+	if age := metric("bc_host_command_oldest_open_seconds", map[string]string{"lane": "interactive"}); age != 0 {
+		t.Errorf("oldest interactive command %vs old, want none", age)
+	}
+}

@@ -56,6 +56,9 @@ type Config struct {
 	// GraphQL bounds the work one GraphQL request may cause. Zero fields
 	// take graph's defaults.
 	GraphQL graph.Limits
+	// Metrics are more collectors for /metrics, such as the host
+	// gateway's. Optional.
+	Metrics []prometheus.Collector
 }
 
 // Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
@@ -83,6 +86,7 @@ func New(cfg Config) *Server {
 		reg.MustRegister(cfg.RateLimit.Collectors()...)
 	}
 	reg.MustRegister(newSandboxCollector(cfg.Service, cfg.Logger))
+	reg.MustRegister(cfg.Metrics...)
 
 	mux := http.NewServeMux()
 	gh := graph.NewHandler(graph.HandlerConfig{
