@@ -52,7 +52,8 @@ type ReconcilerConfig struct {
 	// reconciler.DefaultOrphanGrace.
 	OrphanGrace time.Duration
 	// SandboxInterval is how often sandboxes past their deadline are
-	// expired and every warm pool is looked at, by all reconcilers
+	// expired, host commands past theirs failed, and every warm pool
+	// looked at, by all reconcilers
 	// together (BC_SANDBOX_INTERVAL). Default
 	// reconciler.DefaultSandboxInterval.
 	SandboxInterval time.Duration
@@ -90,7 +91,7 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
 		conf.Duration(&c.SandboxInterval, "BC_SANDBOX_INTERVAL", reconciler.DefaultSandboxInterval,
-			"how often sandboxes past their deadline are expired and warm pools kept, by all reconcilers together"),
+			"how often sandboxes past their deadline are expired, host commands past theirs failed and warm pools kept, by all reconcilers together"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // report records a host's runtime report: when it was seen, its inventory,
-// and what it saw of each instance whose spec entry it has converged to. A
+// what it saw of each instance whose spec entry it has converged to, and
+// (version 3) the statuses of its commands. A
 // report for an older generation cannot undo newer work: an instance whose
 // entry changed after that generation is left alone. Every instance whose
 // observation changed is handed to the reconciler.

@@ -68,8 +68,9 @@ type Config struct {
 	// storage takes minutes, and one cut short is deleted and made again.
 	ProviderTimeout time.Duration
 	// SandboxInterval is how often, by all reconcilers together,
-	// sandboxes past their deadline are expired and every warm pool is
-	// looked at (BC_SANDBOX_INTERVAL). Default 15s.
+	// sandboxes past their deadline are expired, host commands past
+	// theirs failed, and every warm pool is looked at
+	// (BC_SANDBOX_INTERVAL). Default 15s.
 	SandboxInterval time.Duration
 	// Warm adds instances to warm pools. Without it, pools are trimmed
 	// and rolled over but not filled.
