@@ -69,6 +69,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +103,17 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger is the daemon's log. Default slog.Default().
 	Logger *slog.Logger
+	// StateDir is where the daemon keeps its command journal
+	// (StateDir/commands), so that a restarted daemon runs no command
+	// twice. Empty: no journal; a restarted daemon forgets its commands
+	// (tests and in-process simulations only).
+	StateDir string
+	// InteractiveSlots is how many commands of the interactive lane run at
+	// once. Default DefaultInteractiveSlots.
+	InteractiveSlots int
+	// BulkSlots is how many commands of the bulk lane run at once. Default
+	// DefaultBulkSlots.
+	BulkSlots int
 	// Protocol is the host protocol version the daemon speaks on the wire,
 	// from hostproto.MinVersion to hostproto.Version. Default
 	// hostproto.Version. An older one serves only to test how the gateway
@@ -116,6 +128,10 @@ const (
 	// DefaultShutdownTimeout is how long a guest has to stop before it is
 	// destroyed.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultInteractiveSlots is how many interactive commands run at once.
+	DefaultInteractiveSlots = 4
+	// DefaultBulkSlots is how many bulk commands run at once.
+	DefaultBulkSlots = 1
 )
 
 func (c Config) withDefaults() Config {
@@ -133,6 +149,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Protocol == 0 {
 		c.Protocol = hostproto.Version
+	}
+	if c.InteractiveSlots <= 0 {
+		c.InteractiveSlots = DefaultInteractiveSlots
+	}
+	if c.BulkSlots <= 0 {
+		c.BulkSlots = DefaultBulkSlots
 	}
 	return c
 }
@@ -163,6 +185,7 @@ type Daemon struct {
 	log  *slog.Logger
 	gw   *gateway
 	conv *converger
+	cmds *commander // made by Run
 }
 
 // New returns a Daemon for cfg, with defaults applied. Run checks cfg.
@@ -193,6 +216,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.cfg.check(); err != nil {
 		return err
 	}
+	journalDir := ""
+	if d.cfg.StateDir != "" {
+		journalDir = filepath.Join(d.cfg.StateDir, "commands")
+	}
+	cmds, err := newCommander(d.cfg.Runtime, journalDir, d.cfg.InteractiveSlots, d.cfg.BulkSlots, d.log)
+	if err != nil {
+		return fmt.Errorf("hostd: %w", err)
+	}
+	d.cmds = cmds
 	ctx, cancel := context.WithCancel(ctx)
 	specs := make(chan hostproto.NodeSpec, 1)
 	reports := make(chan hostproto.Report, 1)
@@ -202,6 +234,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		wg.Wait()
+		cmds.wait()
 	}()
 
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
@@ -222,17 +255,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.converge(ctx, spec)
 		case <-changes:
 			// Report only: the next heartbeat acts on what changed.
+		case <-cmds.changed:
 		}
 		d.report(ctx, spec, reports)
 	}
 }
 
-// converge converges the Runtime to spec; before the first spec it does
-// nothing.
+// converge converges the Runtime to spec and runs its commands; before the
+// first spec it does nothing.
 func (d *Daemon) converge(ctx context.Context, spec *hostproto.NodeSpec) {
 	if spec == nil {
 		return
 	}
+	d.cmds.sync(ctx, spec.Commands)
 	if err := d.conv.converge(ctx, *spec); err != nil && ctx.Err() == nil {
 		d.log.Warn("converge failed", "generation", spec.Generation, "err", err)
 	}
@@ -254,6 +289,7 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 	r := hostproto.Report{Protocol: d.gw.version, Instances: statuses}
 	if spec != nil {
 		r.Generation = spec.Generation
+		r.Commands = d.cmds.statuses(spec.Commands)
 	}
 	// The inventory goes with every report: it is small, and a report that
 	// carried it may have been replaced by a newer one before it was posted.
