@@ -75,6 +75,9 @@ type HostConfig struct {
 	// BulkSlots is how many bulk commands (snapshots) run at once
 	// (--bulk-slots). Default hostd.DefaultBulkSlots.
 	BulkSlots int
+	// ConvergeSlots is how many instances converge at once
+	// (--converge-slots). Default hostd.DefaultConvergeSlots.
+	ConvergeSlots int
 	// Bridge is the host bridge guest NICs join (--bridge). Default:
 	// user-mode networking, which cannot enforce a network policy.
 	Bridge string
@@ -131,6 +134,7 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StateDir, "state-dir", "", "`directory` for the command journal and the runtime's files (libvirt: images, overlays, seeds, console logs, snapshots; fake: snapshots); empty: "+DefaultHostStateDir+" (libvirt), or one under the temp dir named after the host credential (fake)")
 	fs.IntVar(&c.InteractiveSlots, "interactive-slots", hostd.DefaultInteractiveSlots, "how many interactive commands run at once")
 	fs.IntVar(&c.BulkSlots, "bulk-slots", hostd.DefaultBulkSlots, "how many bulk commands (snapshots) run at once")
+	fs.IntVar(&c.ConvergeSlots, "converge-slots", hostd.DefaultConvergeSlots, "how many instances converge at once (define, start, shutdown, …)")
 	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
 		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")
@@ -154,6 +158,9 @@ func (c *HostConfig) applyDefaults() {
 	}
 	if c.BulkSlots <= 0 {
 		c.BulkSlots = hostd.DefaultBulkSlots
+	}
+	if c.ConvergeSlots <= 0 {
+		c.ConvergeSlots = hostd.DefaultConvergeSlots
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -201,5 +208,6 @@ func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
 		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
 		Protocol: c.FakeProtocol, StateDir: c.StateDir, InteractiveSlots: c.InteractiveSlots, BulkSlots: c.BulkSlots,
+		ConvergeSlots: c.ConvergeSlots,
 	}).Run(ctx)
 }
