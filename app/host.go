@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,6 +43,12 @@ type HostConfig struct {
 	// FakeFailStarts, when set, makes the fake runtime fail every start
 	// with this reason (--fake-fail-starts). Default: none.
 	FakeFailStarts string
+	// FakeSnapshotDelay is how long a snapshot of the fake runtime takes
+	// (--fake-snapshot-delay). Default: at once.
+	FakeSnapshotDelay time.Duration
+	// FakeFailSnapshots, when set, makes the fake runtime fail every
+	// snapshot with this reason (--fake-fail-snapshots). Default: none.
+	FakeFailSnapshots string
 	// FakeProtocol is the host protocol version a daemon of the fake
 	// runtime speaks (--fake-protocol), to test how the server serves older
 	// daemons. Default: the current one.
@@ -53,9 +62,22 @@ type HostConfig struct {
 	// DomainType is kvm or qemu, software emulation (--domain-type).
 	// Default: the libvirt runtime's, kvm when /dev/kvm exists.
 	DomainType string
-	// StateDir holds the image cache, overlays, seeds and console logs of
-	// the libvirt runtime (--state-dir). Default DefaultHostStateDir.
+	// StateDir holds the daemon's command journal (commands/), and the
+	// runtime's files: the image cache, overlays, seeds, console logs and
+	// snapshots of the libvirt runtime; the snapshots of the fake one
+	// (--state-dir). Default DefaultHostStateDir for libvirt; for the fake
+	// runtime FakeStateDir(credential), so that a restarted fake host finds
+	// its journal and snapshots without being told where.
 	StateDir string
+	// InteractiveSlots is how many interactive commands run at once
+	// (--interactive-slots). Default hostd.DefaultInteractiveSlots.
+	InteractiveSlots int
+	// BulkSlots is how many bulk commands (snapshots) run at once
+	// (--bulk-slots). Default hostd.DefaultBulkSlots.
+	BulkSlots int
+	// ConvergeSlots is how many instances converge at once
+	// (--converge-slots). Default hostd.DefaultConvergeSlots.
+	ConvergeSlots int
 	// Bridge is the host bridge guest NICs join (--bridge). Default:
 	// user-mode networking, which cannot enforce a network policy.
 	Bridge string
@@ -103,11 +125,16 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 		"how long a guest has to shut down before it is destroyed")
 	fs.DurationVar(&c.FakeBootDelay, "fake-boot-delay", 0, "fake runtime: how long a started domain boots")
 	fs.StringVar(&c.FakeFailStarts, "fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
+	fs.DurationVar(&c.FakeSnapshotDelay, "fake-snapshot-delay", 0, "fake runtime: how long a snapshot takes")
+	fs.StringVar(&c.FakeFailSnapshots, "fake-fail-snapshots", "", "fake runtime: fail every snapshot with this `reason`")
 	fs.IntVar(&c.FakeProtocol, "fake-protocol", 0, "fake runtime: host protocol `version` to speak, to test older daemons; 0: the current one")
 	fs.StringVar(&c.LibvirtURI, "libvirt-uri", "", "libvirt runtime: connection `URI`; empty: the runtime's default")
 	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
 	fs.StringVar(&c.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); empty: kvm when /dev/kvm exists")
-	fs.StringVar(&c.StateDir, "state-dir", DefaultHostStateDir, "libvirt runtime: `directory` for images, overlays, seeds and console logs")
+	fs.StringVar(&c.StateDir, "state-dir", "", "`directory` for the command journal and the runtime's files (libvirt: images, overlays, seeds, console logs, snapshots; fake: snapshots); empty: "+DefaultHostStateDir+" (libvirt), or one under the temp dir named after the host credential (fake)")
+	fs.IntVar(&c.InteractiveSlots, "interactive-slots", hostd.DefaultInteractiveSlots, "how many interactive commands run at once")
+	fs.IntVar(&c.BulkSlots, "bulk-slots", hostd.DefaultBulkSlots, "how many bulk commands (snapshots) run at once")
+	fs.IntVar(&c.ConvergeSlots, "converge-slots", hostd.DefaultConvergeSlots, "how many instances converge at once (define, start, shutdown, …)")
 	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
 		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")
@@ -126,8 +153,14 @@ func (c *HostConfig) applyDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = hostd.DefaultShutdownTimeout
 	}
-	if c.StateDir == "" {
-		c.StateDir = DefaultHostStateDir
+	if c.InteractiveSlots <= 0 {
+		c.InteractiveSlots = hostd.DefaultInteractiveSlots
+	}
+	if c.BulkSlots <= 0 {
+		c.BulkSlots = hostd.DefaultBulkSlots
+	}
+	if c.ConvergeSlots <= 0 {
+		c.ConvergeSlots = hostd.DefaultConvergeSlots
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -149,10 +182,24 @@ func (c *HostConfig) Prepare() error {
 	if c.Credential == "" {
 		return errors.New("no host credential: set BC_HOST_CREDENTIAL or --credential-file (createHost returns it)")
 	}
+	if c.StateDir == "" { // a default that depends on the runtime and the credential
+		c.StateDir = DefaultHostStateDir
+		if c.Runtime == RuntimeFake {
+			c.StateDir = FakeStateDir(c.Credential)
+		}
+	}
 	if c.FakeProtocol != 0 && c.Runtime != RuntimeFake {
 		return fmt.Errorf("--fake-protocol is for the %s runtime only", RuntimeFake)
 	}
 	return nil
+}
+
+// FakeStateDir is the default state dir of a fake host: under the temp
+// dir, named after a digest of its credential, so that each simulated host
+// has its own and finds it again when it restarts.
+func FakeStateDir(credential string) string {
+	sum := sha256.Sum256([]byte(credential))
+	return filepath.Join(os.TempDir(), "better-compute-fake-host-"+hex.EncodeToString(sum[:8]))
 }
 
 // RunHost runs the host daemon of a prepared c on rt until ctx ends.
@@ -160,6 +207,7 @@ func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
 	return hostd.New(hostd.Config{
 		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
-		Protocol: c.FakeProtocol,
+		Protocol: c.FakeProtocol, StateDir: c.StateDir, InteractiveSlots: c.InteractiveSlots, BulkSlots: c.BulkSlots,
+		ConvergeSlots: c.ConvergeSlots,
 	}).Run(ctx)
 }

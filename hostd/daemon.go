@@ -5,12 +5,17 @@
 //
 // # Loop
 //
-// Three goroutines share the work. One long-polls the gateway and hands each
-// new NodeSpec to the main loop, which keeps only the newest. One posts the
-// reports the main loop makes, also keeping only the newest, and retries
-// with backoff. The main loop alone touches the Runtime:
+// Three goroutines share the gateway work. One long-polls the gateway and
+// hands each new NodeSpec to the main loop, which keeps only the newest.
+// One posts the reports the main loop makes, also keeping only the newest,
+// and retries with backoff. The main loop decides, and hands the work to
+// goroutines (converge steps, commands) so that it never waits on one:
 //
-//   - on a new spec, and on every heartbeat, it converges and reports;
+//   - on a new spec, and on every heartbeat, it converges, syncs the
+//     commands and reports;
+//   - when a converge step ends, it converges the instances that step held
+//     up, and reports;
+//   - when a command changes state, it reports;
 //   - when the Runtime signals Changes (a domain crashed, was destroyed by
 //     hand, finished booting) it only reports, so that the gateway hears of
 //     it at once; the next heartbeat acts on it. A crashed domain that should
@@ -25,8 +30,13 @@
 //
 // # Converging
 //
-// For each instance of the spec, one after another, the daemon defines the
-// domain if it is missing, then drives its power:
+// Each instance of the spec whose domain is not as the spec wants gets a
+// converge step, run in a goroutine of its own (at most
+// Config.ConvergeSlots at once), so that one instance's define (an image
+// download), undefine or 30 s shutdown never delays another's resume. An
+// instance never has two steps at once: one whose step is under way when a
+// converge comes is skipped, and converged again as soon as its step ends.
+// A step defines the domain if it is missing, then drives its power:
 //
 //	power     domain stopped    domain running   domain paused
 //	running   Start             -                Resume
@@ -38,28 +48,46 @@
 // instance whose domain is stopped is thus started and then paused: a
 // booted guest, frozen, ready to resume at once (a warm instance).
 // A stopped instance's paused domain is shut down as it is; the Runtime
-// destroys it after ShutdownTimeout if the frozen guest cannot answer. Then
-// every domain that is not in the spec is undefined.
+// destroys it after ShutdownTimeout if the frozen guest cannot answer.
+// Every domain that is not in the spec gets a step that undefines it.
 //
 // When Define or Start of an instance fails, or its power is unknown, the
 // instance is failed: it is reported as hostproto.StateFailed with the error
 // as its reason, and left alone, not retried, until its spec entry changes
 // (any field) or it leaves the spec. Other calls that fail (Resume,
 // Shutdown, Pause, Undefine) are logged and tried again at the next
-// converge.
+// heartbeat's converge.
 //
 // A domain that exists is never defined again, so a changed spec entry of
 // an existing domain changes only its power.
 //
+// # Commands
+//
+// The spec's commands (hostproto.Command) run in goroutines, each in its
+// lane: Config.InteractiveSlots interactive and Config.BulkSlots bulk ones
+// at once, beside converging. A journal, one file per command under
+// Config.StateDir/commands written atomically, holds each command and its
+// state, running or final: a restarted daemon runs a command journaled
+// running again (the Runtime's work is idempotent by the command's
+// objects, a snapshot by its ID), and reports a final one from the journal
+// without running it again. A command the spec says to abandon is stopped
+// if it runs, what it made is removed (a snapshot is purged, even one that
+// succeeded) and it is abandoned. One still running at its Deadline is
+// stopped, cleaned up and failed ("deadline passed"). One that leaves the
+// spec is stopped and cleaned up if it runs, and forgotten.
+//
 // # Reports
 //
 // A report lists every domain the Runtime holds, running, stopped (with the
-// Runtime's reason when it stopped on its own) or paused, and every failed
-// instance; an instance of the spec with neither a domain nor a failure is
-// absent. A running or paused domain carries its Stats (CPU time, memory),
-// read from the Runtime when the report is made, so at least every
-// heartbeat. Its generation is that of the spec last converged to, and it
-// always carries the inventory.
+// Runtime's reason when it stopped on its own) or paused, every failed
+// instance, and every instance whose define is under way (defining); an
+// instance of the spec with none of these is absent. Each carries the spec
+// generation it was last converged to (its step ended, or it needed none);
+// the report's generation is the newest spec received. A running or paused
+// domain carries its Stats (CPU time, memory), read from the Runtime when
+// the report is made, so at least every heartbeat. A report carries the
+// status of each command of the spec the daemon knows, and always the
+// inventory.
 package hostd
 
 import (
@@ -69,6 +97,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +131,20 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger is the daemon's log. Default slog.Default().
 	Logger *slog.Logger
+	// ConvergeSlots is how many instances' converge steps run at once.
+	// Default DefaultConvergeSlots.
+	ConvergeSlots int
+	// StateDir is where the daemon keeps its command journal
+	// (StateDir/commands), so that a restarted daemon runs no command
+	// twice. Empty: no journal; a restarted daemon forgets its commands
+	// (tests and in-process simulations only).
+	StateDir string
+	// InteractiveSlots is how many commands of the interactive lane run at
+	// once. Default DefaultInteractiveSlots.
+	InteractiveSlots int
+	// BulkSlots is how many commands of the bulk lane run at once. Default
+	// DefaultBulkSlots.
+	BulkSlots int
 	// Protocol is the host protocol version the daemon speaks on the wire,
 	// from hostproto.MinVersion to hostproto.Version. Default
 	// hostproto.Version. An older one serves only to test how the gateway
@@ -116,6 +159,12 @@ const (
 	// DefaultShutdownTimeout is how long a guest has to stop before it is
 	// destroyed.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultConvergeSlots is how many converge steps run at once.
+	DefaultConvergeSlots = 8
+	// DefaultInteractiveSlots is how many interactive commands run at once.
+	DefaultInteractiveSlots = 4
+	// DefaultBulkSlots is how many bulk commands run at once.
+	DefaultBulkSlots = 1
 )
 
 func (c Config) withDefaults() Config {
@@ -133,6 +182,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Protocol == 0 {
 		c.Protocol = hostproto.Version
+	}
+	if c.ConvergeSlots <= 0 {
+		c.ConvergeSlots = DefaultConvergeSlots
+	}
+	if c.InteractiveSlots <= 0 {
+		c.InteractiveSlots = DefaultInteractiveSlots
+	}
+	if c.BulkSlots <= 0 {
+		c.BulkSlots = DefaultBulkSlots
 	}
 	return c
 }
@@ -163,6 +221,7 @@ type Daemon struct {
 	log  *slog.Logger
 	gw   *gateway
 	conv *converger
+	cmds *commander // made by Run
 }
 
 // New returns a Daemon for cfg, with defaults applied. Run checks cfg.
@@ -177,12 +236,7 @@ func New(cfg Config) *Daemon {
 			http:       cfg.HTTPClient,
 			version:    cfg.Protocol,
 		},
-		conv: &converger{
-			rt:              cfg.Runtime,
-			shutdownTimeout: cfg.ShutdownTimeout,
-			log:             cfg.Logger,
-			failed:          make(map[string]failure),
-		},
+		conv: newConverger(cfg.Runtime, cfg.ShutdownTimeout, cfg.ConvergeSlots, cfg.Logger),
 	}
 }
 
@@ -193,6 +247,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.cfg.check(); err != nil {
 		return err
 	}
+	journalDir := ""
+	if d.cfg.StateDir != "" {
+		journalDir = filepath.Join(d.cfg.StateDir, "commands")
+	}
+	cmds, err := newCommander(d.cfg.Runtime, journalDir, d.cfg.InteractiveSlots, d.cfg.BulkSlots, d.log)
+	if err != nil {
+		return fmt.Errorf("hostd: %w", err)
+	}
+	d.cmds = cmds
 	ctx, cancel := context.WithCancel(ctx)
 	specs := make(chan hostproto.NodeSpec, 1)
 	reports := make(chan hostproto.Report, 1)
@@ -202,6 +265,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer func() {
 		cancel()
 		wg.Wait()
+		cmds.wait()
+		d.conv.wait()
 	}()
 
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
@@ -222,18 +287,30 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.converge(ctx, spec)
 		case <-changes:
 			// Report only: the next heartbeat acts on what changed.
+		case <-cmds.changed:
+		case <-d.conv.ended:
+			// A step ended: converge the instances it held up, and report.
+			if again := d.conv.again(); spec != nil && len(again) > 0 {
+				d.convergeOnly(ctx, spec, again)
+			}
 		}
 		d.report(ctx, spec, reports)
 	}
 }
 
-// converge converges the Runtime to spec; before the first spec it does
-// nothing.
+// converge converges the Runtime to spec and runs its commands; before the
+// first spec it does nothing.
 func (d *Daemon) converge(ctx context.Context, spec *hostproto.NodeSpec) {
 	if spec == nil {
 		return
 	}
-	if err := d.conv.converge(ctx, *spec); err != nil && ctx.Err() == nil {
+	d.cmds.sync(ctx, spec.Commands)
+	d.convergeOnly(ctx, spec, nil)
+}
+
+// convergeOnly converges the instances of only (nil: all) to spec.
+func (d *Daemon) convergeOnly(ctx context.Context, spec *hostproto.NodeSpec, only map[string]bool) {
+	if err := d.conv.converge(ctx, *spec, only); err != nil && ctx.Err() == nil {
 		d.log.Warn("converge failed", "generation", spec.Generation, "err", err)
 	}
 }
@@ -254,6 +331,7 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 	r := hostproto.Report{Protocol: d.gw.version, Instances: statuses}
 	if spec != nil {
 		r.Generation = spec.Generation
+		r.Commands = d.cmds.statuses(spec.Commands)
 	}
 	// The inventory goes with every report: it is small, and a report that
 	// carried it may have been replaced by a newer one before it was posted.
@@ -262,9 +340,25 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 	} else {
 		r.Inventory = &inv
 	}
+	if d.gw.version < hostproto.CommandsVersion {
+		r = asOlder(r, d.gw.version)
+	}
 	select {
 	case <-reports:
 	default:
 	}
 	reports <- r
+}
+
+// asOlder renders r for an older protocol, which knows no instance being
+// defined: such an instance is left out, absent, as older daemons said.
+func asOlder(r hostproto.Report, version int) hostproto.Report {
+	instances := make([]hostproto.InstanceStatus, 0, len(r.Instances))
+	for _, st := range r.Instances {
+		if st.State != hostproto.StateDefining {
+			instances = append(instances, st)
+		}
+	}
+	r.Instances = instances
+	return r.As(version)
 }

@@ -25,7 +25,7 @@ type daemon struct {
 
 // start runs a Daemon over hv against gw, with a heartbeat of 50 ms unless
 // configure says otherwise. It is stopped at the end of the test.
-func start(t *testing.T, gw *gateway, hv *fake.Hypervisor, configure ...func(*hostd.Config)) *daemon {
+func start(t *testing.T, gw *gateway, hv hostd.Runtime, configure ...func(*hostd.Config)) *daemon {
 	t.Helper()
 	cfg := hostd.Config{
 		ServerURL:         gw.url,

@@ -64,14 +64,29 @@ func newGateway(t *testing.T) *gateway {
 // setSpec makes instances the host's spec, at the next generation, and
 // returns that generation.
 func (g *gateway) setSpec(instances ...hostproto.InstanceSpec) int64 {
+	return g.update(func(s *hostproto.NodeSpec) { s.Instances = instances })
+}
+
+// setCommands makes commands the host's commands, at the next generation,
+// and returns that generation.
+func (g *gateway) setCommands(commands ...hostproto.Command) int64 {
+	return g.update(func(s *hostproto.NodeSpec) { s.Commands = commands })
+}
+
+// update changes the spec with change, at the next generation, and returns
+// that generation.
+func (g *gateway) update(change func(*hostproto.NodeSpec)) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.spec = hostproto.NodeSpec{
+	spec := hostproto.NodeSpec{
 		Protocol:   hostproto.Version,
 		HostID:     "host_test",
 		Generation: g.spec.Generation + 1,
-		Instances:  instances,
+		Instances:  g.spec.Instances,
+		Commands:   g.spec.Commands,
 	}
+	change(&spec)
+	g.spec = spec
 	close(g.changed)
 	g.changed = make(chan struct{})
 	return g.spec.Generation
@@ -174,6 +189,18 @@ func (g *gateway) serveReport(w http.ResponseWriter, r *http.Request) {
 	}
 	record(g.reports, report)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// drain drops the reports received so far, so that a test waits for a
+// report made after, say, a daemon it stopped.
+func (g *gateway) drain() {
+	for {
+		select {
+		case <-g.reports:
+		default:
+			return
+		}
+	}
 }
 
 // record sends v on c, or drops it when the test has let c fill up.

@@ -30,11 +30,12 @@ func runHost(ctx context.Context, cfg *app.HostConfig) error {
 	var rt hostd.Runtime
 	switch cfg.Runtime {
 	case app.RuntimeFake:
-		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay})
+		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay, StateDir: cfg.StateDir, SnapshotDelay: cfg.FakeSnapshotDelay})
 		defer h.Close()
 		if cfg.FakeFailStarts != "" {
 			h.FailAllStarts(cfg.FakeFailStarts)
 		}
+		h.FailSnapshots(cfg.FakeFailSnapshots)
 		rt = h
 	case app.RuntimeLibvirt:
 		images, err := imagecache.New(imagecache.Config{Dir: filepath.Join(cfg.StateDir, "images"), Logger: log})

@@ -44,10 +44,13 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 		}
 	}()
 	for name, cred := range sim.Credentials {
-		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond})
+		// Each simulated host keeps its journal and snapshots under the
+		// dev state dir, so that dev --sim can snapshot and restore.
+		hostDir := filepath.Join(stateDir, "hosts", name)
+		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond, StateDir: hostDir})
 		d := hostd.New(hostd.Config{
 			ServerURL: "http://" + srv.Addr, Credential: cred, Runtime: h,
-			HeartbeatInterval: 2 * time.Second, Logger: log.With("host", name),
+			HeartbeatInterval: 2 * time.Second, Logger: log.With("host", name), StateDir: hostDir,
 		})
 		go func() {
 			defer h.Close()

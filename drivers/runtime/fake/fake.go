@@ -34,6 +34,24 @@
 // Define records the egress rules of the spec's NetworkPolicy
 // (netpolicy.Rules), which Rules returns; a policy or an env no host could
 // enforce or write fails Define with hostd.ErrInvalid.
+//
+// # Disks and snapshots
+//
+// A domain's disk is a few bytes (Disk): a line naming its image's URL and
+// sha256, then what WriteDisk appended, standing for a guest writing files.
+// Snapshots are files in the snapshot store (Config.SnapshotDir, default
+// StateDir/snapshots), one per snapshot ID, whose content is the disk:
+//
+//	           stopped   booting   running    paused
+//	Snapshot   error     error     file (2)   file (2)
+//
+// (2) after Config.SnapshotDelay, which ctx cancels; written to a temporary
+// file, synced and renamed, so a snapshot is complete or absent. A snapshot
+// complete in the store is returned as it is, whatever its domain does.
+// PurgeSnapshot removes the file (absent: success). Define with
+// RestoreFrom starts the disk as the snapshot's content; a snapshot missing
+// from the store fails it with hostd.ErrInvalid. FailSnapshots fails every
+// Snapshot on demand.
 package fake
 
 import (
@@ -41,6 +59,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -71,6 +90,15 @@ type Config struct {
 	// BootDelay is how long a started domain boots before it is running.
 	// Zero: Start leaves it running.
 	BootDelay time.Duration
+	// StateDir is where the hypervisor keeps its files: its snapshot store
+	// (StateDir/snapshots) unless SnapshotDir is set. Default: none.
+	StateDir string
+	// SnapshotDir is the snapshot store. Default StateDir/snapshots; with
+	// neither, Snapshot and a Define that restores fail.
+	SnapshotDir string
+	// SnapshotDelay is how long Snapshot takes, a slow disk copy that
+	// ctx cancels. Zero: at once.
+	SnapshotDelay time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -82,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Inventory.DiskGB == 0 {
 		c.Inventory.DiskGB = 1000
+	}
+	if c.SnapshotDir == "" && c.StateDir != "" {
+		c.SnapshotDir = filepath.Join(c.StateDir, "snapshots")
 	}
 	return c
 }
@@ -112,6 +143,9 @@ type domain struct {
 	overlay string
 	seed    nocloud.Seed
 	rules   []netpolicy.Rule
+	// disk is the content of the domain's disk: its image's URL and sha256,
+	// or its snapshot's content, then what WriteDisk appended.
+	disk []byte
 	// cpu is the CPU time used until the domain last stopped running,
 	// and since when it has run (zero unless running).
 	cpu   time.Duration
@@ -170,12 +204,17 @@ func (h *Hypervisor) Define(ctx context.Context, spec hostproto.InstanceSpec) er
 	if err != nil {
 		return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
 	}
+	disk, err := h.initialDisk(spec)
+	if err != nil {
+		return fmt.Errorf("define %s: %w", spec.ID, err)
+	}
 	h.domains[spec.ID] = &domain{
 		spec:    cloneSpec(spec),
 		state:   hostd.DomainStopped,
 		overlay: OverlayDir + "/" + spec.ID + ".qcow2",
 		seed:    seed,
 		rules:   rules,
+		disk:    disk,
 	}
 	return nil
 }
@@ -433,15 +472,4 @@ func cloneSpec(spec hostproto.InstanceSpec) hostproto.InstanceSpec {
 		spec.Network = &n
 	}
 	return spec
-}
-
-// Snapshot implements hostd.Runtime. Not yet: the snapshots part of issue
-// 14 replaces it.
-func (h *Hypervisor) Snapshot(ctx context.Context, id, snap string) (hostproto.SnapshotResult, error) {
-	return hostproto.SnapshotResult{}, errors.New("fake: snapshots are not implemented yet")
-}
-
-// PurgeSnapshot implements hostd.Runtime. Not yet, as Snapshot.
-func (h *Hypervisor) PurgeSnapshot(ctx context.Context, snap string) error {
-	return errors.New("fake: snapshots are not implemented yet")
 }

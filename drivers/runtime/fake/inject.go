@@ -11,6 +11,8 @@ import (
 type failures struct {
 	defines, starts       map[string]string
 	allDefines, allStarts string
+	// snapshots fails every Snapshot when set.
+	snapshots string
 }
 
 func (f *failures) define(id string) (string, bool) {
@@ -65,6 +67,14 @@ func (h *Hypervisor) FailAllStarts(reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.failures.allStarts = reason
+}
+
+// FailSnapshots makes every Snapshot fail, with an error that includes
+// reason, until ClearFailures. An empty reason fails nothing.
+func (h *Hypervisor) FailSnapshots(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failures.snapshots = reason
 }
 
 // ClearFailures removes every injected failure.

@@ -8,14 +8,17 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
-// Calls counts the calls made for one instance, failed and no-op calls
-// included, so that a test can prove that something was never done twice.
+// Calls counts the calls made for one instance, or for one snapshot,
+// failed and no-op calls included, so that a test can prove that something
+// was never done twice.
 type Calls struct {
 	Define, Start, Shutdown, Pause, Resume, Undefine int
+	// Snapshot and PurgeSnapshot are counted by snapshot ID.
+	Snapshot, PurgeSnapshot int
 }
 
-// Calls returns the calls made so far for instance id. They survive the
-// domain: Undefine and DestroyByHand do not reset them.
+// Calls returns the calls made so far for instance or snapshot id. They
+// survive the domain: Undefine and DestroyByHand do not reset them.
 func (h *Hypervisor) Calls(id string) Calls {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -72,4 +75,15 @@ func (h *Hypervisor) Rules(id string) ([]netpolicy.Rule, bool) {
 		return nil, false
 	}
 	return slices.Clone(d.rules), true
+}
+
+// Disk returns the content of domain id's disk.
+func (h *Hypervisor) Disk(id string) ([]byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d, ok := h.domains[id]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(d.disk), true
 }
