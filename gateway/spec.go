@@ -84,6 +84,9 @@ func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, erro
 		Image:    hostproto.Image{URL: inst.ImageUrl, SHA256: inst.ImageSha256, Format: inst.ImageFormat},
 		SSHKeys:  inst.SshKeys,
 	}
+	if inst.RestoreFrom != nil {
+		is.RestoreFrom = ids.Encode(ids.SandboxSnapshot, *inst.RestoreFrom)
+	}
 	if inst.UserDataSealed != nil {
 		ud, err := g.cfg.Sealer.Open(inst.UserDataSealed, inst.ID[:])
 		if err != nil {
