@@ -77,7 +77,7 @@ WHERE id = $1 AND NOT purged;
 SELECT * FROM sandbox_snapshots WHERE command_id = $1;
 
 -- name: SnapshotByPurgeCommand :one
-SELECT * FROM sandbox_snapshots WHERE purge_command_id = $1;
+SELECT * FROM sandbox_snapshots WHERE purge_command_id = $1 FOR UPDATE;
 
 -- UnsettledCommands lists the final commands of snapshots not settled by
 -- them: a PENDING snapshot's take, an unpurged one's purge (whose wake was

@@ -407,7 +407,7 @@ func (q *Queries) SnapshotByCommand(ctx context.Context, commandID *uuid.UUID) (
 }
 
 const snapshotByPurgeCommand = `-- name: SnapshotByPurgeCommand :one
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE purge_command_id = $1
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE purge_command_id = $1 FOR UPDATE
 `
 
 func (q *Queries) SnapshotByPurgeCommand(ctx context.Context, purgeCommandID *uuid.UUID) (SandboxSnapshot, error) {
