@@ -56,7 +56,9 @@ func (e *env) running(w snapshotWorld) sandboxView {
 // snapshot takes a snapshot of a sandbox as token.
 func (e *env) snapshot(token, sandbox, name string) snapshotView {
 	e.t.Helper()
-	var out struct{ CreateSandboxSnapshot struct{ SandboxSnapshot snapshotView } }
+	var out struct {
+		CreateSandboxSnapshot struct{ SandboxSnapshot snapshotView }
+	}
 	e.must(token, createSnapshot, map[string]any{"in": map[string]any{"sandboxId": sandbox, "name": name}}, &out)
 	return out.CreateSandboxSnapshot.SandboxSnapshot
 }
@@ -174,7 +176,9 @@ func TestSandboxSnapshots(t *testing.T) {
 	if n := e.count("audit_events", "action = 'sandboxSnapshot.delete' AND target_id = $1 AND outcome = 'success'", id); n != 1 {
 		t.Errorf("%d audit rows of the delete", n)
 	}
-	var still struct{ Sandbox struct{ FromSnapshot *struct{ ID string } } }
+	var still struct {
+		Sandbox struct{ FromSnapshot *struct{ ID string } }
+	}
 	e.must(w.member, `query($id: ID!) { sandbox(id: $id) { fromSnapshot { id } } }`, map[string]any{"id": r.ID}, &still)
 	if still.Sandbox.FromSnapshot != nil {
 		t.Errorf("a restored sandbox shows its deleted snapshot")
