@@ -57,6 +57,10 @@ type ReconcilerConfig struct {
 	// together (BC_SANDBOX_INTERVAL). Default
 	// reconciler.DefaultSandboxInterval.
 	SandboxInterval time.Duration
+	// SnapshotTimeout is how long a host has to take a sandbox snapshot
+	// before it fails (BC_SNAPSHOT_TIMEOUT). Default
+	// reconciler.DefaultSnapshotTimeout.
+	SnapshotTimeout time.Duration
 	// Drivers tune the provider drivers (--provider-poll,
 	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
 	// own defaults. Their Endpoints are the operator's policy on where
@@ -91,7 +95,9 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
 		conf.Duration(&c.SandboxInterval, "BC_SANDBOX_INTERVAL", reconciler.DefaultSandboxInterval,
-			"how often sandboxes past their deadline are expired, host commands past theirs failed and warm pools kept, by all reconcilers together"),
+			"how often sandboxes past their deadline are expired, host commands past theirs failed, snapshots settled and warm pools kept, by all reconcilers together"),
+		conf.Duration(&c.SnapshotTimeout, "BC_SNAPSHOT_TIMEOUT", reconciler.DefaultSnapshotTimeout,
+			"how long a host has to take a sandbox snapshot before it fails"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 	}
@@ -141,6 +147,9 @@ func (c *ReconcilerConfig) applyDefaults() {
 	if c.SandboxInterval <= 0 {
 		c.SandboxInterval = reconciler.DefaultSandboxInterval
 	}
+	if c.SnapshotTimeout <= 0 {
+		c.SnapshotTimeout = reconciler.DefaultSnapshotTimeout
+	}
 	if c.Drivers.Endpoints.Hosts == nil {
 		c.Drivers.Endpoints.Hosts = DefaultProviderEndpoints()
 	}
@@ -174,5 +183,6 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
 		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
+		SnapshotTimeout: cfg.SnapshotTimeout,
 	}).Run(ctx)
 }

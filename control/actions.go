@@ -41,6 +41,9 @@ var (
 	ActPauseSandbox          = Action{"sandbox.pause", "sandbox"}
 	ActResumeSandbox         = Action{"sandbox.resume", "sandbox"}
 	ActDeleteSandbox         = Action{"sandbox.delete", "sandbox"}
+
+	ActCreateSandboxSnapshot = Action{"sandboxSnapshot.create", "sandboxSnapshot"}
+	ActDeleteSandboxSnapshot = Action{"sandboxSnapshot.delete", "sandboxSnapshot"}
 )
 
 // DesiredStateActions are the actions that set an instance's desired state.

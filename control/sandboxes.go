@@ -24,8 +24,14 @@ import (
 type CreateSandboxInput struct {
 	// TenantID owns the sandbox. Members may leave it zero (their own
 	// tenant); operators must name it.
-	TenantID   uuid.UUID
+	TenantID uuid.UUID
+	// TemplateID is the template it is made from; with FromSnapshot it
+	// may be left zero (the snapshot's template) or must name the same.
 	TemplateID uuid.UUID
+	// FromSnapshot, when set, restores the sandbox from a READY snapshot
+	// of the tenant's: it boots cold (no warm pool) from the snapshot's
+	// disk, on the host that holds it.
+	FromSnapshot *uuid.UUID
 	// Timeout is how long it lives from now; zero takes the template's
 	// default. It may not exceed the template's maximum.
 	Timeout  time.Duration
@@ -85,8 +91,12 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		if ok, err := s.replaySandbox(ctx, q, ev, tenant, in.IdempotencyKey, &out); ok || err != nil {
 			return err
 		}
+		template, err := sandboxTemplateOf(ctx, q, in, tenant)
+		if err != nil {
+			return err
+		}
 
-		t, err := q.GetSandboxTemplate(ctx, in.TemplateID)
+		t, err := q.GetSandboxTemplate(ctx, template)
 		if err != nil {
 			return notFound(err, "templateId", "sandbox template")
 		}
@@ -128,9 +138,16 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
 			return err
 		}
+		if in.FromSnapshot != nil {
+			// Locked now, after the tenant, so it is not deleted under
+			// the restore.
+			if _, err := restoreSource(ctx, q, tenant, *in.FromSnapshot, true); err != nil {
+				return err
+			}
+		}
 
 		id := ids.New()
-		started, inst, err := s.sandboxInstance(ctx, tx, q, t, id, tenant, keys, env)
+		started, inst, err := s.sandboxInstance(ctx, tx, q, t, id, tenant, keys, env, in.FromSnapshot)
 		if err != nil {
 			return err
 		}
@@ -140,7 +157,7 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		}
 		if _, err := q.InsertSandbox(ctx, sqlc.InsertSandboxParams{
 			ID: id, TenantID: tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion, StartedFrom: started,
-			Metadata: metadata, TimeoutS: seconds(timeout), IdempotencyKey: idem,
+			Metadata: metadata, TimeoutS: seconds(timeout), IdempotencyKey: idem, FromSnapshot: in.FromSnapshot,
 		}); err != nil {
 			return fmt.Errorf("insert sandbox: %w", err)
 		}
@@ -154,6 +171,9 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		ev.TargetID = id
 		ev.Details = map[string]any{"templateId": ids.Encode(ids.SandboxTemplate, t.ID), "startedFrom": started,
 			"instanceId": ids.Encode(ids.Instance, inst.ID), "timeoutSeconds": seconds(timeout)}
+		if in.FromSnapshot != nil {
+			ev.Details["fromSnapshot"] = ids.Encode(ids.SandboxSnapshot, *in.FromSnapshot)
+		}
 		return s.readSandbox(ctx, q, id, &out)
 	})
 	if err != nil {
@@ -162,11 +182,36 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 	return out, nil
 }
 
+// sandboxTemplateOf returns the template a sandbox is made from: the one
+// named, or its snapshot's.
+func sandboxTemplateOf(ctx context.Context, q *sqlc.Queries, in CreateSandboxInput, tenant uuid.UUID) (uuid.UUID, error) {
+	if in.FromSnapshot == nil {
+		if in.TemplateID == uuid.Nil {
+			return uuid.Nil, apierr.Invalid("templateId", "name the template or the snapshot (fromSnapshot) to make the sandbox from")
+		}
+		return in.TemplateID, nil
+	}
+	snap, err := restoreSource(ctx, q, tenant, *in.FromSnapshot, false)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if in.TemplateID != uuid.Nil && in.TemplateID != snap.TemplateID {
+		return uuid.Nil, apierr.Invalid("templateId", "snapshot %s was taken of template %s; leave templateId out or name that one",
+			snap.Name, ids.Encode(ids.SandboxTemplate, snap.TemplateID))
+	}
+	if _, err := q.GetSandboxTemplate(ctx, snap.TemplateID); errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, &apierr.Error{Code: apierr.FailedPrecondition, Field: "fromSnapshot",
+			Message: fmt.Sprintf("the template snapshot %s was taken of is deleted", snap.Name)}
+	}
+	return snap.TemplateID, nil
+}
+
 // sandboxInstance gives sandbox id its instance: a claimed warm one when
-// it asks for nothing beyond its template, else a cold one.
+// it asks for nothing beyond its template, else a cold one, which a
+// restore's always is (restoring from snapshot).
 func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, t sqlc.SandboxTemplate, id, tenant uuid.UUID,
-	keys []string, env map[string]string) (string, sqlc.Instance, error) {
-	if len(keys) == 0 && len(env) == 0 {
+	keys []string, env map[string]string, snapshot *uuid.UUID) (string, sqlc.Instance, error) {
+	if len(keys) == 0 && len(env) == 0 && snapshot == nil {
 		claim := sqlc.ClaimWarmInstanceParams{SandboxID: id, TenantID: tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion}
 		inst, err := q.ClaimWarmInstance(ctx, claim)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -183,7 +228,7 @@ func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Querie
 		}
 	}
 	inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{
-		tenant: tenant, desired: lifecycle.WantRunning, sandbox: id, extraKeys: keys, extraEnv: env,
+		tenant: tenant, desired: lifecycle.WantRunning, sandbox: id, extraKeys: keys, extraEnv: env, restoreFrom: snapshot,
 	})
 	return domain.StartedCold, inst, err
 }

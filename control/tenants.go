@@ -41,8 +41,9 @@ func (s *Service) CreateTenant(ctx context.Context, name string) (domain.Tenant,
 }
 
 // DeleteTenant deletes a tenant: its tokens stop working, its sandboxes
-// end, its sandbox templates are deleted, and every one of its instances
-// (its sandboxes' and its warm pools' too) is asked to be deleted.
+// end, its sandbox templates and snapshots are deleted (the reconciler
+// purges the snapshots' files), and every one of its instances (its
+// sandboxes' and its warm pools' too) is asked to be deleted.
 // Operators only.
 func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant, error) {
 	var t sqlc.Tenant
@@ -69,6 +70,15 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant
 		if err != nil {
 			return err
 		}
+		snapshots, err := q.DeleteTenantSnapshots(ctx, id)
+		if err != nil {
+			return fmt.Errorf("delete the tenant's sandbox snapshots: %w", err)
+		}
+		for _, snap := range snapshots {
+			if err := wakeSnapshot(ctx, q, snap); err != nil {
+				return err
+			}
+		}
 		deleted, err := q.DeleteTenantInstances(ctx, id)
 		if err != nil {
 			return fmt.Errorf("delete tenant instances: %w", err)
@@ -78,7 +88,8 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant
 				return err
 			}
 		}
-		ev.Details = map[string]any{"instancesDeleted": len(deleted), "sandboxesDeleted": sandboxes, "sandboxTemplatesDeleted": templates}
+		ev.Details = map[string]any{"instancesDeleted": len(deleted), "sandboxesDeleted": sandboxes, "sandboxTemplatesDeleted": templates,
+			"sandboxSnapshotsDeleted": len(snapshots)}
 		return nil
 	})
 	return domain.TenantFromRow(t), err
@@ -91,6 +102,10 @@ type QuotaInput struct {
 	Vcpus     *int32
 	MemoryMB  *int64
 	GPUs      *int32
+	// Snapshots bounds the live sandbox snapshots; SnapshotBytes the bytes
+	// of the READY ones.
+	Snapshots     *int32
+	SnapshotBytes *int64
 }
 
 // SetQuota replaces a tenant's quota. Operators only.
@@ -101,7 +116,8 @@ func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (domain.Quota, er
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
-		for field, v := range map[string]*int64{"instances": i64(in.Instances), "vcpus": i64(in.Vcpus), "memoryMb": in.MemoryMB, "gpus": i64(in.GPUs)} {
+		for field, v := range map[string]*int64{"instances": i64(in.Instances), "vcpus": i64(in.Vcpus), "memoryMb": in.MemoryMB, "gpus": i64(in.GPUs),
+			"snapshots": i64(in.Snapshots), "snapshotBytes": in.SnapshotBytes} {
 			if v != nil && *v < 0 {
 				return apierr.Invalid(field, "must not be negative")
 			}
@@ -113,11 +129,13 @@ func (s *Service) SetQuota(ctx context.Context, in QuotaInput) (domain.Quota, er
 		var err error
 		quota, err = q.SetQuota(ctx, sqlc.SetQuotaParams{
 			TenantID: in.TenantID, MaxInstances: in.Instances, MaxVcpus: in.Vcpus, MaxMemoryMb: in.MemoryMB, MaxGpus: in.GPUs,
+			MaxSnapshots: in.Snapshots, MaxSnapshotBytes: in.SnapshotBytes,
 		})
 		if err != nil {
 			return fmt.Errorf("set quota: %w", err)
 		}
-		ev.Details = map[string]any{"instances": in.Instances, "vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "gpus": in.GPUs}
+		ev.Details = map[string]any{"instances": in.Instances, "vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "gpus": in.GPUs,
+			"snapshots": in.Snapshots, "snapshotBytes": in.SnapshotBytes}
 		return nil
 	})
 	return domain.QuotaFromRow(quota), err
@@ -168,7 +186,13 @@ func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (domain.Quota, do
 	if err != nil {
 		return domain.Quota{}, domain.Usage{}, fmt.Errorf("count usage: %w", err)
 	}
-	return domain.QuotaFromRow(quota), domain.UsageFromRow(usage), nil
+	snaps, err := s.q.SnapshotUsage(ctx, tenant)
+	if err != nil {
+		return domain.Quota{}, domain.Usage{}, fmt.Errorf("count snapshots: %w", err)
+	}
+	u := domain.UsageFromRow(usage)
+	u.Snapshots, u.SnapshotBytes = snaps.Snapshots, snaps.Bytes
+	return domain.QuotaFromRow(quota), u, nil
 }
 
 // deleteTenantSandboxes ends a tenant's live sandboxes (DELETED, each with

@@ -31,6 +31,9 @@ type fromTemplate struct {
 	// (a sandbox's env wins over its template's).
 	extraKeys []string
 	extraEnv  map[string]string
+	// restoreFrom is the snapshot a restored sandbox's instance boots
+	// from; nil for one booted from the template's image.
+	restoreFrom *uuid.UUID
 }
 
 // insertFromTemplate inserts an instance of the template's current
@@ -65,7 +68,7 @@ func (s *Service) insertFromTemplate(ctx context.Context, tx pgx.Tx, q *sqlc.Que
 		ImageUrl: img.URL, ImageSha256: img.SHA256, ImageFormat: img.Format, ImageVerified: img.Verified,
 		SshKeys: keys, Vcpus: flavor.Vcpus, MemoryMb: flavor.MemoryMb, DiskGb: flavor.DiskGb,
 		GpuModel: flavor.GpuModel, GpuCount: flavor.GpuCount, DesiredState: string(o.desired),
-		NetworkPolicy: t.Network, EnvSealed: sealed,
+		NetworkPolicy: t.Network, EnvSealed: sealed, RestoreFrom: o.restoreFrom,
 	}
 	if o.sandbox == uuid.Nil {
 		p.Name = "warm-" + idBody(ids.Instance, id)

@@ -63,11 +63,16 @@ type Quota struct {
 	Vcpus     *int32
 	MemoryMB  *int64
 	GPUs      *int32
+	// Snapshots bounds the live sandbox snapshots, SnapshotBytes the bytes
+	// of the READY ones.
+	Snapshots     *int32
+	SnapshotBytes *int64
 }
 
 // QuotaFromRow maps a quotas row.
 func QuotaFromRow(r sqlc.Quota) Quota {
-	return Quota{Instances: r.MaxInstances, Vcpus: r.MaxVcpus, MemoryMB: r.MaxMemoryMb, GPUs: r.MaxGpus}
+	return Quota{Instances: r.MaxInstances, Vcpus: r.MaxVcpus, MemoryMB: r.MaxMemoryMb, GPUs: r.MaxGpus,
+		Snapshots: r.MaxSnapshots, SnapshotBytes: r.MaxSnapshotBytes}
 }
 
 // Usage is what a tenant's live instances hold against its quota.
@@ -76,6 +81,10 @@ type Usage struct {
 	Vcpus     int32
 	MemoryMB  int64
 	GPUs      int32
+	// Snapshots counts the live sandbox snapshots, SnapshotBytes the bytes
+	// of the READY ones.
+	Snapshots     int32
+	SnapshotBytes int64
 }
 
 // UsageFromRow maps a tenant's counted usage.

@@ -116,6 +116,9 @@ type Sandbox struct {
 	// made of.
 	TemplateVersion int64
 	InstanceID      uuid.UUID
+	// FromSnapshot is the snapshot it was restored from; nil for one made
+	// from its template's image.
+	FromSnapshot *uuid.UUID
 	// State is one of the Sandbox… states.
 	State string
 	// StartedFrom is StartedWarm or StartedCold.
@@ -140,7 +143,7 @@ func SandboxFromRow(r sqlc.SandboxView) Sandbox {
 	_ = json.Unmarshal(r.Metadata, &md) // stored by control, a JSON object of strings
 	return Sandbox{
 		ID: r.ID, TenantID: r.TenantID, TemplateID: r.TemplateID, TemplateVersion: r.TemplateVersion,
-		InstanceID: r.InstanceID, State: r.State, StartedFrom: r.StartedFrom, Metadata: md, ExpiresAt: r.ExpiresAt,
+		InstanceID: r.InstanceID, FromSnapshot: r.FromSnapshot, State: r.State, StartedFrom: r.StartedFrom, Metadata: md, ExpiresAt: r.ExpiresAt,
 		EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
 	}
 }

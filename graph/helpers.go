@@ -80,6 +80,8 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		n, err = r.svc.SandboxTemplate(ctx, uid)
 	case ids.Sandbox:
 		n, err = r.svc.Sandbox(ctx, uid)
+	case ids.SandboxSnapshot:
+		n, err = r.svc.SandboxSnapshot(ctx, uid)
 	default:
 		err = apierr.NotFoundf("id", "not found")
 	}

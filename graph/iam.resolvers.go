@@ -40,6 +40,7 @@ func (r *mutationResolver) SetQuota(ctx context.Context, input model.SetQuotaInp
 	_, err = r.svc.SetQuota(ctx, control.QuotaInput{
 		TenantID: id, Instances: ptrInt32(input.Instances), Vcpus: ptrInt32(input.Vcpus),
 		MemoryMB: ptrInt64(input.MemoryMb), GPUs: ptrInt32(input.Gpus),
+		Snapshots: ptrInt32(input.Snapshots), SnapshotBytes: input.SnapshotBytes,
 	})
 	if err != nil {
 		return model.TenantPayload{}, err
@@ -109,7 +110,9 @@ func (r *tenantResolver) Quota(ctx context.Context, obj *domain.Tenant) (model.Q
 	}
 	return model.Quota{
 		Instances: ptrInt(q.Instances), Vcpus: ptrInt(q.Vcpus), Gpus: ptrInt(q.GPUs), MemoryMb: ptrInt64ToInt(q.MemoryMB),
-		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMB), Gpus: int(u.GPUs)},
+		Snapshots: ptrInt(q.Snapshots), SnapshotBytes: q.SnapshotBytes,
+		Usage: model.Usage{Instances: int(u.Instances), Vcpus: int(u.Vcpus), MemoryMb: int(u.MemoryMB), Gpus: int(u.GPUs),
+			Snapshots: int(u.Snapshots), SnapshotBytes: u.SnapshotBytes},
 	}, nil
 }
 

@@ -45,6 +45,18 @@ func sandboxFilter(in *model.SandboxFilter) (control.SandboxFilter, error) {
 	return f, nil
 }
 
+// snapshotFilter decodes the filter of the sandbox snapshots list.
+func snapshotFilter(in *model.SandboxSnapshotFilter) (control.SnapshotFilter, error) {
+	var f control.SnapshotFilter
+	if in == nil {
+		return f, nil
+	}
+	var d decoder
+	f.SandboxID = d.ptrID(ids.Sandbox, "filter.sandboxId", in.SandboxID)
+	f.State = (*string)(in.State)
+	return f, d.err
+}
+
 // pageOf decodes a list's page arguments, whose cursors are IDs of kind k.
 func pageOf(k ids.Kind, first *int, after *string) (control.Page[uuid.UUID], error) {
 	page := control.Page[uuid.UUID]{First: deref(first)}

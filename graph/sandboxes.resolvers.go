@@ -80,9 +80,10 @@ func (r *mutationResolver) DeleteSandboxTemplate(ctx context.Context, input mode
 func (r *mutationResolver) CreateSandbox(ctx context.Context, input model.CreateSandboxInput) (model.SandboxPayload, error) {
 	var d decoder
 	in := control.CreateSandboxInput{
-		TenantID:   d.optID(ids.Tenant, "tenantId", input.TenantID),
-		TemplateID: d.id(ids.SandboxTemplate, "templateId", input.TemplateID),
-		Timeout:    secondsOf(input.Timeout), SSHKeys: input.SSHKeys, Env: envVars(input.Env),
+		TenantID:     d.optID(ids.Tenant, "tenantId", input.TenantID),
+		TemplateID:   d.optID(ids.SandboxTemplate, "templateId", input.TemplateID),
+		FromSnapshot: d.ptrID(ids.SandboxSnapshot, "fromSnapshot", input.FromSnapshot),
+		Timeout:      secondsOf(input.Timeout), SSHKeys: input.SSHKeys, Env: envVars(input.Env),
 		IdempotencyKey: deref(input.IdempotencyKey),
 	}
 	if d.err == nil && input.Metadata != nil {

@@ -5,7 +5,8 @@ SELECT * FROM pools WHERE id = $1 FOR NO KEY UPDATE;
 
 -- PlacementCandidates lists the live, undrained hosts of a pool with their
 -- capacity, what live allocations use of it, and the protocol version
--- they speak (NULL before they said).
+-- they speak (NULL before they said). only_host, when given, keeps that
+-- host alone: a restore runs where its snapshot's files are.
 -- name: PlacementCandidates :many
 SELECT h.id, h.name, h.protocol,
        c.vcpus, c.memory_mb, c.disk_gb,
@@ -18,6 +19,7 @@ FROM hosts h
 JOIN host_capacity c ON c.host_id = h.id
 LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
 WHERE h.pool_id = @pool AND NOT h.draining
+  AND (sqlc.narg(only_host)::uuid IS NULL OR h.id = sqlc.narg(only_host))
   AND h.last_seen_at > now() - make_interval(secs => @silent_after::float8)
 GROUP BY h.id, c.host_id
 ORDER BY h.id;

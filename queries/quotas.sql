@@ -1,11 +1,13 @@
 -- name: SetQuota :one
-INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, max_snapshots, max_snapshot_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (tenant_id) DO UPDATE SET
     max_instances = EXCLUDED.max_instances,
     max_vcpus = EXCLUDED.max_vcpus,
     max_memory_mb = EXCLUDED.max_memory_mb,
     max_gpus = EXCLUDED.max_gpus,
+    max_snapshots = EXCLUDED.max_snapshots,
+    max_snapshot_bytes = EXCLUDED.max_snapshot_bytes,
     updated_at = now()
 RETURNING *;
 

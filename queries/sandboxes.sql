@@ -1,7 +1,7 @@
 -- name: InsertSandbox :one
-INSERT INTO sandboxes (id, tenant_id, template_id, template_version, started_from, metadata, expires_at, idempotency_key)
+INSERT INTO sandboxes (id, tenant_id, template_id, template_version, started_from, metadata, expires_at, idempotency_key, from_snapshot)
 VALUES (@id, @tenant_id, @template_id, @template_version, @started_from, @metadata,
-        now() + make_interval(secs => @timeout_s::int), sqlc.narg(idempotency_key))
+        now() + make_interval(secs => @timeout_s::int), sqlc.narg(idempotency_key), sqlc.narg(from_snapshot))
 RETURNING *;
 
 -- name: GetSandbox :one

@@ -1,15 +1,16 @@
 -- InsertTemplateInstance inserts an instance made from a sandbox template:
--- a sandbox's (sandbox_id) or a warm one (warm_template_id and version).
+-- a sandbox's (sandbox_id) or a warm one (warm_template_id and version);
+-- a restored sandbox's boots from a snapshot (restore_from).
 -- name: InsertTemplateInstance :one
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed
+    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from
 ) VALUES (
     @id, @tenant_id, @pool_id, @flavor_id, @image_id, @image_url, @image_sha256, @image_format,
     @image_verified, @name, @ssh_keys, @vcpus, @memory_mb, @disk_gb, @gpu_model, @gpu_count,
     @desired_state, 'PENDING', sqlc.narg(sandbox_id), sqlc.narg(warm_template_id), sqlc.narg(warm_template_version),
-    @network_policy, @env_sealed
+    @network_policy, @env_sealed, sqlc.narg(restore_from)
 ) RETURNING *;
 
 -- ClaimWarmInstance gives a sandbox one free warm instance of a template's

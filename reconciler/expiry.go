@@ -28,13 +28,18 @@ const expiryBatch = 500
 
 // sandboxSweep is the vps.sandboxes loop, run once per SandboxInterval
 // across all reconcilers: it expires the sandboxes past their deadline,
-// fails the host commands past theirs, and hands every warm pool that
-// wants looking at to the vps.sandboxes kind.
+// fails the host commands past theirs, settles the snapshots whose
+// commands ended unnoticed and queues the commands snapshots still want,
+// and hands every warm pool that wants looking at to the vps.sandboxes
+// kind.
 func (r *Reconciler) sandboxSweep(ctx context.Context) error {
 	if err := r.expire(ctx); err != nil {
 		return err
 	}
 	if err := r.failOverdueCommands(ctx); err != nil {
+		return err
+	}
+	if err := r.settleSnapshots(ctx); err != nil {
 		return err
 	}
 	if err := r.stream.ensureGroup(ctx); err != nil {

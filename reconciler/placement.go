@@ -30,7 +30,16 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if pool.Class != vps.ClassHosted {
 		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
 	}
-	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
+	only, why, err := restoreHost(ctx, q, inst)
+	if err != nil {
+		return false, err
+	}
+	if why != "" {
+		return false, r.wait(ctx, q, inst, why)
+	}
+	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{
+		Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds(), OnlyHost: only,
+	})
 	if err != nil {
 		return false, fmt.Errorf("list hosts: %w", err)
 	}
@@ -50,7 +59,11 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	}
 	host, ok := choose(hosts, inst, pool, gpus)
 	if !ok {
-		return false, r.wait(ctx, q, inst, noRoom(pool, inst, hosts))
+		reason := noRoom(pool, inst, hosts)
+		if only != nil {
+			reason = restoreNoRoom(ctx, q, inst, *only, hosts)
+		}
+		return false, r.wait(ctx, q, inst, reason)
 	}
 
 	mac, err := r.lease(ctx, q, inst)

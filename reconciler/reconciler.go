@@ -2,8 +2,9 @@
 // a Redis Stream, consumes the stream through a consumer group, and hands
 // each entry to the reconciler kind registered for its topic (vps.instances
 // moves each instance toward its desired state one guarded transition at a
-// time; vps.sandboxes keeps each sandbox template's warm pool). Periodic
-// work (the rescan, provider sweeps, sandbox expiry) runs once per interval
+// time; vps.sandboxes keeps each sandbox template's warm pool; vps.snapshots
+// queues sandbox snapshots' host commands and vps.commands settles them).
+// Periodic work (the rescan, provider sweeps, the sandbox loop) runs once per interval
 // across all reconcile processes. Postgres is the truth; the stream only
 // says where to look.
 package reconciler
@@ -72,6 +73,10 @@ type Config struct {
 	// theirs failed, and every warm pool is looked at
 	// (BC_SANDBOX_INTERVAL). Default 15s.
 	SandboxInterval time.Duration
+	// SnapshotTimeout is how long a host has to take a sandbox snapshot
+	// (the instance.snapshot command's deadline) before it fails
+	// (BC_SNAPSHOT_TIMEOUT). Default 1h.
+	SnapshotTimeout time.Duration
 	// Warm adds instances to warm pools. Without it, pools are trimmed
 	// and rolled over but not filled.
 	Warm WarmPools
@@ -90,6 +95,7 @@ const (
 	DefaultOrphanGrace     = 10 * time.Minute
 	DefaultProviderTimeout = 10 * time.Minute
 	DefaultSandboxInterval = 15 * time.Second
+	DefaultSnapshotTimeout = time.Hour
 )
 
 func (c *Config) applyDefaults() {
@@ -130,6 +136,9 @@ func (c *Config) applyDefaults() {
 	if c.SandboxInterval <= 0 {
 		c.SandboxInterval = DefaultSandboxInterval
 	}
+	if c.SnapshotTimeout <= 0 {
+		c.SnapshotTimeout = DefaultSnapshotTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -150,8 +159,8 @@ type Reconciler struct {
 	periodic []periodic
 }
 
-// New returns a Reconciler running the vps.instances and vps.sandboxes
-// kinds, the rescan, the provider sweeps and the sandbox loop; Register and
+// New returns a Reconciler running the vps.instances, vps.sandboxes,
+// vps.snapshots and vps.commands kinds, the rescan, the provider sweeps and the sandbox loop; Register and
 // Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
@@ -165,6 +174,8 @@ func New(cfg Config) *Reconciler {
 	}
 	r.Register(vps.TopicInstances, &instances{r: r})
 	r.Register(vps.TopicSandboxes, &sandboxes{r: r})
+	r.Register(vps.TopicSnapshots, &snapshots{r: r})
+	r.Register(vps.TopicCommands, &commands{r: r})
 	r.Every("vps.rescan", cfg.RescanInterval, r.rescan)
 	// Each account's sweep is claimed once a SweepInterval (stretched
 	// while its rate-limit budget runs low); this looks for due ones.

@@ -255,12 +255,14 @@ type ProviderSweep struct {
 }
 
 type Quota struct {
-	TenantID     uuid.UUID
-	MaxInstances *int32
-	MaxVcpus     *int32
-	MaxMemoryMb  *int64
-	MaxGpus      *int32
-	UpdatedAt    time.Time
+	TenantID         uuid.UUID
+	MaxInstances     *int32
+	MaxVcpus         *int32
+	MaxMemoryMb      *int64
+	MaxGpus          *int32
+	UpdatedAt        time.Time
+	MaxSnapshots     *int32
+	MaxSnapshotBytes *int64
 }
 
 type Sandbox struct {
@@ -357,6 +359,7 @@ type SandboxView struct {
 	Version         int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	FromSnapshot    *uuid.UUID
 	InstanceID      uuid.UUID
 	State           string
 }

@@ -201,7 +201,8 @@ FROM hosts h
 JOIN host_capacity c ON c.host_id = h.id
 LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
 WHERE h.pool_id = $2 AND NOT h.draining
-  AND h.last_seen_at > now() - make_interval(secs => $3::float8)
+  AND ($3::uuid IS NULL OR h.id = $3)
+  AND h.last_seen_at > now() - make_interval(secs => $4::float8)
 GROUP BY h.id, c.host_id
 ORDER BY h.id
 `
@@ -209,6 +210,7 @@ ORDER BY h.id
 type PlacementCandidatesParams struct {
 	Tenant      uuid.UUID
 	Pool        uuid.UUID
+	OnlyHost    *uuid.UUID
 	SilentAfter float64
 }
 
@@ -228,9 +230,15 @@ type PlacementCandidatesRow struct {
 
 // PlacementCandidates lists the live, undrained hosts of a pool with their
 // capacity, what live allocations use of it, and the protocol version
-// they speak (NULL before they said).
+// they speak (NULL before they said). only_host, when given, keeps that
+// host alone: a restore runs where its snapshot's files are.
 func (q *Queries) PlacementCandidates(ctx context.Context, arg PlacementCandidatesParams) ([]PlacementCandidatesRow, error) {
-	rows, err := q.db.Query(ctx, placementCandidates, arg.Tenant, arg.Pool, arg.SilentAfter)
+	rows, err := q.db.Query(ctx, placementCandidates,
+		arg.Tenant,
+		arg.Pool,
+		arg.OnlyHost,
+		arg.SilentAfter,
+	)
 	if err != nil {
 		return nil, err
 	}

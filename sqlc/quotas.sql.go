@@ -12,7 +12,7 @@ import (
 )
 
 const getQuota = `-- name: GetQuota :one
-SELECT tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, updated_at FROM quotas WHERE tenant_id = $1
+SELECT tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, updated_at, max_snapshots, max_snapshot_bytes FROM quotas WHERE tenant_id = $1
 `
 
 func (q *Queries) GetQuota(ctx context.Context, tenantID uuid.UUID) (Quota, error) {
@@ -25,28 +25,34 @@ func (q *Queries) GetQuota(ctx context.Context, tenantID uuid.UUID) (Quota, erro
 		&i.MaxMemoryMb,
 		&i.MaxGpus,
 		&i.UpdatedAt,
+		&i.MaxSnapshots,
+		&i.MaxSnapshotBytes,
 	)
 	return i, err
 }
 
 const setQuota = `-- name: SetQuota :one
-INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, max_snapshots, max_snapshot_bytes)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (tenant_id) DO UPDATE SET
     max_instances = EXCLUDED.max_instances,
     max_vcpus = EXCLUDED.max_vcpus,
     max_memory_mb = EXCLUDED.max_memory_mb,
     max_gpus = EXCLUDED.max_gpus,
+    max_snapshots = EXCLUDED.max_snapshots,
+    max_snapshot_bytes = EXCLUDED.max_snapshot_bytes,
     updated_at = now()
-RETURNING tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, updated_at
+RETURNING tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, updated_at, max_snapshots, max_snapshot_bytes
 `
 
 type SetQuotaParams struct {
-	TenantID     uuid.UUID
-	MaxInstances *int32
-	MaxVcpus     *int32
-	MaxMemoryMb  *int64
-	MaxGpus      *int32
+	TenantID         uuid.UUID
+	MaxInstances     *int32
+	MaxVcpus         *int32
+	MaxMemoryMb      *int64
+	MaxGpus          *int32
+	MaxSnapshots     *int32
+	MaxSnapshotBytes *int64
 }
 
 func (q *Queries) SetQuota(ctx context.Context, arg SetQuotaParams) (Quota, error) {
@@ -56,6 +62,8 @@ func (q *Queries) SetQuota(ctx context.Context, arg SetQuotaParams) (Quota, erro
 		arg.MaxVcpus,
 		arg.MaxMemoryMb,
 		arg.MaxGpus,
+		arg.MaxSnapshots,
+		arg.MaxSnapshotBytes,
 	)
 	var i Quota
 	err := row.Scan(
@@ -65,6 +73,8 @@ func (q *Queries) SetQuota(ctx context.Context, arg SetQuotaParams) (Quota, erro
 		&i.MaxMemoryMb,
 		&i.MaxGpus,
 		&i.UpdatedAt,
+		&i.MaxSnapshots,
+		&i.MaxSnapshotBytes,
 	)
 	return i, err
 }

@@ -24,7 +24,7 @@ func (q *Queries) CountSandboxEvents(ctx context.Context, sandboxID uuid.UUID) (
 }
 
 const currentSandboxes = `-- name: CurrentSandboxes :many
-SELECT v.id, v.tenant_id, v.template_id, v.template_version, v.started_from, v.metadata, v.expires_at, v.ended_as, v.ended_at, v.idempotency_key, v.version, v.created_at, v.updated_at, v.instance_id, v.state, l.seq AS last_seq, l.type AS last_type
+SELECT v.id, v.tenant_id, v.template_id, v.template_version, v.started_from, v.metadata, v.expires_at, v.ended_as, v.ended_at, v.idempotency_key, v.version, v.created_at, v.updated_at, v.from_snapshot, v.instance_id, v.state, l.seq AS last_seq, l.type AS last_type
 FROM sandbox_views v
 JOIN LATERAL (
     SELECT e.seq, e.type FROM sandbox_events e WHERE e.sandbox_id = v.id ORDER BY e.seq DESC LIMIT 1
@@ -75,6 +75,7 @@ func (q *Queries) CurrentSandboxes(ctx context.Context, arg CurrentSandboxesPara
 			&i.SandboxView.Version,
 			&i.SandboxView.CreatedAt,
 			&i.SandboxView.UpdatedAt,
+			&i.SandboxView.FromSnapshot,
 			&i.SandboxView.InstanceID,
 			&i.SandboxView.State,
 			&i.LastSeq,

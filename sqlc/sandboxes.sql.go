@@ -58,7 +58,7 @@ func (q *Queries) EndSandbox(ctx context.Context, arg EndSandboxParams) (int64, 
 }
 
 const getSandbox = `-- name: GetSandbox :one
-SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, instance_id, state FROM sandbox_views WHERE id = $1
+SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot, instance_id, state FROM sandbox_views WHERE id = $1
 `
 
 func (q *Queries) GetSandbox(ctx context.Context, id uuid.UUID) (SandboxView, error) {
@@ -78,6 +78,7 @@ func (q *Queries) GetSandbox(ctx context.Context, id uuid.UUID) (SandboxView, er
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FromSnapshot,
 		&i.InstanceID,
 		&i.State,
 	)
@@ -85,7 +86,7 @@ func (q *Queries) GetSandbox(ctx context.Context, id uuid.UUID) (SandboxView, er
 }
 
 const getSandboxByIdempotencyKey = `-- name: GetSandboxByIdempotencyKey :one
-SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, instance_id, state FROM sandbox_views WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot, instance_id, state FROM sandbox_views WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetSandboxByIdempotencyKeyParams struct {
@@ -110,6 +111,7 @@ func (q *Queries) GetSandboxByIdempotencyKey(ctx context.Context, arg GetSandbox
 		&i.Version,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.FromSnapshot,
 		&i.InstanceID,
 		&i.State,
 	)
@@ -117,9 +119,9 @@ func (q *Queries) GetSandboxByIdempotencyKey(ctx context.Context, arg GetSandbox
 }
 
 const insertSandbox = `-- name: InsertSandbox :one
-INSERT INTO sandboxes (id, tenant_id, template_id, template_version, started_from, metadata, expires_at, idempotency_key)
+INSERT INTO sandboxes (id, tenant_id, template_id, template_version, started_from, metadata, expires_at, idempotency_key, from_snapshot)
 VALUES ($1, $2, $3, $4, $5, $6,
-        now() + make_interval(secs => $7::int), $8)
+        now() + make_interval(secs => $7::int), $8, $9)
 RETURNING id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot
 `
 
@@ -132,6 +134,7 @@ type InsertSandboxParams struct {
 	Metadata        []byte
 	TimeoutS        int32
 	IdempotencyKey  *string
+	FromSnapshot    *uuid.UUID
 }
 
 func (q *Queries) InsertSandbox(ctx context.Context, arg InsertSandboxParams) (Sandbox, error) {
@@ -144,6 +147,7 @@ func (q *Queries) InsertSandbox(ctx context.Context, arg InsertSandboxParams) (S
 		arg.Metadata,
 		arg.TimeoutS,
 		arg.IdempotencyKey,
+		arg.FromSnapshot,
 	)
 	var i Sandbox
 	err := row.Scan(
@@ -166,7 +170,7 @@ func (q *Queries) InsertSandbox(ctx context.Context, arg InsertSandboxParams) (S
 }
 
 const listSandboxes = `-- name: ListSandboxes :many
-SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, instance_id, state FROM sandbox_views
+SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot, instance_id, state FROM sandbox_views
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR template_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -217,6 +221,7 @@ func (q *Queries) ListSandboxes(ctx context.Context, arg ListSandboxesParams) ([
 			&i.Version,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.FromSnapshot,
 			&i.InstanceID,
 			&i.State,
 		); err != nil {

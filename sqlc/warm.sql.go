@@ -256,12 +256,12 @@ const insertTemplateInstance = `-- name: InsertTemplateInstance :one
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed
+    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13, $14, $15, $16,
     $17, 'PENDING', $18, $19, $20,
-    $21, $22
+    $21, $22, $23
 ) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
 `
 
@@ -288,10 +288,12 @@ type InsertTemplateInstanceParams struct {
 	WarmTemplateVersion *int64
 	NetworkPolicy       []byte
 	EnvSealed           []byte
+	RestoreFrom         *uuid.UUID
 }
 
 // InsertTemplateInstance inserts an instance made from a sandbox template:
-// a sandbox's (sandbox_id) or a warm one (warm_template_id and version).
+// a sandbox's (sandbox_id) or a warm one (warm_template_id and version);
+// a restored sandbox's boots from a snapshot (restore_from).
 func (q *Queries) InsertTemplateInstance(ctx context.Context, arg InsertTemplateInstanceParams) (Instance, error) {
 	row := q.db.QueryRow(ctx, insertTemplateInstance,
 		arg.ID,
@@ -316,6 +318,7 @@ func (q *Queries) InsertTemplateInstance(ctx context.Context, arg InsertTemplate
 		arg.WarmTemplateVersion,
 		arg.NetworkPolicy,
 		arg.EnvSealed,
+		arg.RestoreFrom,
 	)
 	var i Instance
 	err := row.Scan(

@@ -41,6 +41,7 @@ type ResolverRoot interface {
 	ProviderAccount() ProviderAccountResolver
 	Query() QueryResolver
 	Sandbox() SandboxResolver
+	SandboxSnapshot() SandboxSnapshotResolver
 	SandboxTemplate() SandboxTemplateResolver
 	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
@@ -235,11 +236,13 @@ type ComplexityRoot struct {
 		CreatePool            func(childComplexity int, input model.CreatePoolInput) int
 		CreateProviderAccount func(childComplexity int, input model.CreateProviderAccountInput) int
 		CreateSandbox         func(childComplexity int, input model.CreateSandboxInput) int
+		CreateSandboxSnapshot func(childComplexity int, input model.CreateSandboxSnapshotInput) int
 		CreateSandboxTemplate func(childComplexity int, input model.CreateSandboxTemplateInput) int
 		CreateTenant          func(childComplexity int, input model.CreateTenantInput) int
 		DeleteInstance        func(childComplexity int, input model.InstanceIDInput) int
 		DeleteProviderAccount func(childComplexity int, input model.DeleteProviderAccountInput) int
 		DeleteSandbox         func(childComplexity int, input model.SandboxIDInput) int
+		DeleteSandboxSnapshot func(childComplexity int, input model.SandboxSnapshotIDInput) int
 		DeleteSandboxTemplate func(childComplexity int, input model.SandboxTemplateIDInput) int
 		DeleteTenant          func(childComplexity int, input model.DeleteTenantInput) int
 		PauseSandbox          func(childComplexity int, input model.SandboxIDInput) int
@@ -315,6 +318,8 @@ type ComplexityRoot struct {
 		Pools            func(childComplexity int) int
 		ProviderAccounts func(childComplexity int) int
 		Sandbox          func(childComplexity int, id string) int
+		SandboxSnapshot  func(childComplexity int, id string) int
+		SandboxSnapshots func(childComplexity int, first *int, after *string, filter *model.SandboxSnapshotFilter) int
 		SandboxTemplate  func(childComplexity int, id string) int
 		SandboxTemplates func(childComplexity int, first *int, after *string) int
 		Sandboxes        func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
@@ -323,11 +328,13 @@ type ComplexityRoot struct {
 	}
 
 	Quota struct {
-		Gpus      func(childComplexity int) int
-		Instances func(childComplexity int) int
-		MemoryMb  func(childComplexity int) int
-		Usage     func(childComplexity int) int
-		Vcpus     func(childComplexity int) int
+		Gpus          func(childComplexity int) int
+		Instances     func(childComplexity int) int
+		MemoryMb      func(childComplexity int) int
+		SnapshotBytes func(childComplexity int) int
+		Snapshots     func(childComplexity int) int
+		Usage         func(childComplexity int) int
+		Vcpus         func(childComplexity int) int
 	}
 
 	Sandbox struct {
@@ -335,6 +342,7 @@ type ComplexityRoot struct {
 		EndedAt         func(childComplexity int) int
 		Events          func(childComplexity int, first *int, after *string) int
 		ExpiresAt       func(childComplexity int) int
+		FromSnapshot    func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Instance        func(childComplexity int) int
 		Metadata        func(childComplexity int) int
@@ -383,6 +391,34 @@ type ComplexityRoot struct {
 
 	SandboxPayload struct {
 		Sandbox func(childComplexity int) int
+	}
+
+	SandboxSnapshot struct {
+		CreatedAt   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Name        func(childComplexity int) int
+		SHA256      func(childComplexity int) int
+		Sandbox     func(childComplexity int) int
+		SettledAt   func(childComplexity int) int
+		SizeBytes   func(childComplexity int) int
+		State       func(childComplexity int) int
+		StateReason func(childComplexity int) int
+	}
+
+	SandboxSnapshotConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	SandboxSnapshotEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	SandboxSnapshotPayload struct {
+		SandboxSnapshot func(childComplexity int) int
 	}
 
 	SandboxStartTimes struct {
@@ -476,10 +512,12 @@ type ComplexityRoot struct {
 	}
 
 	Usage struct {
-		Gpus      func(childComplexity int) int
-		Instances func(childComplexity int) int
-		MemoryMb  func(childComplexity int) int
-		Vcpus     func(childComplexity int) int
+		Gpus          func(childComplexity int) int
+		Instances     func(childComplexity int) int
+		MemoryMb      func(childComplexity int) int
+		SnapshotBytes func(childComplexity int) int
+		Snapshots     func(childComplexity int) int
+		Vcpus         func(childComplexity int) int
 	}
 
 	Viewer struct {
@@ -563,6 +601,8 @@ type MutationResolver interface {
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
 	UpdateProviderAccount(ctx context.Context, input model.UpdateProviderAccountInput) (model.ProviderAccountPayload, error)
 	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
+	CreateSandboxSnapshot(ctx context.Context, input model.CreateSandboxSnapshotInput) (model.SandboxSnapshotPayload, error)
+	DeleteSandboxSnapshot(ctx context.Context, input model.SandboxSnapshotIDInput) (model.SandboxSnapshotPayload, error)
 	CreateSandboxTemplate(ctx context.Context, input model.CreateSandboxTemplateInput) (model.SandboxTemplatePayload, error)
 	UpdateSandboxTemplate(ctx context.Context, input model.UpdateSandboxTemplateInput) (model.SandboxTemplatePayload, error)
 	DeleteSandboxTemplate(ctx context.Context, input model.SandboxTemplateIDInput) (model.SandboxTemplatePayload, error)
@@ -606,6 +646,8 @@ type QueryResolver interface {
 	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
+	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
+	SandboxSnapshots(ctx context.Context, first *int, after *string, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
 	SandboxTemplate(ctx context.Context, id string) (domain.SandboxTemplate, error)
 	SandboxTemplates(ctx context.Context, first *int, after *string) (model.SandboxTemplateConnection, error)
 	Sandbox(ctx context.Context, id string) (domain.Sandbox, error)
@@ -623,6 +665,14 @@ type SandboxResolver interface {
 
 	Events(ctx context.Context, obj *domain.Sandbox, first *int, after *string) (model.SandboxEventConnection, error)
 	Stats(ctx context.Context, obj *domain.Sandbox, since *time.Time) ([]model.SandboxStatsPoint, error)
+	FromSnapshot(ctx context.Context, obj *domain.Sandbox) (*domain.SandboxSnapshot, error)
+}
+type SandboxSnapshotResolver interface {
+	ID(ctx context.Context, obj *domain.SandboxSnapshot) (string, error)
+
+	State(ctx context.Context, obj *domain.SandboxSnapshot) (model.SandboxSnapshotState, error)
+
+	Sandbox(ctx context.Context, obj *domain.SandboxSnapshot) (domain.Sandbox, error)
 }
 type SandboxTemplateResolver interface {
 	ID(ctx context.Context, obj *domain.SandboxTemplate) (string, error)
@@ -1437,6 +1487,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateSandbox(childComplexity, args["input"].(model.CreateSandboxInput)), true
+	case "Mutation.createSandboxSnapshot":
+		if e.ComplexityRoot.Mutation.CreateSandboxSnapshot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSandboxSnapshot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSandboxSnapshot(childComplexity, args["input"].(model.CreateSandboxSnapshotInput)), true
 	case "Mutation.createSandboxTemplate":
 		if e.ComplexityRoot.Mutation.CreateSandboxTemplate == nil {
 			break
@@ -1492,6 +1553,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteSandbox(childComplexity, args["input"].(model.SandboxIDInput)), true
+	case "Mutation.deleteSandboxSnapshot":
+		if e.ComplexityRoot.Mutation.DeleteSandboxSnapshot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSandboxSnapshot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSandboxSnapshot(childComplexity, args["input"].(model.SandboxSnapshotIDInput)), true
 	case "Mutation.deleteSandboxTemplate":
 		if e.ComplexityRoot.Mutation.DeleteSandboxTemplate == nil {
 			break
@@ -1902,6 +1974,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Sandbox(childComplexity, args["id"].(string)), true
+	case "Query.sandboxSnapshot":
+		if e.ComplexityRoot.Query.SandboxSnapshot == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxSnapshot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SandboxSnapshot(childComplexity, args["id"].(string)), true
+	case "Query.sandboxSnapshots":
+		if e.ComplexityRoot.Query.SandboxSnapshots == nil {
+			break
+		}
+
+		args, err := ec.field_Query_sandboxSnapshots_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SandboxSnapshots(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.SandboxSnapshotFilter)), true
 	case "Query.sandboxTemplate":
 		if e.ComplexityRoot.Query.SandboxTemplate == nil {
 			break
@@ -1966,6 +2060,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Quota.MemoryMb(childComplexity), true
+	case "Quota.snapshotBytes":
+		if e.ComplexityRoot.Quota.SnapshotBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Quota.SnapshotBytes(childComplexity), true
+	case "Quota.snapshots":
+		if e.ComplexityRoot.Quota.Snapshots == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Quota.Snapshots(childComplexity), true
 	case "Quota.usage":
 		if e.ComplexityRoot.Quota.Usage == nil {
 			break
@@ -2008,6 +2114,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Sandbox.ExpiresAt(childComplexity), true
+	case "Sandbox.fromSnapshot":
+		if e.ComplexityRoot.Sandbox.FromSnapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Sandbox.FromSnapshot(childComplexity), true
 	case "Sandbox.id":
 		if e.ComplexityRoot.Sandbox.ID == nil {
 			break
@@ -2199,6 +2311,106 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SandboxPayload.Sandbox(childComplexity), true
+
+	case "SandboxSnapshot.createdAt":
+		if e.ComplexityRoot.SandboxSnapshot.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.CreatedAt(childComplexity), true
+	case "SandboxSnapshot.id":
+		if e.ComplexityRoot.SandboxSnapshot.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.ID(childComplexity), true
+	case "SandboxSnapshot.name":
+		if e.ComplexityRoot.SandboxSnapshot.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.Name(childComplexity), true
+	case "SandboxSnapshot.sha256":
+		if e.ComplexityRoot.SandboxSnapshot.SHA256 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.SHA256(childComplexity), true
+	case "SandboxSnapshot.sandbox":
+		if e.ComplexityRoot.SandboxSnapshot.Sandbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.Sandbox(childComplexity), true
+	case "SandboxSnapshot.settledAt":
+		if e.ComplexityRoot.SandboxSnapshot.SettledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.SettledAt(childComplexity), true
+	case "SandboxSnapshot.sizeBytes":
+		if e.ComplexityRoot.SandboxSnapshot.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.SizeBytes(childComplexity), true
+	case "SandboxSnapshot.state":
+		if e.ComplexityRoot.SandboxSnapshot.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.State(childComplexity), true
+	case "SandboxSnapshot.stateReason":
+		if e.ComplexityRoot.SandboxSnapshot.StateReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.StateReason(childComplexity), true
+
+	case "SandboxSnapshotConnection.edges":
+		if e.ComplexityRoot.SandboxSnapshotConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotConnection.Edges(childComplexity), true
+	case "SandboxSnapshotConnection.nodes":
+		if e.ComplexityRoot.SandboxSnapshotConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotConnection.Nodes(childComplexity), true
+	case "SandboxSnapshotConnection.pageInfo":
+		if e.ComplexityRoot.SandboxSnapshotConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotConnection.PageInfo(childComplexity), true
+	case "SandboxSnapshotConnection.totalCount":
+		if e.ComplexityRoot.SandboxSnapshotConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotConnection.TotalCount(childComplexity), true
+
+	case "SandboxSnapshotEdge.cursor":
+		if e.ComplexityRoot.SandboxSnapshotEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotEdge.Cursor(childComplexity), true
+	case "SandboxSnapshotEdge.node":
+		if e.ComplexityRoot.SandboxSnapshotEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotEdge.Node(childComplexity), true
+
+	case "SandboxSnapshotPayload.sandboxSnapshot":
+		if e.ComplexityRoot.SandboxSnapshotPayload.SandboxSnapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshotPayload.SandboxSnapshot(childComplexity), true
 
 	case "SandboxStartTimes.count":
 		if e.ComplexityRoot.SandboxStartTimes.Count == nil {
@@ -2569,6 +2781,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.MemoryMb(childComplexity), true
+	case "Usage.snapshotBytes":
+		if e.ComplexityRoot.Usage.SnapshotBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.SnapshotBytes(childComplexity), true
+	case "Usage.snapshots":
+		if e.ComplexityRoot.Usage.Snapshots == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Snapshots(childComplexity), true
 	case "Usage.vcpus":
 		if e.ComplexityRoot.Usage.Vcpus == nil {
 			break
@@ -2607,6 +2831,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreatePoolInput", ec.unmarshalInputCreatePoolInput),
 			graphql.NewInputUnmarshaler("CreateProviderAccountInput", ec.unmarshalInputCreateProviderAccountInput),
 			graphql.NewInputUnmarshaler("CreateSandboxInput", ec.unmarshalInputCreateSandboxInput),
+			graphql.NewInputUnmarshaler("CreateSandboxSnapshotInput", ec.unmarshalInputCreateSandboxSnapshotInput),
 			graphql.NewInputUnmarshaler("CreateSandboxTemplateInput", ec.unmarshalInputCreateSandboxTemplateInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
 			graphql.NewInputUnmarshaler("DeleteProviderAccountInput", ec.unmarshalInputDeleteProviderAccountInput),
@@ -2622,6 +2847,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SandboxEventFilter", ec.unmarshalInputSandboxEventFilter),
 			graphql.NewInputUnmarshaler("SandboxFilter", ec.unmarshalInputSandboxFilter),
 			graphql.NewInputUnmarshaler("SandboxIdInput", ec.unmarshalInputSandboxIdInput),
+			graphql.NewInputUnmarshaler("SandboxSnapshotFilter", ec.unmarshalInputSandboxSnapshotFilter),
+			graphql.NewInputUnmarshaler("SandboxSnapshotIdInput", ec.unmarshalInputSandboxSnapshotIdInput),
 			graphql.NewInputUnmarshaler("SandboxTemplateIdInput", ec.unmarshalInputSandboxTemplateIdInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
 			graphql.NewInputUnmarshaler("SetHostDrainingInput", ec.unmarshalInputSetHostDrainingInput),
@@ -2889,6 +3116,10 @@ type Quota {
   vcpus: Int
   memoryMb: Int
   gpus: Int
+  "Live sandbox snapshots."
+  snapshots: Int
+  "Bytes of READY sandbox snapshots."
+  snapshotBytes: Int64
   usage: Usage!
 }
 
@@ -2897,6 +3128,8 @@ type Usage {
   vcpus: Int!
   memoryMb: Int!
   gpus: Int!
+  snapshots: Int!
+  snapshotBytes: Int64!
 }
 
 type ApiToken implements Node {
@@ -2924,6 +3157,10 @@ input SetQuotaInput {
   vcpus: Int
   memoryMb: Int
   gpus: Int
+  "Live sandbox snapshots."
+  snapshots: Int
+  "Bytes the READY sandbox snapshots may hold; a snapshot that would exceed it settles FAILED."
+  snapshotBytes: Int64
 }
 
 type TenantPayload {
@@ -3455,6 +3692,91 @@ extend type SandboxTemplate {
   metrics(since: DateTime): SandboxTemplateMetrics!
 }
 `, BuiltIn: false},
+	{Name: "../schema/sandbox_snapshots.graphqls", Input: `"A whole number of 64 bits, as a JSON number (exact up to 2^53), such as a size in bytes."
+scalar Int64
+
+"""
+A snapshot's state: PENDING until its host reports taking it, then READY
+(sandboxes may be restored from it) or FAILED (stateReason says why).
+"""
+enum SandboxSnapshotState {
+  PENDING
+  READY
+  FAILED
+}
+
+"""
+A running sandbox's disk, taken on its host without stopping it. New
+sandboxes restored from it (createSandbox's fromSnapshot) boot from that
+disk, on the host that holds its files. It outlives its sandbox.
+"""
+type SandboxSnapshot implements Node {
+  id: ID!
+  name: String!
+  state: SandboxSnapshotState!
+  "Why it FAILED; empty otherwise."
+  stateReason: String!
+  "Set once READY."
+  sizeBytes: Int64
+  "The hex SHA-256 of its content, set once READY."
+  sha256: String
+  "The sandbox it was taken of, which may have ended since."
+  sandbox: Sandbox!
+  createdAt: DateTime!
+  "When it became READY or FAILED."
+  settledAt: DateTime
+}
+
+type SandboxSnapshotConnection {
+  edges: [SandboxSnapshotEdge!]!
+  nodes: [SandboxSnapshot!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type SandboxSnapshotEdge {
+  cursor: String!
+  node: SandboxSnapshot!
+}
+
+input SandboxSnapshotFilter {
+  sandboxId: ID
+  state: SandboxSnapshotState
+}
+
+input CreateSandboxSnapshotInput {
+  "A RUNNING sandbox."
+  sandboxId: ID!
+  "1-63 lowercase letters, digits or hyphens; unique among the tenant's snapshots."
+  name: String!
+}
+
+input SandboxSnapshotIdInput {
+  id: ID!
+}
+
+type SandboxSnapshotPayload {
+  sandboxSnapshot: SandboxSnapshot!
+}
+
+extend type Sandbox {
+  "The snapshot it was restored from; null for one made from its template's image."
+  fromSnapshot: SandboxSnapshot
+}
+
+extend type Query {
+  sandboxSnapshot(id: ID!): SandboxSnapshot!
+  "Live (not deleted) snapshots, newest first."
+  sandboxSnapshots(first: Int, after: String, filter: SandboxSnapshotFilter): SandboxSnapshotConnection!
+}
+
+extend type Mutation {
+  "PENDING until its host has taken it. Counts against the snapshot quota."
+  createSandboxSnapshot(input: CreateSandboxSnapshotInput!): SandboxSnapshotPayload!
+  "Hidden at once; its files are purged from its host. Sandboxes restored from it live on."
+  deleteSandboxSnapshot(input: SandboxSnapshotIdInput!): SandboxSnapshotPayload!
+}
+`, BuiltIn: false},
 	{Name: "../schema/sandboxes.graphqls", Input: `"""
 How a sandbox's instance started: WARM claimed one of its template's warm
 pool, booted and paused before; COLD booted one of its own.
@@ -3634,7 +3956,10 @@ type SandboxTemplatePayload {
 input CreateSandboxInput {
   "Operators name the tenant; members may leave it out."
   tenantId: ID
-  templateId: ID!
+  "Required unless fromSnapshot is given (then the snapshot's, if given)."
+  templateId: ID
+  "A READY snapshot of the tenant's to restore: the sandbox boots from its disk, cold, on the host that holds it."
+  fromSnapshot: ID
   "Seconds from now; default the template's defaultTimeout, at most its maxTimeout."
   timeout: Int
   "At most 32 entries; keys up to 64 bytes, values up to 512."
@@ -4148,6 +4473,10 @@ func (ec *executionContext) childFields_Quota(ctx context.Context, field graphql
 		return ec.fieldContext_Quota_memoryMb(ctx, field)
 	case "gpus":
 		return ec.fieldContext_Quota_gpus(ctx, field)
+	case "snapshots":
+		return ec.fieldContext_Quota_snapshots(ctx, field)
+	case "snapshotBytes":
+		return ec.fieldContext_Quota_snapshotBytes(ctx, field)
 	case "usage":
 		return ec.fieldContext_Quota_usage(ctx, field)
 	}
@@ -4186,6 +4515,8 @@ func (ec *executionContext) childFields_Sandbox(ctx context.Context, field graph
 		return ec.fieldContext_Sandbox_events(ctx, field)
 	case "stats":
 		return ec.fieldContext_Sandbox_stats(ctx, field)
+	case "fromSnapshot":
+		return ec.fieldContext_Sandbox_fromSnapshot(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Sandbox", field.Name)
 }
@@ -4262,6 +4593,62 @@ func (ec *executionContext) childFields_SandboxPayload(ctx context.Context, fiel
 		return ec.fieldContext_SandboxPayload_sandbox(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SandboxPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxSnapshot(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SandboxSnapshot_id(ctx, field)
+	case "name":
+		return ec.fieldContext_SandboxSnapshot_name(ctx, field)
+	case "state":
+		return ec.fieldContext_SandboxSnapshot_state(ctx, field)
+	case "stateReason":
+		return ec.fieldContext_SandboxSnapshot_stateReason(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_SandboxSnapshot_sizeBytes(ctx, field)
+	case "sha256":
+		return ec.fieldContext_SandboxSnapshot_sha256(ctx, field)
+	case "sandbox":
+		return ec.fieldContext_SandboxSnapshot_sandbox(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_SandboxSnapshot_createdAt(ctx, field)
+	case "settledAt":
+		return ec.fieldContext_SandboxSnapshot_settledAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxSnapshot", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxSnapshotConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SandboxSnapshotConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SandboxSnapshotConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SandboxSnapshotConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_SandboxSnapshotConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxSnapshotConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxSnapshotEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SandboxSnapshotEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SandboxSnapshotEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxSnapshotEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_SandboxSnapshotPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sandboxSnapshot":
+		return ec.fieldContext_SandboxSnapshotPayload_sandboxSnapshot(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SandboxSnapshotPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SandboxStartTimes(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4444,6 +4831,10 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_memoryMb(ctx, field)
 	case "gpus":
 		return ec.fieldContext_Usage_gpus(ctx, field)
+	case "snapshots":
+		return ec.fieldContext_Usage_snapshots(ctx, field)
+	case "snapshotBytes":
+		return ec.fieldContext_Usage_snapshotBytes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
 }
@@ -4672,6 +5063,20 @@ func (ec *executionContext) field_Mutation_createProviderAccount_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createSandboxSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateSandboxSnapshotInput, error) {
+			return ec.unmarshalNCreateSandboxSnapshotInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxSnapshotInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createSandboxTemplate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4734,6 +5139,20 @@ func (ec *executionContext) field_Mutation_deleteProviderAccount_args(ctx contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.DeleteProviderAccountInput, error) {
 			return ec.unmarshalNDeleteProviderAccountInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteProviderAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteSandboxSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SandboxSnapshotIDInput, error) {
+			return ec.unmarshalNSandboxSnapshotIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotIDInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5051,6 +5470,50 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_sandboxSnapshots_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.SandboxSnapshotFilter, error) {
+			return ec.unmarshalOSandboxSnapshotFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg2
 	return args, nil
 }
 
@@ -8920,6 +9383,94 @@ func (ec *executionContext) fieldContext_Mutation_deleteProviderAccount(ctx cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createSandboxSnapshot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSandboxSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSandboxSnapshot(ctx, fc.Args["input"].(model.CreateSandboxSnapshotInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxSnapshotPayload) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshotPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSandboxSnapshot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshotPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSandboxSnapshot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSandboxSnapshot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSandboxSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSandboxSnapshot(ctx, fc.Args["input"].(model.SandboxSnapshotIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxSnapshotPayload) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshotPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSandboxSnapshot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshotPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSandboxSnapshot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createSandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10356,6 +10907,94 @@ func (ec *executionContext) fieldContext_Query_providerAccounts(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_sandboxSnapshot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SandboxSnapshot(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxSnapshot) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshot2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxSnapshot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshot(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxSnapshot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_sandboxSnapshots(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_sandboxSnapshots(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SandboxSnapshots(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.SandboxSnapshotFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxSnapshotConnection) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshotConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_sandboxSnapshots(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshotConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_sandboxSnapshots_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_sandboxTemplate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10698,6 +11337,52 @@ func (ec *executionContext) _Quota_gpus(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_Quota_gpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Quota", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Quota_snapshots(ctx context.Context, field graphql.CollectedField, obj *model.Quota) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Quota_snapshots(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshots, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Quota_snapshots(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Quota", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Quota_snapshotBytes(ctx context.Context, field graphql.CollectedField, obj *model.Quota) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Quota_snapshotBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SnapshotBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Quota_snapshotBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Quota", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Quota_usage(ctx context.Context, field graphql.CollectedField, obj *model.Quota) (ret graphql.Marshaler) {
@@ -11142,6 +11827,38 @@ func (ec *executionContext) fieldContext_Sandbox_stats(ctx context.Context, fiel
 	if fc.Args, err = ec.field_Sandbox_stats_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Sandbox_fromSnapshot(ctx context.Context, field graphql.CollectedField, obj *domain.Sandbox) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Sandbox_fromSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Sandbox().FromSnapshot(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.SandboxSnapshot) graphql.Marshaler {
+			return ec.marshalOSandboxSnapshot2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Sandbox_fromSnapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Sandbox",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshot(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -11668,6 +12385,428 @@ func (ec *executionContext) fieldContext_SandboxPayload_sandbox(_ context.Contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshot_id(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxSnapshot().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, true, true, "ID")
+}
+
+func (ec *executionContext) _SandboxSnapshot_name(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxSnapshot_state(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxSnapshot().State(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxSnapshotState) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshotState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, true, true, "SandboxSnapshotState")
+}
+
+func (ec *executionContext) _SandboxSnapshot_stateReason(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_stateReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StateReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_stateReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxSnapshot_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _SandboxSnapshot_sha256(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_sha256(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA256, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxSnapshot_sandbox(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_sandbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SandboxSnapshot().Sandbox(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Sandbox) graphql.Marshaler {
+			return ec.marshalNSandbox2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandbox(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_sandbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshot",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sandbox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshot_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxSnapshot_settledAt(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_settledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SettledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_settledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _SandboxSnapshotConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.SandboxSnapshotEdge) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshotEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshotConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshotEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshotConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.SandboxSnapshot) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshot2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshotᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshotConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshot(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshotConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshotConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshotConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshotConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SandboxSnapshotEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshotEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _SandboxSnapshotEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxSnapshot) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshot2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshotEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshot(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshotPayload_sandboxSnapshot(ctx context.Context, field graphql.CollectedField, obj *model.SandboxSnapshotPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshotPayload_sandboxSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SandboxSnapshot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.SandboxSnapshot) graphql.Marshaler {
+			return ec.marshalNSandboxSnapshot2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshotPayload_sandboxSnapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SandboxSnapshotPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SandboxSnapshot(ctx, field)
 		},
 	}
 	return fc, nil
@@ -13212,6 +14351,52 @@ func (ec *executionContext) _Usage_gpus(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_Usage_gpus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_snapshots(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_snapshots(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshots, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_snapshots(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_snapshotBytes(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_snapshotBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SnapshotBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_snapshotBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Viewer_principal(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -14943,7 +16128,7 @@ func (ec *executionContext) unmarshalInputCreateSandboxInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"tenantId", "templateId", "timeout", "metadata", "sshKeys", "env", "idempotencyKey"}
+	fieldsInOrder := [...]string{"tenantId", "templateId", "fromSnapshot", "timeout", "metadata", "sshKeys", "env", "idempotencyKey"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14959,11 +16144,18 @@ func (ec *executionContext) unmarshalInputCreateSandboxInput(ctx context.Context
 			it.TenantID = data
 		case "templateId":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("templateId"))
-			data, err := ec.unmarshalNID2string(ctx, v)
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.TemplateID = data
+		case "fromSnapshot":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("fromSnapshot"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FromSnapshot = data
 		case "timeout":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeout"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -15013,6 +16205,55 @@ func (ec *executionContext) unmarshalInputCreateSandboxInput(ctx context.Context
 func UnmarshalCreateSandboxInput(ctx context.Context, raw any) (model.CreateSandboxInput, error) {
 	var out model.CreateSandboxInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateSandboxInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateSandboxSnapshotInput(ctx context.Context, obj any) (model.CreateSandboxSnapshotInput, error) {
+	var it model.CreateSandboxSnapshotInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"sandboxId", "name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "sandboxId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sandboxId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SandboxID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateSandboxSnapshotInput unmarshals raw into the CreateSandboxSnapshotInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateSandboxSnapshotInput(ctx context.Context, raw any) (model.CreateSandboxSnapshotInput, error) {
+	var out model.CreateSandboxSnapshotInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateSandboxSnapshotInput", raw, &out)
 	return out, err
 }
 
@@ -15870,6 +17111,97 @@ func UnmarshalSandboxIdInput(ctx context.Context, raw any) (model.SandboxIDInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSandboxSnapshotFilter(ctx context.Context, obj any) (model.SandboxSnapshotFilter, error) {
+	var it model.SandboxSnapshotFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"sandboxId", "state"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "sandboxId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sandboxId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SandboxID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOSandboxSnapshotState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxSnapshotFilter unmarshals raw into the SandboxSnapshotFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxSnapshotFilter(ctx context.Context, raw any) (model.SandboxSnapshotFilter, error) {
+	var out model.SandboxSnapshotFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxSnapshotFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSandboxSnapshotIdInput(ctx context.Context, obj any) (model.SandboxSnapshotIDInput, error) {
+	var it model.SandboxSnapshotIDInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSandboxSnapshotIdInput unmarshals raw into the SandboxSnapshotIdInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSandboxSnapshotIdInput(ctx context.Context, raw any) (model.SandboxSnapshotIDInput, error) {
+	var out model.SandboxSnapshotIDInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SandboxSnapshotIdInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSandboxTemplateIdInput(ctx context.Context, obj any) (model.SandboxTemplateIDInput, error) {
 	var it model.SandboxTemplateIDInput
 	if obj == nil {
@@ -16042,7 +17374,7 @@ func (ec *executionContext) unmarshalInputSetQuotaInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"tenantId", "instances", "vcpus", "memoryMb", "gpus"}
+	fieldsInOrder := [...]string{"tenantId", "instances", "vcpus", "memoryMb", "gpus", "snapshots", "snapshotBytes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16084,6 +17416,20 @@ func (ec *executionContext) unmarshalInputSetQuotaInput(ctx context.Context, obj
 				return it, err
 			}
 			it.Gpus = data
+		case "snapshots":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("snapshots"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Snapshots = data
+		case "snapshotBytes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("snapshotBytes"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SnapshotBytes = data
 		}
 	}
 	return it, nil
@@ -16333,6 +17679,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._SandboxTemplate(ctx, sel, obj)
+	case domain.SandboxSnapshot:
+		return ec._SandboxSnapshot(ctx, sel, &obj)
+	case *domain.SandboxSnapshot:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SandboxSnapshot(ctx, sel, obj)
 	case domain.Sandbox:
 		return ec._Sandbox(ctx, sel, &obj)
 	case *domain.Sandbox:
@@ -17770,6 +19123,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createSandboxSnapshot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSandboxSnapshot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSandboxSnapshot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSandboxSnapshot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createSandboxTemplate":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createSandboxTemplate(ctx, field)
@@ -18271,6 +19638,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_providerAccounts(ctx, field)
 				})
+		case "sandboxSnapshot":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxSnapshot(ctx, field)
+				})
+		case "sandboxSnapshots":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_sandboxSnapshots(ctx, field)
+				})
 		case "sandboxTemplate":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -18354,6 +19733,16 @@ func (ec *executionContext) _Quota(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "gpus":
 			out.Values[i] = ec._Quota_gpus(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "snapshots":
+			out.Values[i] = ec._Quota_snapshots(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "snapshotBytes":
+			out.Values[i] = ec._Quota_snapshotBytes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -18473,6 +19862,12 @@ func (ec *executionContext) _Sandbox(ctx context.Context, sel ast.SelectionSet, 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Sandbox_stats(ctx, field, obj)
+				})
+		case "fromSnapshot":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Sandbox_fromSnapshot(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -18734,6 +20129,201 @@ func (ec *executionContext) _SandboxPayload(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("SandboxPayload")
 		case "sandbox":
 			out.Values[i] = ec._SandboxPayload_sandbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxSnapshotImplementors = []string{"SandboxSnapshot", "Node"}
+
+func (ec *executionContext) _SandboxSnapshot(ctx context.Context, sel ast.SelectionSet, obj *domain.SandboxSnapshot) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxSnapshotImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxSnapshot")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxSnapshot_id(ctx, field, obj)
+				})
+		case "name":
+			out.Values[i] = ec._SandboxSnapshot_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxSnapshot_state(ctx, field, obj)
+				})
+		case "stateReason":
+			out.Values[i] = ec._SandboxSnapshot_stateReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._SandboxSnapshot_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sha256":
+			out.Values[i] = ec._SandboxSnapshot_sha256(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sandbox":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxSnapshot_sandbox(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._SandboxSnapshot_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "settledAt":
+			out.Values[i] = ec._SandboxSnapshot_settledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxSnapshotConnectionImplementors = []string{"SandboxSnapshotConnection"}
+
+func (ec *executionContext) _SandboxSnapshotConnection(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxSnapshotConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxSnapshotConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxSnapshotConnection")
+		case "edges":
+			out.Values[i] = ec._SandboxSnapshotConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._SandboxSnapshotConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SandboxSnapshotConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._SandboxSnapshotConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxSnapshotEdgeImplementors = []string{"SandboxSnapshotEdge"}
+
+func (ec *executionContext) _SandboxSnapshotEdge(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxSnapshotEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxSnapshotEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxSnapshotEdge")
+		case "cursor":
+			out.Values[i] = ec._SandboxSnapshotEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SandboxSnapshotEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sandboxSnapshotPayloadImplementors = []string{"SandboxSnapshotPayload"}
+
+func (ec *executionContext) _SandboxSnapshotPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SandboxSnapshotPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sandboxSnapshotPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SandboxSnapshotPayload")
+		case "sandboxSnapshot":
+			out.Values[i] = ec._SandboxSnapshotPayload_sandboxSnapshot(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19386,6 +20976,16 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "snapshots":
+			out.Values[i] = ec._Usage_snapshots(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snapshotBytes":
+			out.Values[i] = ec._Usage_snapshotBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19917,6 +21517,11 @@ func (ec *executionContext) unmarshalNCreateSandboxInput2githubᚗcomᚋbetter�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateSandboxSnapshotInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxSnapshotInput(ctx context.Context, v any) (model.CreateSandboxSnapshotInput, error) {
+	res, err := ec.unmarshalInputCreateSandboxSnapshotInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateSandboxTemplateInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxTemplateInput(ctx context.Context, v any) (model.CreateSandboxTemplateInput, error) {
 	res, err := ec.unmarshalInputCreateSandboxTemplateInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -20224,6 +21829,20 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
+	res, err := graphql.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt64(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNIpPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐIPPool(ctx context.Context, sel ast.SelectionSet, v model.IPPool) graphql.Marshaler {
 	return ec._IpPool(ctx, sel, &v)
 }
@@ -20481,6 +22100,69 @@ func (ec *executionContext) unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcom
 
 func (ec *executionContext) marshalNSandboxPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxPayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxPayload) graphql.Marshaler {
 	return ec._SandboxPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshot2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx context.Context, sel ast.SelectionSet, v domain.SandboxSnapshot) graphql.Marshaler {
+	return ec._SandboxSnapshot(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshot2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshotᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.SandboxSnapshot) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxSnapshot2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSandboxSnapshotConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotConnection(ctx context.Context, sel ast.SelectionSet, v model.SandboxSnapshotConnection) graphql.Marshaler {
+	return ec._SandboxSnapshotConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshotEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotEdge(ctx context.Context, sel ast.SelectionSet, v model.SandboxSnapshotEdge) graphql.Marshaler {
+	return ec._SandboxSnapshotEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshotEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.SandboxSnapshotEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSandboxSnapshotEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSandboxSnapshotIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotIDInput(ctx context.Context, v any) (model.SandboxSnapshotIDInput, error) {
+	res, err := ec.unmarshalInputSandboxSnapshotIdInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshotPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotPayload(ctx context.Context, sel ast.SelectionSet, v model.SandboxSnapshotPayload) graphql.Marshaler {
+	return ec._SandboxSnapshotPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNSandboxSnapshotState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx context.Context, v any) (model.SandboxSnapshotState, error) {
+	var res model.SandboxSnapshotState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSandboxSnapshotState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx context.Context, sel ast.SelectionSet, v model.SandboxSnapshotState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNSandboxStartTimes2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxStartTimes(ctx context.Context, sel ast.SelectionSet, v model.SandboxStartTimes) graphql.Marshaler {
@@ -21128,6 +22810,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) unmarshalOInt642ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt642ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOMap2map(ctx context.Context, v any) (map[string]any, error) {
 	if v == nil {
 		return nil, nil
@@ -21214,6 +22914,37 @@ func (ec *executionContext) unmarshalOSandboxFilter2ᚖgithubᚗcomᚋbetterᚑc
 	}
 	res, err := ec.unmarshalInputSandboxFilter(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSandboxSnapshot2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐSandboxSnapshot(ctx context.Context, sel ast.SelectionSet, v *domain.SandboxSnapshot) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SandboxSnapshot(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOSandboxSnapshotFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotFilter(ctx context.Context, v any) (*model.SandboxSnapshotFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSandboxSnapshotFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOSandboxSnapshotState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx context.Context, v any) (*model.SandboxSnapshotState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.SandboxSnapshotState)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSandboxSnapshotState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotState(ctx context.Context, sel ast.SelectionSet, v *model.SandboxSnapshotState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOSandboxState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxState(ctx context.Context, v any) (*model.SandboxState, error) {

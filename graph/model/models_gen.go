@@ -131,8 +131,11 @@ type CreateProviderAccountInput struct {
 
 type CreateSandboxInput struct {
 	// Operators name the tenant; members may leave it out.
-	TenantID   *string `json:"tenantId,omitempty"`
-	TemplateID string  `json:"templateId"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Required unless fromSnapshot is given (then the snapshot's, if given).
+	TemplateID *string `json:"templateId,omitempty"`
+	// A READY snapshot of the tenant's to restore: the sandbox boots from its disk, cold, on the host that holds it.
+	FromSnapshot *string `json:"fromSnapshot,omitempty"`
 	// Seconds from now; default the template's defaultTimeout, at most its maxTimeout.
 	Timeout *int `json:"timeout,omitempty"`
 	// At most 32 entries; keys up to 64 bytes, values up to 512.
@@ -143,6 +146,13 @@ type CreateSandboxInput struct {
 	Env []EnvVarInput `json:"env,omitempty"`
 	// Repeating a key returns the first result.
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+}
+
+type CreateSandboxSnapshotInput struct {
+	// A RUNNING sandbox.
+	SandboxID string `json:"sandboxId"`
+	// 1-63 lowercase letters, digits or hyphens; unique among the tenant's snapshots.
+	Name string `json:"name"`
 }
 
 type CreateSandboxTemplateInput struct {
@@ -312,11 +322,15 @@ type Query struct {
 
 // A tenant's limits (null: unlimited) and what its live instances use.
 type Quota struct {
-	Instances *int  `json:"instances,omitempty"`
-	Vcpus     *int  `json:"vcpus,omitempty"`
-	MemoryMb  *int  `json:"memoryMb,omitempty"`
-	Gpus      *int  `json:"gpus,omitempty"`
-	Usage     Usage `json:"usage"`
+	Instances *int `json:"instances,omitempty"`
+	Vcpus     *int `json:"vcpus,omitempty"`
+	MemoryMb  *int `json:"memoryMb,omitempty"`
+	Gpus      *int `json:"gpus,omitempty"`
+	// Live sandbox snapshots.
+	Snapshots *int `json:"snapshots,omitempty"`
+	// Bytes of READY sandbox snapshots.
+	SnapshotBytes *int64 `json:"snapshotBytes,omitempty"`
+	Usage         Usage  `json:"usage"`
 }
 
 type RegisterImageInput struct {
@@ -390,6 +404,31 @@ type SandboxIDInput struct {
 
 type SandboxPayload struct {
 	Sandbox domain.Sandbox `json:"sandbox"`
+}
+
+type SandboxSnapshotConnection struct {
+	Edges      []SandboxSnapshotEdge    `json:"edges"`
+	Nodes      []domain.SandboxSnapshot `json:"nodes"`
+	PageInfo   PageInfo                 `json:"pageInfo"`
+	TotalCount int                      `json:"totalCount"`
+}
+
+type SandboxSnapshotEdge struct {
+	Cursor string                 `json:"cursor"`
+	Node   domain.SandboxSnapshot `json:"node"`
+}
+
+type SandboxSnapshotFilter struct {
+	SandboxID *string               `json:"sandboxId,omitempty"`
+	State     *SandboxSnapshotState `json:"state,omitempty"`
+}
+
+type SandboxSnapshotIDInput struct {
+	ID string `json:"id"`
+}
+
+type SandboxSnapshotPayload struct {
+	SandboxSnapshot domain.SandboxSnapshot `json:"sandboxSnapshot"`
 }
 
 // Seconds from createSandbox to RUNNING.
@@ -481,6 +520,10 @@ type SetQuotaInput struct {
 	Vcpus     *int   `json:"vcpus,omitempty"`
 	MemoryMb  *int   `json:"memoryMb,omitempty"`
 	Gpus      *int   `json:"gpus,omitempty"`
+	// Live sandbox snapshots.
+	Snapshots *int `json:"snapshots,omitempty"`
+	// Bytes the READY sandbox snapshots may hold; a snapshot that would exceed it settles FAILED.
+	SnapshotBytes *int64 `json:"snapshotBytes,omitempty"`
 }
 
 type SetSandboxTimeoutInput struct {
@@ -524,10 +567,12 @@ type UpdateSandboxTemplateInput struct {
 }
 
 type Usage struct {
-	Instances int `json:"instances"`
-	Vcpus     int `json:"vcpus"`
-	MemoryMb  int `json:"memoryMb"`
-	Gpus      int `json:"gpus"`
+	Instances     int   `json:"instances"`
+	Vcpus         int   `json:"vcpus"`
+	MemoryMb      int   `json:"memoryMb"`
+	Gpus          int   `json:"gpus"`
+	Snapshots     int   `json:"snapshots"`
+	SnapshotBytes int64 `json:"snapshotBytes"`
 }
 
 type Viewer struct {
@@ -1074,6 +1119,65 @@ func (e *SandboxEventType) UnmarshalJSON(b []byte) error {
 }
 
 func (e SandboxEventType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A snapshot's state: PENDING until its host reports taking it, then READY
+// (sandboxes may be restored from it) or FAILED (stateReason says why).
+type SandboxSnapshotState string
+
+const (
+	SandboxSnapshotStatePending SandboxSnapshotState = "PENDING"
+	SandboxSnapshotStateReady   SandboxSnapshotState = "READY"
+	SandboxSnapshotStateFailed  SandboxSnapshotState = "FAILED"
+)
+
+var AllSandboxSnapshotState = []SandboxSnapshotState{
+	SandboxSnapshotStatePending,
+	SandboxSnapshotStateReady,
+	SandboxSnapshotStateFailed,
+}
+
+func (e SandboxSnapshotState) IsValid() bool {
+	switch e {
+	case SandboxSnapshotStatePending, SandboxSnapshotStateReady, SandboxSnapshotStateFailed:
+		return true
+	}
+	return false
+}
+
+func (e SandboxSnapshotState) String() string {
+	return string(e)
+}
+
+func (e *SandboxSnapshotState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SandboxSnapshotState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SandboxSnapshotState", str)
+	}
+	return nil
+}
+
+func (e SandboxSnapshotState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SandboxSnapshotState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SandboxSnapshotState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

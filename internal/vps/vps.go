@@ -17,6 +17,10 @@ const (
 	// TopicCommands carries host commands that became final (the host
 	// reported their end, or their deadline passed), to their kind's owner.
 	TopicCommands = "vps.commands"
+	// TopicSnapshots is the topic of the vps.snapshots reconciler, whose
+	// keys are sandbox snapshots: woken to queue a snapshot's take or its
+	// purge.
+	TopicSnapshots = "vps.snapshots"
 	// TopicEvents is the topic of an outbox row that is an event only:
 	// the relay publishes it and hands no work to the reconciler.
 	TopicEvents = "vps.events"

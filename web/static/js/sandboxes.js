@@ -8,7 +8,7 @@ const INSTANCE = 'id name state desiredState stateReason addresses version updat
 
 // FIELDS are a sandbox's fields every page reads.
 export const FIELDS = `id state startedFrom templateVersion metadata expiresAt endedAt createdAt updatedAt version
-  template { id name defaultTimeout maxTimeout } instance { ${INSTANCE} }`;
+  template { id name defaultTimeout maxTimeout } fromSnapshot { id name } instance { ${INSTANCE} }`;
 
 // sandboxState is a sandbox's state made of its instance's, as the
 // database's sandbox_state makes it: a claimed warm instance still paused

@@ -1,6 +1,7 @@
 // One sandbox: its state kept live from its events and its instance's, its
 // template, metadata, how it started, the time it has left counting down,
-// and set timeout (extend or shorten), pause/resume and delete.
+// and set timeout (extend or shorten), pause/resume and delete; its
+// snapshots (take, delete, restore into a new sandbox).
 //
 // The page is a list of sections (SECTIONS), each built from the sandbox
 // and updated as it changes: details, time left, its event history
@@ -13,6 +14,7 @@ import { actionBar } from './actions.js';
 import { formKit } from './form.js';
 import { historySection } from './sandbox-history.js';
 import { statsSection } from './sandbox-stats.js';
+import { snapshotsSection } from './sandbox-snapshots.js';
 
 const QUERY = `query Sandbox($id: ID!) { sandbox(id: $id) { ${FIELDS} tenant { name } } }`;
 
@@ -27,7 +29,7 @@ const ACTIONS = {
 
 // SECTIONS are the page's cards: build(page) returns {el, update()}, and
 // update runs whenever the sandbox changes (page.sbx is the newest).
-const SECTIONS = [detailsSection, timeoutSection, historySection, statsSection];
+const SECTIONS = [detailsSection, timeoutSection, snapshotsSection, historySection, statsSection];
 
 export function sandboxPage(ctx) {
   const { main, store } = ctx;
@@ -144,7 +146,8 @@ function detailsSection(page) {
       const inst = s.instance;
       replace(body, dl([
         ['Template', h('a', { href: `#/sandboxes?template=${encodeURIComponent(s.template.id)}`, id: 'sandbox-template' }, s.template.name)],
-        ['Started', h('span', { id: 'sandbox-started' }, startedTag(s.startedFrom), s.startedFrom === 'WARM' ? ' claimed a warm instance' : ' booted its own instance')],
+        ['Started', h('span', { id: 'sandbox-started' }, startedTag(s.startedFrom), s.startedFrom === 'WARM' ? ' claimed a warm instance'
+          : s.fromSnapshot ? ` restored from snapshot ${s.fromSnapshot.name}` : ' booted its own instance')],
         ['Template version', String(s.templateVersion)],
         ['Metadata', h('div', { id: 'sandbox-metadata' }, metadataList(s.metadata))],
         ['Addresses', inst.addresses?.length ? h('span', { class: 'mono' }, inst.addresses.join(', ')) : h('span', { class: 'muted' }, 'none yet')],

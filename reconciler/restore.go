@@ -1,0 +1,50 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// restoreHost returns the one host a restored instance may be placed on:
+// the one holding its snapshot's files (nil for an instance that is not a
+// restore). why says why it cannot be placed at all: its snapshot's files
+// are gone.
+func restoreHost(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (host *uuid.UUID, why string, err error) {
+	if inst.RestoreFrom == nil {
+		return nil, "", nil
+	}
+	snap, err := q.GetSandboxSnapshot(ctx, *inst.RestoreFrom)
+	if err != nil {
+		return nil, "", fmt.Errorf("read the snapshot it restores: %w", err)
+	}
+	if snap.Purged || snap.HostID == nil {
+		return nil, fmt.Sprintf("snapshot %s it restores from was purged", ids.Encode(ids.SandboxSnapshot, snap.ID)), nil
+	}
+	return snap.HostID, "", nil
+}
+
+// restoreNoRoom says why a restore waits: the host holding its snapshot,
+// among the candidates when it is live and undrained, has no room, or is
+// not live.
+func restoreNoRoom(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, host uuid.UUID, candidates []sqlc.PlacementCandidatesRow) string {
+	name := ids.Encode(ids.Host, host)
+	if h, err := q.GetHost(ctx, host); err == nil {
+		name = h.Name
+	}
+	snap := ids.Encode(ids.SandboxSnapshot, *inst.RestoreFrom)
+	if len(candidates) == 0 {
+		return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which is gone, draining or in another pool", snap, name)
+	}
+	if spoken, need := domain.SpokenProtocol(candidates[0].Protocol), domain.HostProtocol(inst); spoken < need {
+		return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which speaks host protocol %d; a restore needs %d or later",
+			snap, name, spoken, need)
+	}
+	return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which has no room for %d vCPUs, %d MiB, %d GiB",
+		snap, name, inst.Vcpus, inst.MemoryMb, inst.DiskGb)
+}
