@@ -123,7 +123,7 @@ add_module() {
 }
 # AHCI and the CD-ROM for the seed, virtio for the NIC, the virtio disk and
 # its FAT filesystem (/data), the power button.
-for m in ahci sr_mod isofs virtio_pci virtio_net virtio_blk vfat nls_cp437 nls_utf8 button evdev; do
+for m in ahci sr_mod isofs virtio_pci virtio_net virtio_blk vfat nls_cp437 nls_ascii button evdev; do
 	add_module "$m"
 done
 
