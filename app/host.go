@@ -56,6 +56,11 @@ type HostConfig struct {
 	// StateDir holds the image cache, overlays, seeds and console logs of
 	// the libvirt runtime (--state-dir). Default DefaultHostStateDir.
 	StateDir string
+	// SnapshotDir is the libvirt runtime's snapshot store (--snapshot-dir):
+	// a directory shared by hosts, at the same path on each, lets a
+	// deployment restore a snapshot on any of them. Default: the runtime's,
+	// StateDir/snapshots.
+	SnapshotDir string
 	// Bridge is the host bridge guest NICs join (--bridge). Default:
 	// user-mode networking, which cannot enforce a network policy.
 	Bridge string
@@ -108,6 +113,8 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
 	fs.StringVar(&c.DomainType, "domain-type", "", "libvirt runtime: kvm or qemu (software emulation); empty: kvm when /dev/kvm exists")
 	fs.StringVar(&c.StateDir, "state-dir", DefaultHostStateDir, "libvirt runtime: `directory` for images, overlays, seeds and console logs")
+	fs.StringVar(&c.SnapshotDir, "snapshot-dir", "",
+		"libvirt runtime: `directory` of the snapshot store; one shared by hosts (same path on each) lets restores run on any of them; empty: STATE-DIR/snapshots")
 	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
 		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")

@@ -43,7 +43,7 @@ func runHost(ctx context.Context, cfg *app.HostConfig) error {
 		}
 		r, err := libvirt.New(ctx, libvirt.Config{
 			URI: cfg.LibvirtURI, Socket: cfg.LibvirtSocket, DomainType: cfg.DomainType,
-			StateDir: cfg.StateDir, Bridge: cfg.Bridge, BootTimeout: cfg.BootTimeout, Images: images, Logger: log,
+			StateDir: cfg.StateDir, SnapshotDir: cfg.SnapshotDir, Bridge: cfg.Bridge, BootTimeout: cfg.BootTimeout, Images: images, Logger: log,
 		})
 		if err != nil {
 			return err

@@ -83,24 +83,34 @@ func root(t testing.TB) string {
 	}
 }
 
-// hashTree is a short hash of the names and contents of the files under dir.
+// built are the files of scripts/guest the image is built from (those
+// build.sh's stamp covers; not its README).
+var built = []string{"build.sh", "syslinux.cfg", "rootfs"}
+
+// hashTree is a short hash of the names and contents of the files under
+// dir the image is built from.
 func hashTree(dir string) (string, error) {
 	h := sha256.New()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	for _, top := range built {
+		err := filepath.WalkDir(filepath.Join(dir, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rel, _ := filepath.Rel(dir, path)
+			io.WriteString(h, rel+"\x00")
+			_, err = io.Copy(h, f)
 			return err
-		}
-		f, err := os.Open(path)
+		})
 		if err != nil {
-			return err
+			return "", err
 		}
-		defer f.Close()
-		rel, _ := filepath.Rel(dir, path)
-		io.WriteString(h, rel+"\x00")
-		_, err = io.Copy(h, f)
-		return err
-	})
-	return hex.EncodeToString(h.Sum(nil))[:12], err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // Key makes an SSH key pair for a test's guests: the signer to log in with
