@@ -250,9 +250,12 @@ func TestSnapshotRefusals(t *testing.T) {
 }
 
 // TestSnapshotCancelled: cancelling a snapshot while its copy runs leaves
-// no file in the store and no job on the domain, and the same snapshot is
-// then taken whole. The domain boots nothing; its disk holds 512 MiB
-// written before it started, so the copy takes a while.
+// no file in the store and no job on the domain. Then, as after a daemon
+// that died mid-snapshot, a backup job runs on the domain (begun with
+// virsh, in pull mode, so it runs until aborted) and the store holds the
+// snapshot's partial file: a new runtime takes the same snapshot whole, of
+// the paused domain, which stays paused. The domain boots nothing; its disk
+// holds 512 MiB written before it started, so a copy takes a while.
 func TestSnapshotCancelled(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -279,9 +282,7 @@ func TestSnapshotCancelled(t *testing.T) {
 		cancel()
 		watched <- began
 	}()
-	begin := time.Now()
 	_, err := r.Snapshot(cctx, spec.ID, snap)
-	t.Logf("Snapshot returned after %v: %v", time.Since(begin), err)
 	if !<-watched {
 		t.Fatal("the copy never began")
 	}
@@ -291,16 +292,41 @@ func TestSnapshotCancelled(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Join(e.dir, "snapshots")); len(left) != 0 {
 		t.Fatalf("the store holds %v", left)
 	}
-	if info := virsh(t, "domjobinfo", "bc-"+spec.ID); !strings.Contains(info, "None") {
-		t.Fatalf("a job is left on the domain:\n%s", info)
+	noJob := func() {
+		t.Helper()
+		if info := virsh(t, "domjobinfo", "bc-"+spec.ID); !strings.Contains(info, "None") {
+			t.Fatalf("a job is left on the domain:\n%s", info)
+		}
 	}
-	res, err := r.Snapshot(ctx, spec.ID, snap)
-	if err != nil {
-		t.Fatalf("taking it again: %v", err)
-	}
-	if fi, err := os.Stat(stored); err != nil || fi.Size() != res.SizeBytes || res.SizeBytes < 512<<20 {
-		t.Fatalf("taken again: %+v; stored %v, %v", res, fi, err)
-	}
+	noJob()
+
+	t.Run("after a daemon died mid-snapshot", func(t *testing.T) {
+		if err := r.Pause(ctx, spec.ID); err != nil {
+			t.Fatal(err)
+		}
+		backup, sockets := filepath.Join(e.dir, "backup.xml"), filepath.Join(e.dir, "nbd")
+		os.Mkdir(sockets, 0o777)
+		os.Chmod(sockets, 0o777) // QEMU's user binds the export's socket there
+		os.WriteFile(backup, []byte(`<domainbackup mode="pull"><server transport="unix" socket="`+filepath.Join(sockets, "export.sock")+`"/>
+			<disks><disk name="vda" backup="yes" type="file"><scratch file="`+filepath.Join(e.dir, "scratch.qcow2")+`"/></disk><disk name="sda" backup="no"/></disks></domainbackup>`), 0o644)
+		virsh(t, "backup-begin", "bc-"+spec.ID, backup)
+		if info := virsh(t, "domjobinfo", "bc-"+spec.ID); !strings.Contains(info, "Backup") {
+			t.Fatalf("no backup job runs:\n%s", info)
+		}
+		os.WriteFile(stored+".part", []byte("half a snapshot"), 0o644)
+		res, err := e.runtime().Snapshot(ctx, spec.ID, snap)
+		if err != nil {
+			t.Fatalf("taking it again: %v", err)
+		}
+		if fi, err := os.Stat(stored); err != nil || fi.Size() != res.SizeBytes || res.SizeBytes < 512<<20 {
+			t.Fatalf("taken again: %+v; stored %v, %v", res, fi, err)
+		}
+		if _, err := os.Stat(stored + ".part"); !os.IsNotExist(err) {
+			t.Fatalf("the partial file remains: %v", err)
+		}
+		want(t, r, spec.ID, hostd.DomainPaused)
+		noJob()
+	})
 }
 
 // BenchmarkSnapshot measures, on real guests under software emulation: a
