@@ -69,6 +69,11 @@ type HostConfig struct {
 	// runtime FakeStateDir(credential), so that a restarted fake host finds
 	// its journal and snapshots without being told where.
 	StateDir string
+	// SnapshotDir is the runtime's snapshot store (--snapshot-dir): a
+	// directory shared by hosts, at the same path on each, lets a
+	// deployment restore a snapshot on any of them. Default: the
+	// runtime's, StateDir/snapshots.
+	SnapshotDir string
 	// InteractiveSlots is how many interactive commands run at once
 	// (--interactive-slots). Default hostd.DefaultInteractiveSlots.
 	InteractiveSlots int
@@ -135,6 +140,8 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.InteractiveSlots, "interactive-slots", hostd.DefaultInteractiveSlots, "how many interactive commands run at once")
 	fs.IntVar(&c.BulkSlots, "bulk-slots", hostd.DefaultBulkSlots, "how many bulk commands (snapshots) run at once")
 	fs.IntVar(&c.ConvergeSlots, "converge-slots", hostd.DefaultConvergeSlots, "how many instances converge at once (define, start, shutdown, …)")
+	fs.StringVar(&c.SnapshotDir, "snapshot-dir", "",
+		"`directory` of the snapshot store; one shared by hosts (same path on each) lets restores run on any of them; empty: STATE-DIR/snapshots")
 	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
 		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")

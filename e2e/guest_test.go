@@ -2,11 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,35 +12,13 @@ import (
 
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/testguest"
 )
-
-// guestCache keeps the built guest image between runs.
-const guestCache = "/var/tmp/bc-guest-cache"
 
 // guestImage builds (or finds) the project's tiny bootable guest: Debian's
 // kernel and an initramfs with busybox and dropbear that reads the NoCloud
 // seed (scripts/guest; its README says why not the cloud kernel).
-func guestImage(t testing.TB) (url, format, sum string) {
-	t.Helper()
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("SKIPPED LOUDLY: no QEMU on this machine, so no guest can run (neither KVM nor software emulation); make test installs qemu-system-x86")
-	}
-	out, err := exec.Command("bash", "../scripts/guest/build.sh", guestCache).CombinedOutput()
-	if err != nil {
-		t.Fatalf("build the guest image: %v\n%s", err, out)
-	}
-	for _, f := range []string{"qcow2", "raw"} {
-		path := filepath.Join(guestCache, "guest."+f)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		h := sha256.Sum256(b)
-		return "file://" + path, f, hex.EncodeToString(h[:])
-	}
-	t.Fatalf("the guest build made no image in %s", guestCache)
-	return
-}
+func guestImage(t testing.TB) (url, format, sum string) { return testguest.Image(t) }
 
 // bridge makes a host bridge with the pool's gateway address, so the test
 // reaches guests at their leased addresses.
@@ -116,12 +89,7 @@ func realGuest(t testing.TB) (running, login time.Duration) {
 
 // guestKey makes an SSH key pair for a test's guests: the signer to log in
 // with and the authorized_keys line to give them.
-func guestKey() (ssh.Signer, string) {
-	pub, priv, _ := ed25519.GenerateKey(nil)
-	signer, _ := ssh.NewSignerFromKey(priv)
-	sshPub, _ := ssh.NewPublicKey(pub)
-	return signer, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
-}
+func guestKey() (ssh.Signer, string) { return testguest.Key() }
 
 // leaseOf is the address instance (an API ID) holds a live lease of, once
 // it holds one (within 2 minutes).
@@ -147,46 +115,7 @@ func reaches(t testing.TB, dir, id, addr string, signer ssh.Signer, to string) b
 // with the end of the guest's console (in the host's state directory dir).
 func waitSSH(t testing.TB, dir, id, addr string, signer ssh.Signer, cmd string) string {
 	t.Helper()
-	var out string
-	var err error
-	if !testenv.Within(3*time.Minute, func() bool {
-		out, err = sshRun(addr, signer, cmd)
-		return err == nil
-	}) {
-		console, _ := os.ReadFile(filepath.Join(dir, "consoles", id+".log"))
-		t.Fatalf("no SSH to %s: %v\nconsole:\n%s", addr, err, tail(console))
-	}
-	return out
+	return testguest.WaitSSH(t, filepath.Join(dir, "consoles", id+".log"), addr, signer, cmd)
 }
 
-func sshRun(addr string, signer ssh.Signer, cmd string) (string, error) {
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "22"), 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	sc, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{
-		User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.InsecureIgnoreHostKey(), // the guest's host key is new every boot
-	})
-	if err != nil {
-		conn.Close()
-		return "", err
-	}
-	client := ssh.NewClient(sc, chans, reqs)
-	defer client.Close()
-	s, err := client.NewSession()
-	if err != nil {
-		return "", err
-	}
-	defer s.Close()
-	b, err := s.Output(cmd)
-	return string(b), err
-}
-
-func tail(b []byte) string {
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
-}
+func tail(b []byte) string { return testguest.Tail(b) }

@@ -30,7 +30,7 @@ func runHost(ctx context.Context, cfg *app.HostConfig) error {
 	var rt hostd.Runtime
 	switch cfg.Runtime {
 	case app.RuntimeFake:
-		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay, StateDir: cfg.StateDir, SnapshotDelay: cfg.FakeSnapshotDelay})
+		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay, StateDir: cfg.StateDir, SnapshotDir: cfg.SnapshotDir, SnapshotDelay: cfg.FakeSnapshotDelay})
 		defer h.Close()
 		if cfg.FakeFailStarts != "" {
 			h.FailAllStarts(cfg.FakeFailStarts)
@@ -44,7 +44,7 @@ func runHost(ctx context.Context, cfg *app.HostConfig) error {
 		}
 		r, err := libvirt.New(ctx, libvirt.Config{
 			URI: cfg.LibvirtURI, Socket: cfg.LibvirtSocket, DomainType: cfg.DomainType,
-			StateDir: cfg.StateDir, Bridge: cfg.Bridge, BootTimeout: cfg.BootTimeout, Images: images, Logger: log,
+			StateDir: cfg.StateDir, SnapshotDir: cfg.SnapshotDir, Bridge: cfg.Bridge, BootTimeout: cfg.BootTimeout, Images: images, Logger: log,
 		})
 		if err != nil {
 			return err

@@ -121,8 +121,9 @@ add_module() {
 	cp "$f" "$root/lib/modules/$m.ko"
 	echo "$m" >>"$root/lib/modules/order"
 }
-# AHCI and the CD-ROM for the seed, virtio for the NIC, the power button.
-for m in ahci sr_mod isofs virtio_pci virtio_net button evdev; do
+# AHCI and the CD-ROM for the seed, virtio for the NIC, the virtio disk and
+# its FAT filesystem (/data), the power button.
+for m in ahci sr_mod isofs virtio_pci virtio_net virtio_blk vfat nls_cp437 nls_ascii button evdev; do
 	add_module "$m"
 done
 

@@ -102,14 +102,11 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	if rules != nil && r.cfg.Bridge == "" {
 		return fmt.Errorf("define %s: a network policy needs a bridge; this host runs user-mode networking", spec.ID)
 	}
-	base, err := r.cfg.Images.Get(ctx, spec.Image)
+	base, format, err := r.backing(ctx, spec)
 	if err != nil {
-		if errors.Is(err, imagecache.ErrInvalidImage) {
-			return fmt.Errorf("define %s: %w: %w", spec.ID, hostd.ErrInvalid, err)
-		}
-		return fmt.Errorf("define %s: image: %w", spec.ID, err)
+		return fmt.Errorf("define %s: %w", spec.ID, err)
 	}
-	if err := r.makeOverlay(ctx, spec, base); err != nil {
+	if err := r.makeOverlay(ctx, spec, base, format); err != nil {
 		return fmt.Errorf("define %s: %w", spec.ID, err)
 	}
 	if err := seed.WriteISO(ctx, r.seed(spec.ID)); err != nil {
@@ -120,7 +117,7 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 			return fmt.Errorf("define %s: %w", spec.ID, err)
 		}
 	}
-	desc, err := r.domainXML(spec, base)
+	desc, err := r.domainXML(spec, base, format)
 	if err != nil {
 		return fmt.Errorf("define %s: describe domain: %w", spec.ID, err)
 	}
@@ -135,17 +132,34 @@ func (r *Runtime) Define(ctx context.Context, spec hostproto.InstanceSpec) error
 	return nil
 }
 
-// makeOverlay makes the instance's disk: a qcow2 overlay of DiskGB over the
-// base image, or a blank disk when the image is an ISO.
-func (r *Runtime) makeOverlay(ctx context.Context, spec hostproto.InstanceSpec, base string) error {
+// backing is what the instance's disk is made over, and its format: its
+// snapshot's link when it is restored (RestoreFrom), else its cached image.
+func (r *Runtime) backing(ctx context.Context, spec hostproto.InstanceSpec) (path, format string, err error) {
+	if spec.RestoreFrom != "" {
+		path, err := r.linkSnapshot(ctx, spec.ID, spec.RestoreFrom)
+		return path, "qcow2", err
+	}
+	path, err = r.cfg.Images.Get(ctx, spec.Image)
+	if errors.Is(err, imagecache.ErrInvalidImage) {
+		return "", "", fmt.Errorf("%w: %w", hostd.ErrInvalid, err)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("image: %w", err)
+	}
+	return path, spec.Image.Format, nil
+}
+
+// makeOverlay makes the instance's disk: a qcow2 overlay of DiskGB over
+// base (of format), or a blank disk when base is an ISO.
+func (r *Runtime) makeOverlay(ctx context.Context, spec hostproto.InstanceSpec, base, format string) error {
 	path := r.overlay(spec.ID)
 	if _, err := os.Stat(path); err == nil {
 		return nil // made before a crash
 	}
 	size := strconv.FormatInt(max(spec.DiskGB, 1), 10) + "G"
 	args := []string{"create", "-q", "-f", "qcow2"}
-	if spec.Image.Format != "iso" {
-		args = append(args, "-F", spec.Image.Format, "-b", base)
+	if format != "iso" {
+		args = append(args, "-F", format, "-b", base)
 	}
 	args = append(args, path+".tmp", size)
 	if out, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput(); err != nil {
@@ -239,7 +253,8 @@ func (r *Runtime) Resume(ctx context.Context, id string) error {
 }
 
 // Undefine implements hostd.Runtime: destroy, undefine, and remove the
-// network filter, overlay, seed and console log, whether or not the domain
+// network filter, overlay (and a restored domain's link to its snapshot,
+// never the snapshot), seed and console log, whether or not the domain
 // still exists, so a crash between defining and undefining leaks nothing.
 func (r *Runtime) Undefine(ctx context.Context, id string) error {
 	d, ok, err := r.lookup(id)
@@ -258,7 +273,7 @@ func (r *Runtime) Undefine(ctx context.Context, id string) error {
 	if err := r.undefineFilter(id); err != nil {
 		return fmt.Errorf("undefine %s: %w", id, err)
 	}
-	for _, path := range []string{r.overlay(id), r.seed(id), r.console(id)} {
+	for _, path := range []string{r.overlay(id), r.restoreBase(id), r.restoreBase(id) + ".tmp", r.seed(id), r.console(id)} {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("undefine %s: %w", id, err)
 		}
@@ -279,15 +294,4 @@ func (r *Runtime) must(id string) (golibvirt.Domain, error) {
 func isNotRunning(err error) bool {
 	var lerr golibvirt.Error
 	return errors.As(err, &lerr) && lerr.Code == uint32(golibvirt.ErrOperationInvalid)
-}
-
-// Snapshot implements hostd.Runtime. Not yet: the snapshots part of issue
-// 14 replaces it.
-func (r *Runtime) Snapshot(ctx context.Context, id, snap string) (hostproto.SnapshotResult, error) {
-	return hostproto.SnapshotResult{}, errors.New("libvirt: snapshots are not implemented yet")
-}
-
-// PurgeSnapshot implements hostd.Runtime. Not yet, as Snapshot.
-func (r *Runtime) PurgeSnapshot(ctx context.Context, snap string) error {
-	return errors.New("libvirt: snapshots are not implemented yet")
 }

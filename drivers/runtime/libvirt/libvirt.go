@@ -45,6 +45,11 @@ type Config struct {
 	// StateDir holds overlays, seeds and console logs; libvirt's QEMU user
 	// must be able to reach it. Default /var/lib/better-compute.
 	StateDir string
+	// SnapshotDir is the snapshot store: one self-contained qcow2 file per
+	// snapshot (snapshots.go). A directory shared by hosts (the same path
+	// on each) lets a deployment restore a snapshot on any of them. libvirt's
+	// QEMU user must be able to write it. Default StateDir/snapshots.
+	SnapshotDir string
 	// Images is the base-image cache. Required.
 	Images Images
 	// Bridge is the host bridge NICs join. Empty: user-mode networking,
@@ -78,6 +83,9 @@ func (c *Config) applyDefaults() {
 	if c.StateDir == "" {
 		c.StateDir = "/var/lib/better-compute"
 	}
+	if c.SnapshotDir == "" {
+		c.SnapshotDir = filepath.Join(c.StateDir, snapshotDir)
+	}
 	if c.BootedPattern == "" {
 		c.BootedPattern = DefaultBootedPattern
 	}
@@ -102,6 +110,9 @@ type Runtime struct {
 	mu sync.Mutex
 	// started holds when each domain was started, for BootTimeout.
 	started map[string]time.Time
+	// snapping holds, for each instance a snapshot is being taken of, a
+	// channel closed when it is done (claimSnapshots).
+	snapping map[string]chan struct{}
 }
 
 var _ hostd.Runtime = (*Runtime)(nil)
@@ -116,8 +127,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{overlayDir, seedDir, consoleDir} {
-		if err := os.MkdirAll(filepath.Join(cfg.StateDir, dir), 0o755); err != nil {
+	for _, dir := range []string{filepath.Join(cfg.StateDir, overlayDir), filepath.Join(cfg.StateDir, seedDir), filepath.Join(cfg.StateDir, consoleDir), cfg.SnapshotDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("libvirt: %w", err)
 		}
 	}
@@ -125,7 +136,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := l.ConnectToURI(golibvirt.ConnectURI(cfg.URI)); err != nil {
 		return nil, fmt.Errorf("libvirt: connect to %s over %s: %w", cfg.URI, cfg.Socket, err)
 	}
-	r := &Runtime{cfg: cfg, l: l, log: cfg.Logger, changes: make(chan struct{}, 1), booted: booted, started: make(map[string]time.Time)}
+	r := &Runtime{cfg: cfg, l: l, log: cfg.Logger, changes: make(chan struct{}, 1), booted: booted,
+		started: make(map[string]time.Time), snapping: make(map[string]chan struct{})}
 	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	events, err := l.LifecycleEvents(watchCtx)
@@ -165,6 +177,8 @@ const (
 	overlayDir = "overlays"
 	seedDir    = "seeds"
 	consoleDir = "consoles"
+	// snapshotDir is Config.SnapshotDir's default.
+	snapshotDir = "snapshots"
 )
 
 func (r *Runtime) overlay(id string) string {

@@ -25,7 +25,7 @@ import (
 const socket = "/var/run/libvirt/libvirt-sock"
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	cache *imagecache.Cache
 	image hostproto.Image
@@ -33,7 +33,7 @@ type env struct {
 
 // setup needs a running libvirtd with the QEMU driver (make test starts
 // one); it fails, loudly, without.
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	if _, err := os.Stat(socket); err != nil {
 		t.Fatalf("LIBVIRTD IS NOT RUNNING (no %s): make test installs and starts it: %v", socket, err)
@@ -60,9 +60,15 @@ func setup(t *testing.T) *env {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func (e *env) runtime() *libvirt.Runtime {
+// runtime returns a runtime of the test's state directory, configured
+// further by configure, closed when the test ends.
+func (e *env) runtime(configure ...func(*libvirt.Config)) *libvirt.Runtime {
 	e.t.Helper()
-	r, err := libvirt.New(context.Background(), libvirt.Config{DomainType: "qemu", StateDir: e.dir, Images: e.cache, Logger: quiet})
+	cfg := libvirt.Config{DomainType: "qemu", StateDir: e.dir, Images: e.cache, Logger: quiet}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	r, err := libvirt.New(context.Background(), cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,27 +19,30 @@ import (
 
 // bridged returns a runtime whose NICs join a bridge of the test's own,
 // which a network filter needs.
-func (e *env) bridged(configure ...func(*libvirt.Config)) *libvirt.Runtime {
+func (e *env) bridged() *libvirt.Runtime {
+	e.t.Helper()
+	return e.runtime(func(c *libvirt.Config) { c.Bridge = e.bridge() })
+}
+
+// bridge makes a bridge of the test's own, up, with the addresses (CIDRs)
+// given, and returns its name.
+func (e *env) bridge(addrs ...string) string {
 	e.t.Helper()
 	testenv.HostNetwork(e.t)
 	name := fmt.Sprintf("bct%d", time.Now().UnixNano()%1_000_000_000)
-	if out, err := exec.Command("ip", "link", "add", name, "type", "bridge").CombinedOutput(); err != nil {
-		e.t.Fatalf("ip link add: %v %s", err, out)
+	ip := func(args ...string) {
+		e.t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			e.t.Fatalf("ip %v: %v %s", args, err, out)
+		}
 	}
+	ip("link", "add", name, "type", "bridge")
 	e.t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() })
-	if out, err := exec.Command("ip", "link", "set", name, "up").CombinedOutput(); err != nil {
-		e.t.Fatalf("ip link set up: %v %s", err, out)
+	for _, a := range addrs {
+		ip("addr", "add", a, "dev", name)
 	}
-	cfg := libvirt.Config{DomainType: "qemu", StateDir: e.dir, Images: e.cache, Logger: quiet, Bridge: name}
-	for _, f := range configure {
-		f(&cfg)
-	}
-	r, err := libvirt.New(context.Background(), cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { r.Close() })
-	return r
+	ip("link", "set", name, "up")
+	return name
 }
 
 func virsh(t *testing.T, args ...string) string {

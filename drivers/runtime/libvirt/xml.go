@@ -24,12 +24,12 @@ type ownership struct {
 	StateDir string   `xml:"state-dir"`
 }
 
-// domainXML describes the domain of spec: its disk is the overlay (or, for
-// an iso image, the ISO as a CD-ROM beside a blank disk), the seed is a
+// domainXML describes the domain of spec: its disk is the overlay over base
+// (or, when base is of format iso, the ISO as a CD-ROM beside a blank disk), the seed is a
 // read-only CD-ROM, the NIC has the instance's MAC (and, with a
 // NetworkPolicy, the instance's network filter), and each claimed GPU is
 // passed through.
-func (r *Runtime) domainXML(spec hostproto.InstanceSpec, base string) (string, error) {
+func (r *Runtime) domainXML(spec hostproto.InstanceSpec, base, format string) (string, error) {
 	d := &libvirtxml.Domain{
 		Type: r.cfg.DomainType,
 		Name: domainName(spec.ID),
@@ -56,7 +56,7 @@ func (r *Runtime) domainXML(spec hostproto.InstanceSpec, base string) (string, e
 			}},
 		},
 	}
-	if spec.Image.Format == "iso" {
+	if format == "iso" {
 		d.Devices.Disks = append(d.Devices.Disks, disk("cdrom", "raw", base, "sdb", "sata", true))
 	}
 	for _, gpu := range spec.GPUs {

@@ -18,7 +18,7 @@ func TestDomainXML(t *testing.T) {
 		Network: &hostproto.Network{MAC: "02:bc:0a:00:00:05"},
 		GPUs:    []hostproto.Device{{Address: "0000:65:00.0"}, {Address: "0000:b3:1f.7"}},
 	}
-	raw, err := r.domainXML(spec, "/var/lib/bc/images/x.qcow2")
+	raw, err := r.domainXML(spec, "/var/lib/bc/images/x.qcow2", spec.Image.Format)
 	if err != nil {
 		t.Fatal(err)
 	}
