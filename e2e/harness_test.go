@@ -157,6 +157,8 @@ type cluster struct {
 	redis    *proc
 	redisURL string
 	hosts    []*proc
+	// hostDirs are the hosts' state directories, by host name.
+	hostDirs map[string]string
 	reconcs  []*proc
 	procs    []*proc
 }
@@ -200,7 +202,7 @@ func start(t testing.TB, o options) *cluster {
 	o.applyDefaults()
 	bin := binary(t)
 	dir := t.TempDir()
-	c := &cluster{t: t}
+	c := &cluster{t: t, hostDirs: map[string]string{}}
 	c.redisURL, c.redis = startRedis(t, dir)
 	dbURL := o.databaseURL
 	if dbURL == "" {
@@ -237,9 +239,11 @@ func start(t testing.TB, o options) *cluster {
 		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), o.reconcileEnv, args...))
 	}
 	for i := range o.hosts {
-		cred := c.adopt(fmt.Sprintf("hv-%d", i), o.hostVcpus)
+		name := fmt.Sprintf("hv-%d", i)
+		cred := c.adopt(name, o.hostVcpus)
 		server := o.hostServer(i, c.urls[i%len(c.urls)])
-		args := append([]string{bin, "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms"}, o.hostArgs...)
+		c.hostDirs[name] = filepath.Join(dir, name)
+		args := append([]string{bin, "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms", "--state-dir", c.hostDirs[name]}, o.hostArgs...)
 		c.hosts = append(c.hosts, c.proc(fmt.Sprintf("host-%d", i), []string{"BC_HOST_CREDENTIAL=" + cred}, args...))
 	}
 	t.Cleanup(func() {
