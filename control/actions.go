@@ -22,6 +22,7 @@ var (
 	ActBootstrapToken        = Action{"apiToken.bootstrap", "apiToken"}
 	ActCreatePool            = Action{"pool.create", "pool"}
 	ActCreateIPPool          = Action{"ipPool.create", "ipPool"}
+	ActSetPoolSharedStore    = Action{"pool.setSharedSnapshotStore", "pool"}
 	ActCreateHost            = Action{"host.create", "host"}
 	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
 	ActSetHostDraining       = Action{"host.setDraining", "host"}

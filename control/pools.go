@@ -31,6 +31,9 @@ type PoolInput struct {
 	// ProviderAccountID is the account a pool of class provider creates its
 	// instances with; required for that class, refused for any other.
 	ProviderAccountID uuid.UUID
+	// SharedSnapshotStore says every host of the pool mounts the same
+	// snapshot store at its --snapshot-dir; only for class vps-host.
+	SharedSnapshotStore bool
 }
 
 var (
@@ -50,6 +53,9 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		}
 		if !poolClass.MatchString(in.Class) {
 			return apierr.Invalid("class", "must be a lowercase slug such as %s or %s", vps.ClassHosted, vps.ClassProvider)
+		}
+		if in.SharedSnapshotStore && in.Class != vps.ClassHosted {
+			return errSharedStoreClass(in.Class)
 		}
 		if in.Placement == "" {
 			in.Placement = "spread"
@@ -84,12 +90,46 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		pool, err = q.CreatePool(ctx, sqlc.CreatePoolParams{
 			ID: ids.New(), Name: in.Name, Class: in.Class, TenantID: tenant, Placement: in.Placement,
 			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage, ProviderAccountID: account,
+			SharedSnapshotStore: in.SharedSnapshotStore,
 		})
 		if err != nil {
 			return fmt.Errorf("create pool: %w", err)
 		}
 		ev.TargetID = pool.ID
-		ev.Details = map[string]any{"name": in.Name, "class": in.Class}
+		ev.Details = map[string]any{"name": in.Name, "class": in.Class, "sharedSnapshotStore": in.SharedSnapshotStore}
+		return nil
+	})
+	return domain.PoolFromRow(pool), err
+}
+
+// errSharedStoreClass refuses a shared snapshot store to a pool of a class
+// without hosts.
+func errSharedStoreClass(class string) error {
+	return apierr.Invalid("sharedSnapshotStore", "only a pool of class %s has hosts to share a snapshot store; this one is of class %s", vps.ClassHosted, class)
+}
+
+// SetPoolSharedSnapshotStore says whether every host of a hosted pool
+// mounts the same snapshot store (restores then run on any of its hosts),
+// or not (a restore runs on the host that took its snapshot). Operators
+// only; set it once the hosts share the store, clear it before they stop.
+func (s *Service) SetPoolSharedSnapshotStore(ctx context.Context, id uuid.UUID, shared bool) (domain.Pool, error) {
+	var pool sqlc.Pool
+	err := s.mutate(ctx, ActSetPoolSharedStore, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		cur, err := q.LockPool(ctx, id)
+		if err != nil {
+			return notFound(err, "poolId", "pool")
+		}
+		if shared && cur.Class != vps.ClassHosted {
+			return errSharedStoreClass(cur.Class)
+		}
+		if pool, err = q.SetPoolSharedSnapshotStore(ctx, sqlc.SetPoolSharedSnapshotStoreParams{ID: id, Shared: shared}); err != nil {
+			return fmt.Errorf("set the pool's shared snapshot store: %w", err)
+		}
+		ev.Details = map[string]any{"sharedSnapshotStore": shared}
 		return nil
 	})
 	return domain.PoolFromRow(pool), err

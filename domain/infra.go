@@ -24,7 +24,10 @@ type Pool struct {
 	// ProviderAccountID is the account a provider pool creates its
 	// instances with; nil for other classes.
 	ProviderAccountID *uuid.UUID
-	CreatedAt         time.Time
+	// SharedSnapshotStore says every host of the (hosted) pool mounts the
+	// same snapshot store: a restore may run on any of them.
+	SharedSnapshotStore bool
+	CreatedAt           time.Time
 }
 
 // PoolFromRow maps a pools row.
@@ -32,7 +35,7 @@ func PoolFromRow(r sqlc.Pool) Pool {
 	return Pool{
 		ID: r.ID, Name: r.Name, Class: r.Class, TenantID: r.TenantID, Placement: r.Placement,
 		SingleTenant: r.SingleTenant, RequireVerifiedImage: r.RequireVerifiedImage,
-		ProviderAccountID: r.ProviderAccountID, CreatedAt: r.CreatedAt,
+		ProviderAccountID: r.ProviderAccountID, SharedSnapshotStore: r.SharedSnapshotStore, CreatedAt: r.CreatedAt,
 	}
 }
 

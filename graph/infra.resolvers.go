@@ -68,7 +68,7 @@ func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoo
 	pool, err := r.svc.CreatePool(ctx, control.PoolInput{
 		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
 		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
-		ProviderAccountID: account,
+		ProviderAccountID: account, SharedSnapshotStore: deref(input.SharedSnapshotStore),
 	})
 	return model.PoolPayload{Pool: pool}, err
 }
@@ -86,6 +86,16 @@ func (r *mutationResolver) CreateIPPool(ctx context.Context, input model.CreateI
 		return model.PoolPayload{}, err
 	}
 	pool, err := r.svc.Pool(ctx, poolID)
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// SetPoolSharedSnapshotStore is the resolver for the setPoolSharedSnapshotStore field.
+func (r *mutationResolver) SetPoolSharedSnapshotStore(ctx context.Context, input model.SetPoolSharedSnapshotStoreInput) (model.PoolPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActSetPoolSharedStore, err)
+	}
+	pool, err := r.svc.SetPoolSharedSnapshotStore(ctx, poolID, input.SharedSnapshotStore)
 	return model.PoolPayload{Pool: pool}, err
 }
 

@@ -1,6 +1,6 @@
 -- name: CreatePool :one
-INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *;
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *;
 
 -- name: GetPool :one
 SELECT * FROM pools WHERE id = $1;
@@ -13,3 +13,8 @@ ORDER BY name;
 
 -- name: GetPoolsByIDs :many
 SELECT * FROM pools WHERE id = ANY(@ids::uuid[]);
+
+-- SetPoolSharedSnapshotStore says whether a pool's hosts share one snapshot
+-- store.
+-- name: SetPoolSharedSnapshotStore :one
+UPDATE pools SET shared_snapshot_store = @shared WHERE id = @id RETURNING *;

@@ -103,3 +103,15 @@ LIMIT @lim;
 
 -- name: SnapshotNameTaken :one
 SELECT EXISTS (SELECT 1 FROM sandbox_snapshots WHERE tenant_id = @tenant AND name = @name AND deleted_at IS NULL);
+
+-- SharedStoreHost picks a live host of a pool whose hosts share one
+-- snapshot store, other than other_than, that speaks at least protocol
+-- @protocol: one that can purge a snapshot whose own host is gone. None
+-- when the pool's store is not shared.
+-- name: SharedStoreHost :one
+SELECT h.id FROM hosts h JOIN pools p ON p.id = h.pool_id
+WHERE h.pool_id = @pool AND p.shared_snapshot_store AND h.id <> @other_than
+  AND h.protocol >= @protocol::smallint
+  AND h.last_seen_at > now() - make_interval(secs => @silent_after::float8)
+ORDER BY h.last_seen_at DESC
+LIMIT 1;

@@ -221,6 +221,7 @@ type Pool struct {
 	RequireVerifiedImage bool
 	CreatedAt            time.Time
 	ProviderAccountID    *uuid.UUID
+	SharedSnapshotStore  bool
 }
 
 type Principal struct {

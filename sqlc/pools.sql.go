@@ -12,8 +12,8 @@ import (
 )
 
 const createPool = `-- name: CreatePool :one
-INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store
 `
 
 type CreatePoolParams struct {
@@ -25,6 +25,7 @@ type CreatePoolParams struct {
 	SingleTenant         bool
 	RequireVerifiedImage bool
 	ProviderAccountID    *uuid.UUID
+	SharedSnapshotStore  bool
 }
 
 func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, error) {
@@ -37,6 +38,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		arg.SingleTenant,
 		arg.RequireVerifiedImage,
 		arg.ProviderAccountID,
+		arg.SharedSnapshotStore,
 	)
 	var i Pool
 	err := row.Scan(
@@ -49,12 +51,13 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
 		&i.ProviderAccountID,
+		&i.SharedSnapshotStore,
 	)
 	return i, err
 }
 
 const getPool = `-- name: GetPool :one
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id FROM pools WHERE id = $1
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools WHERE id = $1
 `
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
@@ -70,12 +73,13 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
 		&i.ProviderAccountID,
+		&i.SharedSnapshotStore,
 	)
 	return i, err
 }
 
 const getPoolsByIDs = `-- name: GetPoolsByIDs :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id FROM pools WHERE id = ANY($1::uuid[])
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, error) {
@@ -97,6 +101,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 			&i.RequireVerifiedImage,
 			&i.CreatedAt,
 			&i.ProviderAccountID,
+			&i.SharedSnapshotStore,
 		); err != nil {
 			return nil, err
 		}
@@ -109,7 +114,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 }
 
 const listPools = `-- name: ListPools :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id FROM pools
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools
 WHERE $1::uuid IS NULL OR tenant_id IS NULL OR tenant_id = $1
 ORDER BY name
 `
@@ -134,6 +139,7 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 			&i.RequireVerifiedImage,
 			&i.CreatedAt,
 			&i.ProviderAccountID,
+			&i.SharedSnapshotStore,
 		); err != nil {
 			return nil, err
 		}
@@ -143,4 +149,33 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 		return nil, err
 	}
 	return items, nil
+}
+
+const setPoolSharedSnapshotStore = `-- name: SetPoolSharedSnapshotStore :one
+UPDATE pools SET shared_snapshot_store = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store
+`
+
+type SetPoolSharedSnapshotStoreParams struct {
+	Shared bool
+	ID     uuid.UUID
+}
+
+// SetPoolSharedSnapshotStore says whether a pool's hosts share one snapshot
+// store.
+func (q *Queries) SetPoolSharedSnapshotStore(ctx context.Context, arg SetPoolSharedSnapshotStoreParams) (Pool, error) {
+	row := q.db.QueryRow(ctx, setPoolSharedSnapshotStore, arg.Shared, arg.ID)
+	var i Pool
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Class,
+		&i.TenantID,
+		&i.Placement,
+		&i.SingleTenant,
+		&i.RequireVerifiedImage,
+		&i.CreatedAt,
+		&i.ProviderAccountID,
+		&i.SharedSnapshotStore,
+	)
+	return i, err
 }

@@ -375,6 +375,38 @@ func (q *Queries) SettleSnapshot(ctx context.Context, arg SettleSnapshotParams) 
 	return i, err
 }
 
+const sharedStoreHost = `-- name: SharedStoreHost :one
+SELECT h.id FROM hosts h JOIN pools p ON p.id = h.pool_id
+WHERE h.pool_id = $1 AND p.shared_snapshot_store AND h.id <> $2
+  AND h.protocol >= $3::smallint
+  AND h.last_seen_at > now() - make_interval(secs => $4::float8)
+ORDER BY h.last_seen_at DESC
+LIMIT 1
+`
+
+type SharedStoreHostParams struct {
+	Pool        uuid.UUID
+	OtherThan   uuid.UUID
+	Protocol    int16
+	SilentAfter float64
+}
+
+// SharedStoreHost picks a live host of a pool whose hosts share one
+// snapshot store, other than other_than, that speaks at least protocol
+// @protocol: one that can purge a snapshot whose own host is gone. None
+// when the pool's store is not shared.
+func (q *Queries) SharedStoreHost(ctx context.Context, arg SharedStoreHostParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, sharedStoreHost,
+		arg.Pool,
+		arg.OtherThan,
+		arg.Protocol,
+		arg.SilentAfter,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const snapshotByCommand = `-- name: SnapshotByCommand :one
 SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE command_id = $1
 `

@@ -228,35 +228,36 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateAPIToken        func(childComplexity int, input model.CreateAPITokenInput) int
-		CreateFlavor          func(childComplexity int, input model.CreateFlavorInput) int
-		CreateHost            func(childComplexity int, input model.CreateHostInput) int
-		CreateIPPool          func(childComplexity int, input model.CreateIPPoolInput) int
-		CreateInstance        func(childComplexity int, input model.CreateInstanceInput) int
-		CreatePool            func(childComplexity int, input model.CreatePoolInput) int
-		CreateProviderAccount func(childComplexity int, input model.CreateProviderAccountInput) int
-		CreateSandbox         func(childComplexity int, input model.CreateSandboxInput) int
-		CreateSandboxSnapshot func(childComplexity int, input model.CreateSandboxSnapshotInput) int
-		CreateSandboxTemplate func(childComplexity int, input model.CreateSandboxTemplateInput) int
-		CreateTenant          func(childComplexity int, input model.CreateTenantInput) int
-		DeleteInstance        func(childComplexity int, input model.InstanceIDInput) int
-		DeleteProviderAccount func(childComplexity int, input model.DeleteProviderAccountInput) int
-		DeleteSandbox         func(childComplexity int, input model.SandboxIDInput) int
-		DeleteSandboxSnapshot func(childComplexity int, input model.SandboxSnapshotIDInput) int
-		DeleteSandboxTemplate func(childComplexity int, input model.SandboxTemplateIDInput) int
-		DeleteTenant          func(childComplexity int, input model.DeleteTenantInput) int
-		PauseSandbox          func(childComplexity int, input model.SandboxIDInput) int
-		RegisterImage         func(childComplexity int, input model.RegisterImageInput) int
-		ResumeSandbox         func(childComplexity int, input model.SandboxIDInput) int
-		RevokeAPIToken        func(childComplexity int, input model.RevokeAPITokenInput) int
-		SetHostCapacity       func(childComplexity int, input model.SetHostCapacityInput) int
-		SetHostDraining       func(childComplexity int, input model.SetHostDrainingInput) int
-		SetQuota              func(childComplexity int, input model.SetQuotaInput) int
-		SetSandboxTimeout     func(childComplexity int, input model.SetSandboxTimeoutInput) int
-		StartInstance         func(childComplexity int, input model.InstanceIDInput) int
-		StopInstance          func(childComplexity int, input model.InstanceIDInput) int
-		UpdateProviderAccount func(childComplexity int, input model.UpdateProviderAccountInput) int
-		UpdateSandboxTemplate func(childComplexity int, input model.UpdateSandboxTemplateInput) int
+		CreateAPIToken             func(childComplexity int, input model.CreateAPITokenInput) int
+		CreateFlavor               func(childComplexity int, input model.CreateFlavorInput) int
+		CreateHost                 func(childComplexity int, input model.CreateHostInput) int
+		CreateIPPool               func(childComplexity int, input model.CreateIPPoolInput) int
+		CreateInstance             func(childComplexity int, input model.CreateInstanceInput) int
+		CreatePool                 func(childComplexity int, input model.CreatePoolInput) int
+		CreateProviderAccount      func(childComplexity int, input model.CreateProviderAccountInput) int
+		CreateSandbox              func(childComplexity int, input model.CreateSandboxInput) int
+		CreateSandboxSnapshot      func(childComplexity int, input model.CreateSandboxSnapshotInput) int
+		CreateSandboxTemplate      func(childComplexity int, input model.CreateSandboxTemplateInput) int
+		CreateTenant               func(childComplexity int, input model.CreateTenantInput) int
+		DeleteInstance             func(childComplexity int, input model.InstanceIDInput) int
+		DeleteProviderAccount      func(childComplexity int, input model.DeleteProviderAccountInput) int
+		DeleteSandbox              func(childComplexity int, input model.SandboxIDInput) int
+		DeleteSandboxSnapshot      func(childComplexity int, input model.SandboxSnapshotIDInput) int
+		DeleteSandboxTemplate      func(childComplexity int, input model.SandboxTemplateIDInput) int
+		DeleteTenant               func(childComplexity int, input model.DeleteTenantInput) int
+		PauseSandbox               func(childComplexity int, input model.SandboxIDInput) int
+		RegisterImage              func(childComplexity int, input model.RegisterImageInput) int
+		ResumeSandbox              func(childComplexity int, input model.SandboxIDInput) int
+		RevokeAPIToken             func(childComplexity int, input model.RevokeAPITokenInput) int
+		SetHostCapacity            func(childComplexity int, input model.SetHostCapacityInput) int
+		SetHostDraining            func(childComplexity int, input model.SetHostDrainingInput) int
+		SetPoolSharedSnapshotStore func(childComplexity int, input model.SetPoolSharedSnapshotStoreInput) int
+		SetQuota                   func(childComplexity int, input model.SetQuotaInput) int
+		SetSandboxTimeout          func(childComplexity int, input model.SetSandboxTimeoutInput) int
+		StartInstance              func(childComplexity int, input model.InstanceIDInput) int
+		StopInstance               func(childComplexity int, input model.InstanceIDInput) int
+		UpdateProviderAccount      func(childComplexity int, input model.UpdateProviderAccountInput) int
+		UpdateSandboxTemplate      func(childComplexity int, input model.UpdateSandboxTemplateInput) int
 	}
 
 	NetworkPolicy struct {
@@ -279,6 +280,7 @@ type ComplexityRoot struct {
 		Placement            func(childComplexity int) int
 		ProviderAccount      func(childComplexity int) int
 		RequireVerifiedImage func(childComplexity int) int
+		SharedSnapshotStore  func(childComplexity int) int
 		SingleTenant         func(childComplexity int) int
 		Tenant               func(childComplexity int) int
 	}
@@ -593,6 +595,7 @@ type MutationResolver interface {
 	RevokeAPIToken(ctx context.Context, input model.RevokeAPITokenInput) (model.APITokenPayload, error)
 	CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error)
 	CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error)
+	SetPoolSharedSnapshotStore(ctx context.Context, input model.SetPoolSharedSnapshotStoreInput) (model.PoolPayload, error)
 	CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error)
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
@@ -619,6 +622,7 @@ type PoolResolver interface {
 	Placement(ctx context.Context, obj *domain.Pool) (model.Placement, error)
 
 	ProviderAccount(ctx context.Context, obj *domain.Pool) (*domain.ProviderAccount, error)
+
 	IPPools(ctx context.Context, obj *domain.Pool) ([]model.IPPool, error)
 }
 type PrincipalResolver interface {
@@ -1652,6 +1656,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetHostDraining(childComplexity, args["input"].(model.SetHostDrainingInput)), true
+	case "Mutation.setPoolSharedSnapshotStore":
+		if e.ComplexityRoot.Mutation.SetPoolSharedSnapshotStore == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setPoolSharedSnapshotStore_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetPoolSharedSnapshotStore(childComplexity, args["input"].(model.SetPoolSharedSnapshotStoreInput)), true
 	case "Mutation.setQuota":
 		if e.ComplexityRoot.Mutation.SetQuota == nil {
 			break
@@ -1799,6 +1814,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.RequireVerifiedImage(childComplexity), true
+	case "Pool.sharedSnapshotStore":
+		if e.ComplexityRoot.Pool.SharedSnapshotStore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.SharedSnapshotStore(childComplexity), true
 	case "Pool.singleTenant":
 		if e.ComplexityRoot.Pool.SingleTenant == nil {
 			break
@@ -2852,6 +2873,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SandboxTemplateIdInput", ec.unmarshalInputSandboxTemplateIdInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
 			graphql.NewInputUnmarshaler("SetHostDrainingInput", ec.unmarshalInputSetHostDrainingInput),
+			graphql.NewInputUnmarshaler("SetPoolSharedSnapshotStoreInput", ec.unmarshalInputSetPoolSharedSnapshotStoreInput),
 			graphql.NewInputUnmarshaler("SetQuotaInput", ec.unmarshalInputSetQuotaInput),
 			graphql.NewInputUnmarshaler("SetSandboxTimeoutInput", ec.unmarshalInputSetSandboxTimeoutInput),
 			graphql.NewInputUnmarshaler("UpdateProviderAccountInput", ec.unmarshalInputUpdateProviderAccountInput),
@@ -3219,6 +3241,12 @@ type Pool implements Node {
   requireVerifiedImage: Boolean!
   "For class provider: the account its instances are created with."
   providerAccount: ProviderAccount
+  """
+  Whether every host of the pool mounts the same snapshot store at its
+  --snapshot-dir: a restore may then run on any live host of the pool, not
+  only on the one that took its snapshot. Class vps-host only.
+  """
+  sharedSnapshotStore: Boolean!
   ipPools: [IpPool!]!
   createdAt: DateTime!
 }
@@ -3289,6 +3317,13 @@ input CreatePoolInput {
   requireVerifiedImage: Boolean
   "Required for class provider: the account its instances are created with."
   providerAccountId: ID
+  "Every host of the pool mounts the same snapshot store (default false); class vps-host only."
+  sharedSnapshotStore: Boolean
+}
+
+input SetPoolSharedSnapshotStoreInput {
+  poolId: ID!
+  sharedSnapshotStore: Boolean!
 }
 
 type PoolPayload {
@@ -3348,6 +3383,11 @@ extend type Query {
 extend type Mutation {
   createPool(input: CreatePoolInput!): PoolPayload!
   createIpPool(input: CreateIpPoolInput!): PoolPayload!
+  """
+  Says whether every host of a hosted pool mounts the same snapshot store.
+  Set it once they all do; clear it before any stops.
+  """
+  setPoolSharedSnapshotStore(input: SetPoolSharedSnapshotStoreInput!): PoolPayload!
   "Adopts a host; the credential in the payload is shown once."
   createHost(input: CreateHostInput!): CreateHostPayload!
   setHostCapacity(input: SetHostCapacityInput!): HostPayload!
@@ -4407,6 +4447,8 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_requireVerifiedImage(ctx, field)
 	case "providerAccount":
 		return ec.fieldContext_Pool_providerAccount(ctx, field)
+	case "sharedSnapshotStore":
+		return ec.fieldContext_Pool_sharedSnapshotStore(ctx, field)
 	case "ipPools":
 		return ec.fieldContext_Pool_ipPools(ctx, field)
 	case "createdAt":
@@ -5279,6 +5321,20 @@ func (ec *executionContext) field_Mutation_setHostDraining_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
 			return ec.unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setPoolSharedSnapshotStore_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetPoolSharedSnapshotStoreInput, error) {
+			return ec.unmarshalNSetPoolSharedSnapshotStoreInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetPoolSharedSnapshotStoreInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -9031,6 +9087,50 @@ func (ec *executionContext) fieldContext_Mutation_createIpPool(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setPoolSharedSnapshotStore(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setPoolSharedSnapshotStore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetPoolSharedSnapshotStore(ctx, fc.Args["input"].(model.SetPoolSharedSnapshotStoreInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PoolPayload) graphql.Marshaler {
+			return ec.marshalNPoolPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setPoolSharedSnapshotStore(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setPoolSharedSnapshotStore_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createHost(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10138,6 +10238,29 @@ func (ec *executionContext) fieldContext_Pool_providerAccount(_ context.Context,
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Pool_sharedSnapshotStore(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_sharedSnapshotStore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SharedSnapshotStore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_sharedSnapshotStore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
@@ -15974,7 +16097,7 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId"}
+	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16030,6 +16153,13 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 				return it, err
 			}
 			it.ProviderAccountID = data
+		case "sharedSnapshotStore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sharedSnapshotStore"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SharedSnapshotStore = data
 		}
 	}
 	return it, nil
@@ -17360,6 +17490,55 @@ func (ec *executionContext) unmarshalInputSetHostDrainingInput(ctx context.Conte
 func UnmarshalSetHostDrainingInput(ctx context.Context, raw any) (model.SetHostDrainingInput, error) {
 	var out model.SetHostDrainingInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetHostDrainingInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetPoolSharedSnapshotStoreInput(ctx context.Context, obj any) (model.SetPoolSharedSnapshotStoreInput, error) {
+	var it model.SetPoolSharedSnapshotStoreInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"poolId", "sharedSnapshotStore"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "poolId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("poolId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PoolID = data
+		case "sharedSnapshotStore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sharedSnapshotStore"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SharedSnapshotStore = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetPoolSharedSnapshotStoreInput unmarshals raw into the SetPoolSharedSnapshotStoreInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetPoolSharedSnapshotStoreInput(ctx context.Context, raw any) (model.SetPoolSharedSnapshotStoreInput, error) {
+	var out model.SetPoolSharedSnapshotStoreInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetPoolSharedSnapshotStoreInput", raw, &out)
 	return out, err
 }
 
@@ -19067,6 +19246,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setPoolSharedSnapshotStore":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setPoolSharedSnapshotStore(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createHost":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createHost(ctx, field)
@@ -19346,6 +19532,11 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Pool_providerAccount(ctx, field, obj)
 				})
+		case "sharedSnapshotStore":
+			out.Values[i] = ec._Pool_sharedSnapshotStore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "ipPools":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -22283,6 +22474,11 @@ func (ec *executionContext) unmarshalNSetHostCapacityInput2githubᚗcomᚋbetter
 
 func (ec *executionContext) unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
 	res, err := ec.unmarshalInputSetHostDrainingInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetPoolSharedSnapshotStoreInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetPoolSharedSnapshotStoreInput(ctx context.Context, v any) (model.SetPoolSharedSnapshotStoreInput, error) {
+	res, err := ec.unmarshalInputSetPoolSharedSnapshotStoreInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -117,6 +117,8 @@ type CreatePoolInput struct {
 	RequireVerifiedImage *bool      `json:"requireVerifiedImage,omitempty"`
 	// Required for class provider: the account its instances are created with.
 	ProviderAccountID *string `json:"providerAccountId,omitempty"`
+	// Every host of the pool mounts the same snapshot store (default false); class vps-host only.
+	SharedSnapshotStore *bool `json:"sharedSnapshotStore,omitempty"`
 }
 
 type CreateProviderAccountInput struct {
@@ -511,6 +513,11 @@ type SetHostCapacityInput struct {
 type SetHostDrainingInput struct {
 	HostID   string `json:"hostId"`
 	Draining bool   `json:"draining"`
+}
+
+type SetPoolSharedSnapshotStoreInput struct {
+	PoolID              string `json:"poolId"`
+	SharedSnapshotStore bool   `json:"sharedSnapshotStore"`
 }
 
 // Limits left null are unlimited.
