@@ -30,7 +30,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if pool.Class != vps.ClassHosted {
 		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
 	}
-	only, why, err := restoreHost(ctx, q, inst)
+	only, why, err := restoreHost(ctx, q, inst, pool)
 	if err != nil {
 		return false, err
 	}

@@ -12,10 +12,12 @@ import (
 )
 
 // restoreHost returns the one host a restored instance may be placed on:
-// the one holding its snapshot's files (nil for an instance that is not a
-// restore). why says why it cannot be placed at all: its snapshot's files
+// the one holding its snapshot's files. It is nil for an instance that is
+// not a restore, and for one in a pool whose hosts share one snapshot
+// store when its snapshot was taken there: any host of the pool has the
+// files. why says why it cannot be placed at all: its snapshot's files
 // are gone.
-func restoreHost(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (host *uuid.UUID, why string, err error) {
+func restoreHost(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool) (host *uuid.UUID, why string, err error) {
 	if inst.RestoreFrom == nil {
 		return nil, "", nil
 	}
@@ -26,7 +28,17 @@ func restoreHost(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (host
 	if snap.Purged || snap.HostID == nil {
 		return nil, fmt.Sprintf("snapshot %s it restores from was purged", ids.Encode(ids.SandboxSnapshot, snap.ID)), nil
 	}
-	return snap.HostID, "", nil
+	if !pool.SharedSnapshotStore {
+		return snap.HostID, "", nil
+	}
+	taker, err := q.GetHost(ctx, *snap.HostID)
+	if err != nil {
+		return nil, "", fmt.Errorf("read the host of the snapshot it restores: %w", err)
+	}
+	if taker.PoolID != pool.ID {
+		return snap.HostID, "", nil // another pool's store
+	}
+	return nil, "", nil
 }
 
 // restoreNoRoom says why a restore waits: the host holding its snapshot,

@@ -124,8 +124,9 @@ func (r *Reconciler) hostGone(ctx context.Context, q *sqlc.Queries, host *uuid.U
 }
 
 // purge queues the snapshot.purge of a deleted or FAILED snapshot once its
-// take has ended; one never taken is purged at once. A host that is gone
-// or too old is left alone: the sandbox loop looks again each interval.
+// take has ended; one never taken is purged at once. It goes to the host
+// purgeHost picks; with none, or one too old, the snapshot is left alone:
+// the sandbox loop looks again each interval.
 func (r *Reconciler) purge(ctx context.Context, q *sqlc.Queries, snap sqlc.SandboxSnapshot, wake *[]uuid.UUID) error {
 	if snap.CommandID == nil {
 		if err := q.MarkSnapshotPurged(ctx, snap.ID); err != nil {
@@ -140,11 +141,12 @@ func (r *Reconciler) purge(ctx context.Context, q *sqlc.Queries, snap sqlc.Sandb
 	if !commandFinal(taking) {
 		return nil // settling the take wakes this again
 	}
-	if reason, err := r.hostGone(ctx, q, snap.HostID); err != nil || reason != "" {
+	host, err := r.purgeHost(ctx, q, snap)
+	if err != nil || host == nil {
 		return err
 	}
 	cmd, err := queueCommand(ctx, q, command{
-		host: *snap.HostID, kind: hostproto.KindSnapshotPurge, lane: hostproto.LaneInteractive, timeout: purgeTimeout,
+		host: *host, kind: hostproto.KindSnapshotPurge, lane: hostproto.LaneInteractive, timeout: purgeTimeout,
 		payload: hostproto.PurgePayload{SnapshotID: ids.Encode(ids.SandboxSnapshot, snap.ID)},
 	}, wake)
 	if old := (*hostTooOldError)(nil); errors.As(err, &old) {
@@ -157,6 +159,37 @@ func (r *Reconciler) purge(ctx context.Context, q *sqlc.Queries, snap sqlc.Sandb
 		return fmt.Errorf("record the snapshot's purge: %w", err)
 	}
 	return nil
+}
+
+// purgeHost returns the host to purge a snapshot's files on: its own
+// while it is live; when it is gone and its pool's hosts share one
+// snapshot store, another live host of the pool that speaks commands
+// (the files are in the store they share, and a host gone for good would
+// otherwise leave them there); else nil.
+func (r *Reconciler) purgeHost(ctx context.Context, q *sqlc.Queries, snap sqlc.SandboxSnapshot) (*uuid.UUID, error) {
+	reason, err := r.hostGone(ctx, q, snap.HostID)
+	switch {
+	case err != nil:
+		return nil, err
+	case reason == "":
+		return snap.HostID, nil
+	case snap.HostID == nil:
+		return nil, nil
+	}
+	own, err := q.GetHost(ctx, *snap.HostID)
+	if err != nil {
+		return nil, fmt.Errorf("read host: %w", err)
+	}
+	other, err := q.SharedStoreHost(ctx, sqlc.SharedStoreHostParams{
+		Pool: own.PoolID, OtherThan: own.ID, Protocol: hostproto.CommandsVersion, SilentAfter: r.cfg.HostSilentAfter.Seconds(),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find a host sharing the snapshot store of %s: %w", own.Name, err)
+	}
+	return &other, nil
 }
 
 // commandFinal reports whether a command ended: the host reported its end,

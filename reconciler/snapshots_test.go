@@ -349,3 +349,96 @@ func TestRestorePlacement(t *testing.T) {
 	e.check(err)
 	e.eventually(10*time.Second, "the second restore placed once room frees", func() bool { h, _ := hostOf(second); return h != nil && *h == e.hv })
 }
+
+// TestSharedStoreRestorePlacement: in a pool whose hosts share one
+// snapshot store a restore whose snapshot's host is full is placed on
+// another live host of the pool that speaks protocol 3, and waits naming
+// the hosts too old when none does; in a pool that does not share, it
+// waits for the snapshot's host.
+func TestSharedStoreRestorePlacement(t *testing.T) {
+	t.Parallel()
+	current, old := int16(3), int16(2)
+	for _, c := range []struct {
+		name     string
+		shared   bool
+		protocol int16 // hv-2's
+		placed   bool
+		reason   string
+	}{
+		{"shared", true, current, true, ""},
+		{"shared, the other host too old", true, old, false, "no live host in pool fra1 has room for 1 vCPUs, 1024 MiB, 10 GiB and speaks host protocol 3 or later (older: hv-2)"},
+		{"not shared", false, current, false, "whose files are on host hv-1, which has no room"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setupSnapshots(t, 1, nil).reconcile(1, time.Hour) // the sandbox fills hv-1
+			other := e.hostSpeaking("hv-2", 64, &c.protocol)
+			_, err := e.svc.SetPoolSharedSnapshotStore(e.ctx, e.pool, c.shared)
+			e.check(err)
+			snap := e.take("base")
+			e.finish(e.commandOf(snap, "command_id"), "SUCCEEDED", result, "", false, true)
+			e.eventually(10*time.Second, "READY", func() bool { return e.row(snap).state == "READY" })
+
+			sbx, err := e.svc.CreateSandbox(e.ctx, control.CreateSandboxInput{TenantID: e.tenant, FromSnapshot: &snap})
+			e.check(err)
+			var host *uuid.UUID
+			var reason string
+			e.eventually(10*time.Second, "the restore placed or waiting", func() bool {
+				e.check(e.db.QueryRow(context.Background(), "SELECT host_id, state_reason FROM instances WHERE id = $1", sbx.InstanceID).Scan(&host, &reason))
+				return host != nil || reason != ""
+			})
+			switch {
+			case c.placed && (host == nil || *host != other):
+				t.Fatalf("placed on %v (%q), want hv-2", host, reason)
+			case !c.placed && (host != nil || !strings.Contains(reason, c.reason)):
+				t.Fatalf("placed on %v, waiting %q; want waiting %q", host, reason, c.reason)
+			}
+		})
+	}
+}
+
+// TestSharedStorePurge: a deleted snapshot is purged on its own host
+// while it is live; when it is gone, on another live host of its pool if
+// the pool's hosts share one snapshot store, else not until it is back.
+func TestSharedStorePurge(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name         string
+		shared, gone bool
+		purgedOn     string // "" when no purge is queued
+	}{
+		{"own host live", true, false, "hv-1"},
+		{"own host gone, shared", true, true, "hv-2"},
+		{"own host gone, not shared", false, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := setupSnapshots(t, 8, nil).reconcile(1, 100*time.Millisecond)
+			hosts := map[string]uuid.UUID{"hv-1": e.hv, "hv-2": e.host("hv-2", 8)}
+			_, err := e.svc.SetPoolSharedSnapshotStore(e.ctx, e.pool, c.shared)
+			e.check(err)
+			snap := e.take("purged")
+			e.finish(e.commandOf(snap, "command_id"), "SUCCEEDED", result, "", false, true)
+			e.eventually(10*time.Second, "READY", func() bool { return e.row(snap).state == "READY" })
+			if c.gone {
+				_, err := e.db.Exec(context.Background(), "UPDATE hosts SET last_seen_at = now() - interval '2 hours' WHERE id = $1", e.hv)
+				e.check(err)
+			}
+			_, err = e.svc.DeleteSandboxSnapshot(e.ctx, snap)
+			e.check(err)
+			if c.purgedOn == "" {
+				e.loopRan()
+				if n := e.count("host_commands WHERE kind = 'snapshot.purge'"); n != 0 {
+					t.Fatalf("%d purges queued with no host to run them", n)
+				}
+				return
+			}
+			purge := e.commandOf(snap, "purge_command_id")
+			if n := e.count("host_commands WHERE id = $1 AND host_id = $2", purge, hosts[c.purgedOn]); n != 1 {
+				t.Fatalf("the purge is not queued on %s", c.purgedOn)
+			}
+			e.finish(purge, "SUCCEEDED", "", "", false, true)
+			e.eventually(10*time.Second, "the snapshot purged", func() bool { return e.row(snap).purged })
+		})
+	}
+}
