@@ -117,10 +117,6 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		if pool.Class != vps.ClassHosted {
 			return apierr.Invalid("templateId", "template %s is in pool %s of class %q; sandboxes run in hosted pools only", t.Name, pool.Name, pool.Class)
 		}
-		flavor, err := q.GetFlavor(ctx, t.FlavorID)
-		if err != nil {
-			return fmt.Errorf("read the template's flavor: %w", err)
-		}
 		metadata, err := json.Marshal(orEmpty(in.Metadata))
 		if err != nil {
 			return fmt.Errorf("encode metadata: %w", err)
@@ -135,19 +131,30 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 		if ok, err := s.replaySandbox(ctx, q, ev, tenant, in.IdempotencyKey, &out); ok || err != nil {
 			return err
 		}
-		if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
-			return err
+		flavor, err := q.GetFlavor(ctx, t.FlavorID)
+		if err != nil {
+			return fmt.Errorf("read the template's flavor: %w", err)
 		}
 		if in.FromSnapshot != nil {
 			// Locked now, after the tenant, so it is not deleted under
 			// the restore.
-			if _, err := restoreSource(ctx, q, tenant, *in.FromSnapshot, true); err != nil {
+			snap, err := restoreSource(ctx, q, tenant, *in.FromSnapshot, true)
+			if err != nil {
+				return err
+			}
+			if flavor, err = restoreFlavor(ctx, q, snap); err != nil {
 				return err
 			}
 		}
+		if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
+			return err
+		}
 
 		id := ids.New()
-		started, inst, err := s.sandboxInstance(ctx, tx, q, t, id, tenant, keys, env, in.FromSnapshot)
+		started, inst, err := s.sandboxInstance(ctx, tx, q, t, fromTemplate{
+			tenant: tenant, desired: lifecycle.WantRunning, sandbox: id, extraKeys: keys, extraEnv: env,
+			restoreFrom: in.FromSnapshot, flavor: flavor,
+		})
 		if err != nil {
 			return err
 		}
@@ -206,13 +213,12 @@ func sandboxTemplateOf(ctx context.Context, q *sqlc.Queries, in CreateSandboxInp
 	return snap.TemplateID, nil
 }
 
-// sandboxInstance gives sandbox id its instance: a claimed warm one when
-// it asks for nothing beyond its template, else a cold one, which a
-// restore's always is (restoring from snapshot).
-func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, t sqlc.SandboxTemplate, id, tenant uuid.UUID,
-	keys []string, env map[string]string, snapshot *uuid.UUID) (string, sqlc.Instance, error) {
-	if len(keys) == 0 && len(env) == 0 && snapshot == nil {
-		claim := sqlc.ClaimWarmInstanceParams{SandboxID: id, TenantID: tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion}
+// sandboxInstance gives sandbox o.sandbox its instance: a claimed warm one
+// when it asks for nothing beyond its template, else a cold one as o says,
+// which a restore's always is (restoring from snapshot).
+func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, t sqlc.SandboxTemplate, o fromTemplate) (string, sqlc.Instance, error) {
+	if len(o.extraKeys) == 0 && len(o.extraEnv) == 0 && o.restoreFrom == nil {
+		claim := sqlc.ClaimWarmInstanceParams{SandboxID: o.sandbox, TenantID: o.tenant, TemplateID: t.ID, TemplateVersion: t.InstanceVersion}
 		inst, err := q.ClaimWarmInstance(ctx, claim)
 		if errors.Is(err, pgx.ErrNoRows) {
 			inst, err = q.ClaimWarmInstanceBehindStep(ctx, sqlc.ClaimWarmInstanceBehindStepParams(claim))
@@ -227,9 +233,7 @@ func (s *Service) sandboxInstance(ctx context.Context, tx pgx.Tx, q *sqlc.Querie
 			return "", inst, fmt.Errorf("claim a warm instance: %w", err)
 		}
 	}
-	inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{
-		tenant: tenant, desired: lifecycle.WantRunning, sandbox: id, extraKeys: keys, extraEnv: env, restoreFrom: snapshot,
-	})
+	inst, err := s.insertFromTemplate(ctx, tx, q, t, o)
 	return domain.StartedCold, inst, err
 }
 

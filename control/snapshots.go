@@ -235,3 +235,21 @@ func restoreSource(ctx context.Context, q *sqlc.Queries, tenant, id uuid.UUID, l
 	}
 	return snap, nil
 }
+
+// restoreFlavor is the size a sandbox restored from snap boots with: that
+// of the instance the snapshot was taken of (vCPUs, memory, disk, GPUs),
+// whose disk it holds, whatever its template's flavor is now: a smaller
+// disk would cut the snapshot's short. A snapshot that does not name its
+// instance is refused.
+func restoreFlavor(ctx context.Context, q *sqlc.Queries, snap sqlc.SandboxSnapshot) (sqlc.Flavor, error) {
+	if snap.PrincipalInstanceID == nil {
+		return sqlc.Flavor{}, &apierr.Error{Code: apierr.FailedPrecondition, Field: "fromSnapshot",
+			Message: fmt.Sprintf("snapshot %s does not record the instance it was taken of, so the size of its disk is unknown", snap.Name)}
+	}
+	src, err := q.GetInstance(ctx, *snap.PrincipalInstanceID)
+	if err != nil {
+		return sqlc.Flavor{}, fmt.Errorf("read the instance snapshot %s was taken of: %w", snap.Name, err)
+	}
+	return sqlc.Flavor{ID: src.FlavorID, Vcpus: src.Vcpus, MemoryMb: src.MemoryMb, DiskGb: src.DiskGb,
+		GpuModel: src.GpuModel, GpuCount: src.GpuCount}, nil
+}

@@ -34,17 +34,17 @@ type fromTemplate struct {
 	// restoreFrom is the snapshot a restored sandbox's instance boots
 	// from; nil for one booted from the template's image.
 	restoreFrom *uuid.UUID
+	// flavor is the size it boots with: the template's flavor, or a
+	// restore's (restoreFlavor).
+	flavor sqlc.Flavor
 }
 
 // insertFromTemplate inserts an instance of the template's current
-// version, with its own copy of the template's env sealed to it, and
-// writes its event.
+// version, of o's flavor, with its own copy of the template's env sealed
+// to it, and writes its event.
 func (s *Service) insertFromTemplate(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, t sqlc.SandboxTemplate, o fromTemplate) (sqlc.Instance, error) {
 	var none sqlc.Instance
-	flavor, err := q.GetFlavor(ctx, t.FlavorID)
-	if err != nil {
-		return none, fmt.Errorf("read the template's flavor: %w", err)
-	}
+	flavor := o.flavor
 	img, err := s.images.Resolve(ctx, tx, imageTenant(t.TenantID, t.Public), t.ImageID)
 	if err != nil {
 		return none, err
@@ -122,7 +122,7 @@ func (s *Service) AddWarmInstance(ctx context.Context, template uuid.UUID) (doma
 		if err := s.checkQuota(ctx, q, *t.TenantID, flavor); err != nil {
 			return err
 		}
-		inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{tenant: *t.TenantID, desired: lifecycle.WantPaused})
+		inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{tenant: *t.TenantID, desired: lifecycle.WantPaused, flavor: flavor})
 		if err != nil {
 			return err
 		}

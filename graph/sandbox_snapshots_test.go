@@ -336,3 +336,48 @@ func TestDeleteTenantSnapshots(t *testing.T) {
 		t.Errorf("another tenant's snapshot was deleted")
 	}
 }
+
+// TestRestoreFlavor: a sandbox restored from a snapshot boots with the
+// size of the instance the snapshot was taken of (its flavor, vCPUs,
+// memory and disk), though its template's flavor changed since to one of
+// a smaller disk, and counts that size against the quota: a restore that
+// fits under it is made where the template's new flavor would not fit.
+func TestRestoreFlavor(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.snapshotWorld("alpha") // the template's flavor: 1 vCPU, 1024 MiB, 10 GiB
+	snap := e.snapshot(w.member, e.running(w).ID, "taken-small")
+	e.settleSnapshot(snap.ID, 4096)
+
+	smaller := e.id(e.operator, `mutation { createFlavor(input: {name: "alpha-wide", vcpus: 2, memoryMb: 2048, diskGb: 5}) { flavor { id } } }`,
+		nil, "createFlavor", "flavor", "id")
+	e.must(w.member, updateTemplate, map[string]any{"in": map[string]any{"id": w.template, "flavorId": smaller}}, nil)
+	size := func(inst string) (flavor string, vcpus, memoryMB, diskGB int) {
+		t.Helper()
+		var out struct {
+			Node struct{ Flavor struct{ ID string } }
+		}
+		e.must(w.member, `query($id: ID!) { node(id: $id) { ... on Instance { flavor { id } } } }`, map[string]any{"id": inst}, &out)
+		if err := e.db.QueryRow(context.Background(), "SELECT vcpus, memory_mb, disk_gb FROM instances WHERE id = $1",
+			decodeTB(t, ids.Instance, inst)).Scan(&vcpus, &memoryMB, &diskGB); err != nil {
+			t.Fatal(err)
+		}
+		return out.Node.Flavor.ID, vcpus, memoryMB, diskGB
+	}
+	if f, v, m, d := size(e.sandbox(w.member, map[string]any{"templateId": w.template}).Instance.ID); f != smaller || v != 2 || m != 2048 || d != 5 {
+		t.Fatalf("a sandbox of the changed template has flavor %s, %d vCPUs, %d MiB, %d GiB; want its new one", f, v, m, d)
+	}
+
+	// 3 vCPUs used (the snapshot's sandbox, 1, and the one above, 2): one
+	// more fits, two do not.
+	e.must(e.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, vcpus: 4}) { tenant { id } } }`, map[string]any{"t": w.tenant}, nil)
+	var restored struct {
+		CreateSandbox struct {
+			Sandbox struct{ Instance struct{ ID string } }
+		}
+	}
+	e.must(w.member, restore, map[string]any{"in": map[string]any{"fromSnapshot": snap.ID}}, &restored)
+	if f, v, m, d := size(restored.CreateSandbox.Sandbox.Instance.ID); f != w.flavor || v != 1 || m != 1024 || d != 10 {
+		t.Errorf("restored with flavor %s, %d vCPUs, %d MiB, %d GiB; want the snapshot's instance's (%s, 1, 1024, 10)", f, v, m, d, w.flavor)
+	}
+}
