@@ -55,12 +55,7 @@ func TestConsole(t *testing.T) {
 	if err := os.MkdirAll(b.shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Each step builds on the one before: stop at the first that fails.
-	step := func(name string, f func(t *testing.T)) {
-		if !t.Run(name, f) {
-			t.FailNow()
-		}
-	}
+	step := steps(t)
 
 	// The first load, with an empty cache: the login form.
 	b.do("open the console", chromedp.Navigate(dev.url+"/"))
@@ -369,26 +364,9 @@ func TestConsole(t *testing.T) {
 // pausing and resuming it, the list following changes made elsewhere, and
 // deleting it. It saves screenshots of the three pages.
 func TestConsoleSandboxes(t *testing.T) {
-	chrome := chromium(t)
-	dev := startDev(t)
-	b := newBrowser(t, chrome)
-	b.shots = screenshotsDir(t)
-	if err := os.MkdirAll(b.shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	step := func(name string, f func(t *testing.T)) {
-		if !t.Run(name, f) {
-			t.FailNow()
-		}
-	}
+	sc := newSandboxConsole(t)
+	dev, b, tpl, step := sc.dev, sc.b, sc.tpl, steps(t)
 	pick := dev.catalog(t)
-	tpl := dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
-		map[string]any{"in": map[string]any{
-			"name": "python", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"), "imageId": pick("images", "debian-12"),
-			"sshKeys": []string{sshKey}, "env": []map[string]any{{"name": "GREETING", "value": "hello"}},
-			"network":        map[string]any{"allowInternetAccess": false, "allowOut": []string{"10.77.0.1"}},
-			"defaultTimeout": 120, "maxTimeout": 600,
-		}})["createSandboxTemplate"].(map[string]any)["sandboxTemplate"].(map[string]any)["id"].(string)
 	// A template with a warm pool: the page shows its fill.
 	dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
 		map[string]any{"in": map[string]any{"name": "node", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"),
@@ -398,11 +376,7 @@ func TestConsoleSandboxes(t *testing.T) {
 			map[string]any{"id": id})["sandbox"].(map[string]any)
 	}
 
-	b.do("open the console", chromedp.Navigate(dev.url+"/#/templates"))
-	b.wait("the login form", `document.documentElement.dataset.usable === 'login'`)
-	b.do("log in as the member", chromedp.SendKeys(chromedp.ID("login-token"), dev.member), chromedp.Click(chromedp.ID("login-submit")))
-	b.wait("the live connection", `document.getElementById('conn')?.dataset.state === 'live'`)
-	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+	sc.open("#/templates")
 
 	step("the templates page shows the template", func(t *testing.T) {
 		b := b.with(t)
@@ -557,6 +531,57 @@ func TestConsoleSandboxes(t *testing.T) {
 		t.Errorf("%d controls of the sandbox page have no label", n)
 	}
 	b.noErrors()
+}
+
+// steps returns t.Run for steps that each build on the one before: the
+// test stops at the first that fails.
+func steps(t *testing.T) func(name string, f func(t *testing.T)) {
+	return func(name string, f func(t *testing.T)) {
+		t.Helper()
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+}
+
+// sandboxConsole is where the console's sandbox tests start: `dev --sim
+// 2`, a browser saving screenshots, and the member's template python (the
+// sim pool, small, debian-12, 2 min by default and at most 10).
+type sandboxConsole struct {
+	dev *devServer
+	b   *browser
+	tpl string
+}
+
+func newSandboxConsole(t *testing.T) *sandboxConsole {
+	chrome := chromium(t)
+	dev := startDev(t)
+	b := newBrowser(t, chrome)
+	b.shots = screenshotsDir(t)
+	if err := os.MkdirAll(b.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pick := dev.catalog(t)
+	tpl := dev.gql(t, dev.member, `mutation($in: CreateSandboxTemplateInput!) { createSandboxTemplate(input: $in) { sandboxTemplate { id } } }`,
+		map[string]any{"in": map[string]any{
+			"name": "python", "poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"), "imageId": pick("images", "debian-12"),
+			"sshKeys": []string{sshKey}, "env": []map[string]any{{"name": "GREETING", "value": "hello"}},
+			"network":        map[string]any{"allowInternetAccess": false, "allowOut": []string{"10.77.0.1"}},
+			"defaultTimeout": 120, "maxTimeout": 600,
+		}})["createSandboxTemplate"].(map[string]any)["sandboxTemplate"].(map[string]any)["id"].(string)
+	return &sandboxConsole{dev: dev, b: b, tpl: tpl}
+}
+
+// open opens the console at hash and logs in as the member; the page is
+// marked, so that window.__sameDocument says it was never reloaded.
+func (sc *sandboxConsole) open(hash string) {
+	b, dev := sc.b, sc.dev
+	b.t.Helper()
+	b.do("open the console", chromedp.Navigate(dev.url+"/"+hash))
+	b.wait("the login form", `document.documentElement.dataset.usable === 'login'`)
+	b.do("log in as the member", chromedp.SendKeys(chromedp.ID("login-token"), dev.member), chromedp.Click(chromedp.ID("login-submit")))
+	b.wait("the live connection", `document.getElementById('conn')?.dataset.state === 'live'`)
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 }
 
 // checkKeysInBrowser runs the console's key checker on keys made here.
@@ -890,6 +915,23 @@ func (d *devServer) catalog(t *testing.T) func(list, name string) string {
 		t.Fatalf("no %s %s", list, name)
 		return ""
 	}
+}
+
+// db connects to dev's database on the local server, as the test's
+// own connection closed at its end.
+func (d *devServer) db(t *testing.T) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(devenv.LocalServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = devenv.SharedDatabase(d.stateDir)
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("connect to dev's database: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // auditCount counts the audit events of action, as the operator sees them.

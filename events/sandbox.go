@@ -40,19 +40,22 @@ const KindSandbox = "sandbox"
 // SandboxView is a domain.Sandbox as events carry it, with the API's
 // encoded IDs.
 type SandboxView struct {
-	ID              string            `json:"id"`
-	TenantID        string            `json:"tenantId"`
-	TemplateID      string            `json:"templateId"`
-	TemplateVersion int64             `json:"templateVersion"`
-	InstanceID      string            `json:"instanceId"`
-	State           string            `json:"state"`
-	StartedFrom     string            `json:"startedFrom"`
-	Metadata        map[string]string `json:"metadata"`
-	ExpiresAt       time.Time         `json:"expiresAt"`
-	EndedAt         *time.Time        `json:"endedAt,omitempty"`
-	CreatedAt       time.Time         `json:"createdAt"`
-	UpdatedAt       time.Time         `json:"updatedAt"`
-	Version         int64             `json:"version"`
+	ID              string `json:"id"`
+	TenantID        string `json:"tenantId"`
+	TemplateID      string `json:"templateId"`
+	TemplateVersion int64  `json:"templateVersion"`
+	InstanceID      string `json:"instanceId"`
+	// FromSnapshot is the snapshot it was restored from; empty for one
+	// made from its template's image.
+	FromSnapshot string            `json:"fromSnapshot,omitempty"`
+	State        string            `json:"state"`
+	StartedFrom  string            `json:"startedFrom"`
+	Metadata     map[string]string `json:"metadata"`
+	ExpiresAt    time.Time         `json:"expiresAt"`
+	EndedAt      *time.Time        `json:"endedAt,omitempty"`
+	CreatedAt    time.Time         `json:"createdAt"`
+	UpdatedAt    time.Time         `json:"updatedAt"`
+	Version      int64             `json:"version"`
 }
 
 // SandboxEvent is one step of one sandbox's life. Version numbers the
@@ -71,7 +74,7 @@ type SandboxEvent struct {
 
 // ViewSandbox returns the event view of sbx.
 func ViewSandbox(sbx domain.Sandbox) SandboxView {
-	return SandboxView{
+	v := SandboxView{
 		ID:              ids.Encode(ids.Sandbox, sbx.ID),
 		TenantID:        ids.Encode(ids.Tenant, sbx.TenantID),
 		TemplateID:      ids.Encode(ids.SandboxTemplate, sbx.TemplateID),
@@ -86,6 +89,10 @@ func ViewSandbox(sbx domain.Sandbox) SandboxView {
 		UpdatedAt:       sbx.UpdatedAt,
 		Version:         sbx.Version,
 	}
+	if sbx.FromSnapshot != nil {
+		v.FromSnapshot = ids.Encode(ids.SandboxSnapshot, *sbx.FromSnapshot)
+	}
+	return v
 }
 
 // Sandbox turns an event's view back into the Sandbox it shows. An ID that
@@ -110,6 +117,10 @@ func (v SandboxView) Sandbox() (domain.Sandbox, error) {
 	sbx.TenantID = decode(ids.Tenant, "tenantId", v.TenantID)
 	sbx.TemplateID = decode(ids.SandboxTemplate, "templateId", v.TemplateID)
 	sbx.InstanceID = decode(ids.Instance, "instanceId", v.InstanceID)
+	if v.FromSnapshot != "" {
+		snap := decode(ids.SandboxSnapshot, "fromSnapshot", v.FromSnapshot)
+		sbx.FromSnapshot = &snap
+	}
 	if bad != nil {
 		return domain.Sandbox{}, fmt.Errorf("sandbox event %s: malformed %s", v.ID, strings.Join(bad, ", "))
 	}

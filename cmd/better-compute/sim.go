@@ -45,9 +45,11 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 	}()
 	for name, cred := range sim.Credentials {
 		// Each simulated host keeps its journal and snapshots under the
-		// dev state dir, so that dev --sim can snapshot and restore.
+		// dev state dir, so that dev --sim can snapshot and restore. Its
+		// boots and snapshots take a moment, as a real host's do, so that
+		// the console shows them STARTING and PENDING.
 		hostDir := filepath.Join(stateDir, "hosts", name)
-		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond, StateDir: hostDir})
+		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond, SnapshotDelay: time.Second, StateDir: hostDir})
 		d := hostd.New(hostd.Config{
 			ServerURL: "http://" + srv.Addr, Credential: cred, Runtime: h,
 			HeartbeatInterval: 2 * time.Second, Logger: log.With("host", name), StateDir: hostDir,

@@ -5,7 +5,7 @@
 // arrive, and every 2 s while any snapshot is PENDING.
 import { h, replace, time } from '../dom.js';
 import { gql } from '../api.js';
-import { tag } from '../ui.js';
+import { tag, confirm } from '../ui.js';
 import { formKit } from './form.js';
 
 const FIELDS = 'id name state stateReason sizeBytes sha256 createdAt settledAt';
@@ -25,14 +25,16 @@ function bytes(n) {
 export function snapshotsSection(page) {
   const { ctx } = page;
   const form = formKit('snapshot', 'take');
-  const input = h('input', { type: 'text', name: 'name', required: true, autocomplete: 'off', pattern: '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?' });
+  // The hyphen is escaped: browsers compile pattern with the v flag, under
+  // which a bare one in a class is invalid and the pattern ignored.
+  const input = h('input', { type: 'text', name: 'name', required: true, autocomplete: 'off', pattern: '[a-z0-9]([a-z0-9\\-]{0,61}[a-z0-9])?' });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary', id: 'snapshot-submit' }, 'Take snapshot');
   const fields = h('form', { class: 'form', id: 'snapshot-form', novalidate: true },
     form.summary,
     form.field('name', 'Name', input, 'Lowercase letters, digits and hyphens; the disk is taken without stopping the sandbox.'),
     h('div', { class: 'actions' }, submit));
   const status = h('p', { class: 'hint', 'aria-live': 'polite' });
-  const list = h('ul', { class: 'snapshots', id: 'sandbox-snapshots', 'aria-live': 'polite' });
+  const list = h('ul', { class: 'history', id: 'sandbox-snapshots', 'aria-live': 'polite' });
   const el = h('section', { class: 'card', 'aria-labelledby': 'h-snapshots' }, h('h2', { id: 'h-snapshots' }, 'Snapshots'), fields, status, list);
   let timer = null;
 
@@ -54,14 +56,15 @@ export function snapshotsSection(page) {
   }
 
   function item(s) {
-    const restore = h('button', { type: 'button', class: 'btn', disabled: s.state !== 'READY' }, 'Create sandbox from it');
-    const del = h('button', { type: 'button', class: 'btn btn-danger' }, 'Delete');
+    const restore = h('button', { type: 'button', class: 'btn', id: `snapshot-restore-${s.id}`, disabled: s.state !== 'READY' }, 'Create sandbox from it');
+    const del = h('button', { type: 'button', class: 'btn btn-danger', id: `snapshot-delete-${s.id}` }, 'Delete');
     restore.addEventListener('click', () => act(restore, 'Creating…', async () => {
       const data = await gql(`mutation Restore($s: ID!) { createSandbox(input: {fromSnapshot: $s}) { sandbox { id } } }`, { s: s.id }, { signal: ctx.signal });
       ctx.go(`#/sandboxes/${encodeURIComponent(data.createSandbox.sandbox.id)}`);
     }));
-    del.addEventListener('click', () => {
-      if (!window.confirm(`Delete snapshot ${s.name}? Its files are purged from its host; sandboxes made from it live on.`)) return;
+    del.addEventListener('click', async () => {
+      if (!await confirm({ title: `Delete snapshot ${s.name}?`, ok: 'Delete snapshot', danger: true,
+        body: 'Its files are purged from its host; sandboxes made from it live on. This cannot be undone.' })) return;
       act(del, 'Deleting…', async () => {
         await gql(`mutation Del($id: ID!) { deleteSandboxSnapshot(input: {id: $id}) { sandboxSnapshot { id } } }`, { id: s.id }, { signal: ctx.signal });
         await load();
@@ -69,7 +72,9 @@ export function snapshotsSection(page) {
     });
     return h('li', { dataset: { id: s.id, state: s.state } },
       h('strong', null, s.name), ' ', tag(s.state, TONE[s.state]), ' ',
-      s.state === 'READY' && h('span', { class: 'muted' }, `${bytes(s.sizeBytes)} · sha256 ${s.sha256.slice(0, 12)}… · `),
+      s.state === 'READY' && h('span', { class: 'muted' },
+        h('span', { class: 'snapshot-size', title: `${s.sizeBytes} bytes` }, bytes(s.sizeBytes)), ' · sha256 ',
+        h('span', { class: 'mono snapshot-sha256', title: s.sha256 }, `${s.sha256.slice(0, 12)}…`), ' · '),
       s.stateReason && h('span', { class: 'muted' }, `${s.stateReason} · `),
       time(s.createdAt), ' ', restore, ' ', del);
   }
