@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/durable"
 )
 
 // journal keeps what the daemon knows of each command in a directory, one
@@ -94,26 +95,10 @@ func (j *journal) write(e entry) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", e.Command.ID, err)
 	}
-	path := filepath.Join(j.dir, e.Command.ID+journalExt)
-	f, err := os.CreateTemp(j.dir, e.Command.ID+".*"+tmpExt)
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", e.Command.ID, err)
+	if err := durable.WriteFile(filepath.Join(j.dir, e.Command.ID+journalExt), b, tmpExt); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("journal %s: %w", e.Command.ID, err)
-	}
-	return j.syncDir()
+	return nil
 }
 
 // remove forgets command id; forgetting one it does not have succeeds.
@@ -125,18 +110,8 @@ func (j *journal) remove(id string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("journal: forget %s: %w", id, err)
 	}
-	return j.syncDir()
-}
-
-// syncDir makes a rename or removal in the directory durable.
-func (j *journal) syncDir() error {
-	d, err := os.Open(j.dir)
-	if err != nil {
+	if err := durable.SyncDir(j.dir); err != nil {
 		return fmt.Errorf("journal: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("journal: sync %s: %w", j.dir, err)
 	}
 	return nil
 }

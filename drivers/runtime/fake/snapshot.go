@@ -16,6 +16,7 @@ import (
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/durable"
 )
 
 // snapshotExt ends the name of a snapshot's file in the store; a partial
@@ -93,31 +94,13 @@ func takeSnapshot(ctx context.Context, disk []byte, path string, delay time.Dura
 	return fileResult(path)
 }
 
-// writeFileAtomic writes data to path through a temporary file beside it,
-// synced and renamed, so that path is either absent or complete.
+// writeFileAtomic writes data to path durably, making its directory
+// first.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*"+partialExt)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return durable.WriteFile(path, data, partialExt)
 }
 
 // removePartials removes the partial files of path.

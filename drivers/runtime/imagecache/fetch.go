@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/internal/durable"
 )
 
 // parseSource parses an image URL, accepting the schemes the cache fetches
@@ -78,7 +79,7 @@ func (c *Cache) fetch(ctx context.Context, src *url.URL, img hostproto.Image, pa
 	}()
 
 	h := sha256.New()
-	n, err := io.Copy(tmp, io.TeeReader(ctxReader{ctx, body}, h))
+	n, err := io.Copy(tmp, io.TeeReader(durable.Reader(ctx, body), h))
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}
@@ -101,7 +102,7 @@ func (c *Cache) fetch(ctx context.Context, src *url.URL, img hostproto.Image, pa
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	syncDir(c.dir)
+	durable.SyncDir(c.dir) // best effort: the image is intact either way; at worst it is fetched again
 	log.Info("fetched image", "bytes", n, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -141,30 +142,4 @@ func (c *Cache) open(ctx context.Context, src *url.URL) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("HTTP status %s", resp.Status)
 	}
 	return resp.Body, nil
-}
-
-// ctxReader is a Reader that fails once ctx is done, so that a copy from a
-// file, which does not watch ctx itself, stops too.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
-}
-
-// syncDir syncs directory dir, so that a rename in it survives a crash. It
-// is best effort: some file systems cannot sync a directory, and the image
-// is intact either way; at worst it is fetched again.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
 }

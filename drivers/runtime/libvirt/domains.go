@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -273,7 +274,9 @@ func (r *Runtime) Undefine(ctx context.Context, id string) error {
 	if err := r.undefineFilter(id); err != nil {
 		return fmt.Errorf("undefine %s: %w", id, err)
 	}
-	for _, path := range []string{r.overlay(id), r.restoreBase(id), r.restoreBase(id) + ".tmp", r.seed(id), r.console(id)} {
+	// A copy of a snapshot a crash interrupted (copyFile's temporary).
+	partials, _ := filepath.Glob(r.restoreBase(id) + ".*.tmp")
+	for _, path := range append([]string{r.overlay(id), r.restoreBase(id), r.seed(id), r.console(id)}, partials...) {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("undefine %s: %w", id, err)
 		}

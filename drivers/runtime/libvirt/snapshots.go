@@ -18,6 +18,7 @@ import (
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/durable"
 )
 
 // A snapshot is a copy of a running (or paused) domain's disk as it was at
@@ -220,7 +221,7 @@ func seal(part, path string) (hostproto.SnapshotResult, error) {
 	if err := os.Rename(part, path); err != nil {
 		return res, err
 	}
-	return res, syncDir(filepath.Dir(path))
+	return res, durable.SyncDir(filepath.Dir(path))
 }
 
 // describe is the size and sha256 of the snapshot at path.
@@ -239,15 +240,6 @@ func digest(r io.Reader) (hostproto.SnapshotResult, error) {
 	return hostproto.SnapshotResult{SizeBytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
 // PurgeSnapshot implements hostd.Runtime: it removes the snapshot, and a
 // partial one, from the store. Domains restored from it keep booting from
 // their own link to it.
@@ -261,7 +253,7 @@ func (r *Runtime) PurgeSnapshot(ctx context.Context, snap string) error {
 			return fmt.Errorf("purge snapshot %s: %w", snap, err)
 		}
 	}
-	return syncDir(r.cfg.SnapshotDir)
+	return durable.SyncDir(r.cfg.SnapshotDir)
 }
 
 // claimSnapshots waits until no other snapshot of instance id is being
@@ -320,43 +312,12 @@ func (r *Runtime) linkSnapshot(ctx context.Context, id, snap string) (string, er
 	return base, nil
 }
 
-// copyFile copies src to dst through a temporary name, synced.
+// copyFile copies src to dst durably.
 func copyFile(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, ctxReader{ctx, in})
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-// ctxReader stops reading once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
+	return durable.Write(ctx, dst, in, ".tmp")
 }
