@@ -78,15 +78,22 @@ func (r *Reconciler) work(ctx context.Context) {
 		if !ok {
 			return
 		}
+		began := time.Now()
 		res, err := r.kinds[req.Topic].Reconcile(ctx, req)
 		if err != nil && !IsTerminal(err) {
 			if ctx.Err() != nil {
 				return
 			}
+			r.metrics.reconciled(req.Topic, "retry", time.Since(began))
 			r.log.WarnContext(ctx, "reconcile failed; backing off", "topic", req.Topic, "key", req.Key, "err", err)
 			r.queue.retry(req, ids, res.RequeueAfter)
 			continue
 		}
+		outcome := "ok"
+		if err != nil {
+			outcome = "terminal"
+		}
+		r.metrics.reconciled(req.Topic, outcome, time.Since(began))
 		if err != nil {
 			r.log.ErrorContext(ctx, "reconcile failed for good; dropping the work entry", "topic", req.Topic, "key", req.Key, "err", err)
 		}
