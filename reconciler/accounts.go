@@ -53,16 +53,16 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 		return a, nil
 	}
 	if r.cfg.Drivers == nil || r.cfg.Sealer == nil {
-		return nil, fmt.Errorf("provider account %s: this reconciler has no provider drivers configured", row.ID)
+		return nil, fmt.Errorf("provider account %s: this reconciler has no provider drivers configured", ids.Log(ids.ProviderAccount, row.ID))
 	}
 	creds, err := r.cfg.Sealer.Open(row.CredentialsSealed, row.ID[:])
 	if err != nil {
-		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
+		return nil, fmt.Errorf("open credentials of provider account %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 	}
 	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Shared: row.TenantID == nil, Provider: row.Provider,
 		Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
-		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
+		return nil, fmt.Errorf("make driver of provider account %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 	}
 	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d, version: version, metrics: r.metrics}
 	if r.accounts.byID == nil {
