@@ -87,9 +87,22 @@ func (m *metrics) called(a *account, err error) {
 	m.calls.WithLabelValues(ids.Encode(ids.ProviderAccount, a.id), a.provider, outcome).Inc()
 }
 
-// Collectors are the reconciler's metrics, for /metrics.
+// Collectors are the reconciler's metrics, for /metrics. Call it after
+// Register and Every.
+// Every kind's and job's outcomes are present from the start, at 0, so a
+// rate over them needs no first event.
 func (r *Reconciler) Collectors() []prometheus.Collector {
 	m := r.metrics
+	for kind := range r.kinds {
+		for _, outcome := range []string{"ok", "retry", "terminal"} {
+			m.reconciles.WithLabelValues(kind, outcome)
+		}
+	}
+	for _, p := range r.periodic {
+		for _, outcome := range []string{"ok", "error"} {
+			m.periodic.WithLabelValues(p.name, outcome)
+		}
+	}
 	return []prometheus.Collector{m.reconciles, m.duration, m.periodic, m.lastRun, m.runDuration, m.calls, newStateCollector(r)}
 }
 
