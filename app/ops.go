@@ -26,7 +26,10 @@ func NewLogger(level slog.Level) *slog.Logger {
 // logLevel declares BC_LOG_LEVEL, the level every process logs from.
 func logLevel(p *slog.Level) conf.Var {
 	return conf.Func("BC_LOG_LEVEL", "INFO", "least level logged: DEBUG, INFO, WARN or ERROR; wins over --log-level", func(s string) error {
-		return p.UnmarshalText([]byte(s))
+		if err := p.UnmarshalText([]byte(s)); err != nil {
+			return fmt.Errorf("%q is not a level (DEBUG, INFO, WARN, ERROR)", s)
+		}
+		return nil
 	})
 }
 

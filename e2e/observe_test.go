@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +107,19 @@ func TestObservable(t *testing.T) {
 		return families["host"]["bc_hostd_converge_step_seconds"].GetMetric()[0].GetHistogram().GetSampleCount() > 0
 	})
 
+	// docs/operations.md lists every metric each process exports.
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, url := range urls {
+		for metric := range scrape(t, url) {
+			if strings.HasPrefix(metric, "bc_") && !strings.Contains(string(doc), "`"+metric) {
+				t.Errorf("docs/operations.md does not list %s, which %s exports", metric, name)
+			}
+		}
+	}
+
 	// Every line of the reconciler's log, DEBUG ones included, names
 	// objects by their API IDs.
 	log, err := os.ReadFile(c.reconcs[0].log)
@@ -113,7 +127,7 @@ func TestObservable(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawUUID := regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
-	for _, line := range regexp.MustCompile(`\n`).Split(string(log), -1) {
+	for _, line := range strings.Split(string(log), "\n") {
 		if rawUUID.MatchString(line) {
 			t.Errorf("reconciler log line with a raw UUID: %s", line)
 		}
