@@ -137,6 +137,33 @@ func TestObservable(t *testing.T) {
 	}
 }
 
+// TestReadiness: /readyz says when a process cannot do its work — the
+// host daemon when its reports are not accepted, the reconciler when
+// Redis is gone — while /healthz still answers.
+func TestReadiness(t *testing.T) {
+	t.Parallel()
+	reconcileMetrics, hostMetrics := freeAddr(t), freeAddr(t)
+	c := start(t, options{
+		hosts: 1, hostVcpus: 2, reconcilers: 1,
+		reconcileArgs: []string{"--metrics-listen", reconcileMetrics},
+		hostArgs:      []string{"--metrics-listen", hostMetrics},
+	})
+	host, reconcile := "http://"+hostMetrics, "http://"+reconcileMetrics
+	for _, url := range []string{host, reconcile} {
+		testenv.Eventually(t, 10*time.Second, url+" ready", func() bool { return status(url+"/readyz") == 200 })
+	}
+
+	c.server.stop()
+	testenv.Eventually(t, 10*time.Second, "the host not ready without its server", func() bool { return status(host+"/readyz") == 503 })
+	c.redis.stop()
+	testenv.Eventually(t, 10*time.Second, "the reconciler not ready without Redis", func() bool { return status(reconcile+"/readyz") == 503 })
+	for _, url := range []string{host, reconcile} {
+		if code := status(url + "/healthz"); code != 200 {
+			t.Errorf("%s/healthz: %d, want 200 while the process runs", url, code)
+		}
+	}
+}
+
 // status returns the status code of GET url, 0 when it fails.
 func status(url string) int {
 	resp, err := http.Get(url)

@@ -219,7 +219,7 @@ func (c *stateCollector) collectDB(ctx context.Context, gauge gaugeFunc) error {
 		labels := []string{ids.Encode(ids.Host, h.ID), h.Name, ids.Encode(ids.Pool, h.PoolID)}
 		up := 0.0
 		if h.LastSeenAt != nil {
-			age := time.Since(*h.LastSeenAt)
+			age := h.Now.Sub(*h.LastSeenAt) // both by the database's clock, as the silence is judged
 			gauge(c.hostAge, age.Seconds(), labels...)
 			if age < c.r.cfg.HostSilentAfter {
 				up = 1

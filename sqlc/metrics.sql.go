@@ -13,7 +13,7 @@ import (
 )
 
 const hostReports = `-- name: HostReports :many
-SELECT id, name, pool_id, last_seen_at FROM hosts ORDER BY name
+SELECT id, name, pool_id, last_seen_at, now()::timestamptz AS now FROM hosts ORDER BY name
 `
 
 type HostReportsRow struct {
@@ -21,10 +21,11 @@ type HostReportsRow struct {
 	Name       string
 	PoolID     uuid.UUID
 	LastSeenAt *time.Time
+	Now        time.Time
 }
 
-// HostReports reads when each host last reported, for the reconciler's
-// metrics.
+// HostReports reads when each host last reported, and the database's
+// clock to measure it by, for the reconciler's metrics.
 func (q *Queries) HostReports(ctx context.Context) ([]HostReportsRow, error) {
 	rows, err := q.db.Query(ctx, hostReports)
 	if err != nil {
@@ -39,6 +40,7 @@ func (q *Queries) HostReports(ctx context.Context) ([]HostReportsRow, error) {
 			&i.Name,
 			&i.PoolID,
 			&i.LastSeenAt,
+			&i.Now,
 		); err != nil {
 			return nil, err
 		}
