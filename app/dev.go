@@ -77,6 +77,7 @@ func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.Config.Flags(fs)
 	c.ProviderEndpoints.AllowPrivate = true
 	c.LogLevel = slog.LevelWarn
+	fs.Lookup("log-level").DefValue = c.LogLevel.String()
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,
