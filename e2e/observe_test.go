@@ -139,7 +139,8 @@ func TestObservable(t *testing.T) {
 
 // TestReadiness: /readyz says when a process cannot do its work — the
 // host daemon when its reports are not accepted, the reconciler when
-// Redis is gone — while /healthz still answers.
+// Redis is gone — while /healthz still answers; the reconciler's metrics
+// show the silent host down.
 func TestReadiness(t *testing.T) {
 	t.Parallel()
 	reconcileMetrics, hostMetrics := freeAddr(t), freeAddr(t)
@@ -155,6 +156,12 @@ func TestReadiness(t *testing.T) {
 
 	c.server.stop()
 	testenv.Eventually(t, 10*time.Second, "the host not ready without its server", func() bool { return status(host+"/readyz") == 503 })
+	testenv.Eventually(t, 10*time.Second, "the reconciler sees the host silent", func() bool {
+		families := scrape(t, reconcile)
+		up, _ := sample(families["bc_host_up"], map[string]string{"name": "hv-0"})
+		age, _ := sample(families["bc_host_last_report_age_seconds"], map[string]string{"name": "hv-0"})
+		return up == 0 && age >= silentAfter.Seconds()
+	})
 	c.redis.stop()
 	testenv.Eventually(t, 10*time.Second, "the reconciler not ready without Redis", func() bool { return status(reconcile+"/readyz") == 503 })
 	for _, url := range []string{host, reconcile} {
