@@ -171,6 +171,23 @@ func TestReadiness(t *testing.T) {
 	}
 }
 
+// TestHostRuntimeErrorsCounted: a host whose runtime fails every start
+// counts each failure by operation, and the steps it took.
+func TestHostRuntimeErrorsCounted(t *testing.T) {
+	t.Parallel()
+	hostMetrics := freeAddr(t)
+	c := start(t, options{
+		hosts: 1, hostVcpus: 2, reconcilers: 1,
+		hostArgs: []string{"--metrics-listen", hostMetrics, "--fake-fail-starts", "no disk"},
+	})
+	c.create("doomed", "RUNNING")
+	testenv.Eventually(t, 20*time.Second, "the failed start counted", func() bool {
+		families := scrape(t, "http://"+hostMetrics)
+		starts, _ := sample(families["bc_hostd_runtime_errors_total"], map[string]string{"op": "start"})
+		return starts >= 1 && families["bc_hostd_converge_step_seconds"].GetMetric()[0].GetHistogram().GetSampleCount() >= 1
+	})
+}
+
 // status returns the status code of GET url, 0 when it fails.
 func status(url string) int {
 	resp, err := http.Get(url)
