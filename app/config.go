@@ -3,7 +3,6 @@ package app
 import (
 	"flag"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/better-compute/vps/control"
@@ -82,6 +81,9 @@ type Config struct {
 	SandboxStatsKeep time.Duration
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
+	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
+	// Default slog.LevelInfo.
+	LogLevel slog.Level
 	// Logger is the process log. Default: JSON to stderr.
 	Logger *slog.Logger
 }
@@ -134,6 +136,7 @@ func (c *Config) Env() []conf.Var {
 			"how often the latest CPU and memory use hosts report of each sandbox is written"),
 		conf.Duration(&c.SandboxStatsKeep, "BC_SANDBOX_STATS_KEEP", control.DefaultStatsKeep,
 			"how long a sandbox's CPU and memory use is kept after it ended"),
+		logLevel(&c.LogLevel),
 	}
 }
 
@@ -155,6 +158,7 @@ func rateLimit(p *ratelimit.Rate, name string, value ratelimit.Rate, what string
 // Flags defines serve's flags on fs, bound to c's fields.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", DefaultListen, "HTTP `address` to listen on")
+	logLevelFlag(fs, &c.LogLevel)
 }
 
 func (c *Config) applyDefaults() {
@@ -191,6 +195,6 @@ func (c *Config) applyDefaults() {
 		c.Listen = DefaultListen
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		c.Logger = NewLogger(c.LogLevel)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"flag"
+	"log/slog"
 
 	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/conf"
@@ -48,10 +49,11 @@ var devMakes = map[string]string{
 
 // devDefaults are dev's own defaults of serve's variables: its emulators
 // listen on loopback, so provider accounts may reach private addresses
-// (BC_PROVIDER_ALLOW_PRIVATE=false turns that off). DevConfig.Flags
-// applies them.
+// (BC_PROVIDER_ALLOW_PRIVATE=false turns that off), and it logs warnings
+// and errors only, beside its own summary. DevConfig.Flags applies them.
 var devDefaults = map[string]string{
 	"BC_PROVIDER_ALLOW_PRIVATE": "true",
+	"BC_LOG_LEVEL":              "WARN",
 }
 
 // Env returns the environment variables dev reads, bound to c's fields:
@@ -74,6 +76,8 @@ func (c *DevConfig) Env() []conf.Var {
 func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.Config.Flags(fs)
 	c.ProviderEndpoints.AllowPrivate = true
+	c.LogLevel = slog.LevelWarn
+	fs.Lookup("log-level").DefValue = c.LogLevel.String()
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/server"
 )
 
 // HostConfig is the configuration of `host`, the host daemon.
@@ -90,6 +91,12 @@ type HostConfig struct {
 	// says it booted counts as booted, for the pause of a warm instance
 	// (--boot-timeout). Default: the libvirt runtime's.
 	BootTimeout time.Duration
+	// MetricsListen is the HTTP address serving /metrics, /healthz and
+	// /readyz (--metrics-listen). Default: none.
+	MetricsListen string
+	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
+	// Default slog.LevelInfo.
+	LogLevel slog.Level
 	// Logger is the process log. Default: JSON to stderr.
 	Logger *slog.Logger
 }
@@ -117,6 +124,7 @@ func (c *HostConfig) Env() []conf.Var {
 	return []conf.Var{
 		conf.String(&c.Credential, "BC_HOST_CREDENTIAL", "",
 			"the host's credential, as createHost returned it, unless --credential-file is given"),
+		logLevel(&c.LogLevel),
 	}
 }
 
@@ -145,6 +153,8 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Bridge, "bridge", "", "libvirt runtime: host `bridge` for guest NICs; empty: user-mode networking (no network policies)")
 	fs.DurationVar(&c.BootTimeout, "boot-timeout", 0,
 		"libvirt runtime: how long after its start a guest whose console never says it booted counts as booted (a warm instance is paused then); 0: the runtime's default, 2m")
+	metricsListenFlag(fs, &c.MetricsListen)
+	logLevelFlag(fs, &c.LogLevel)
 }
 
 func (c *HostConfig) applyDefaults() {
@@ -170,7 +180,7 @@ func (c *HostConfig) applyDefaults() {
 		c.ConvergeSlots = hostd.DefaultConvergeSlots
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		c.Logger = NewLogger(c.LogLevel)
 	}
 }
 
@@ -211,10 +221,13 @@ func FakeStateDir(credential string) string {
 
 // RunHost runs the host daemon of a prepared c on rt until ctx ends.
 func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
-	return hostd.New(hostd.Config{
+	d := hostd.New(hostd.Config{
 		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
 		Protocol: c.FakeProtocol, StateDir: c.StateDir, InteractiveSlots: c.InteractiveSlots, BulkSlots: c.BulkSlots,
 		ConvergeSlots: c.ConvergeSlots,
-	}).Run(ctx)
+	})
+	reg := server.NewRegistry()
+	reg.MustRegister(d.Collectors()...)
+	return withOps(c.MetricsListen, reg, d.Ready, c.Logger, func() error { return d.Run(ctx) })
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"flag"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
+	"github.com/better-compute/vps/server"
 )
 
 // ReconcilerConfig is the configuration of `reconcile`.
@@ -68,6 +68,13 @@ type ReconcilerConfig struct {
 	// default DefaultProviderEndpoints(); BC_PROVIDER_ALLOW_PRIVATE,
 	// default false).
 	Drivers DriverOptions
+	// MetricsListen is the HTTP address serving /metrics, /healthz and
+	// /readyz (--metrics-listen). Default: none, as several reconcilers
+	// may share a machine.
+	MetricsListen string
+	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
+	// Default slog.LevelInfo.
+	LogLevel slog.Level
 	// Logger is the process log. Default: JSON to stderr.
 	Logger *slog.Logger
 }
@@ -100,6 +107,7 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 			"how long a host has to take a sandbox snapshot before it fails"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
+		logLevel(&c.LogLevel),
 	}
 }
 
@@ -120,6 +128,8 @@ func (c *ReconcilerConfig) Flags(fs *flag.FlagSet) {
 		"how long one request to a provider may take; 0: the driver's default")
 	fs.DurationVar(&c.Drivers.ShutdownTimeout, "shutdown-timeout", 0,
 		"how long a provider server may take to shut down before it is powered off; 0: the driver's default")
+	metricsListenFlag(fs, &c.MetricsListen)
+	logLevelFlag(fs, &c.LogLevel)
 }
 
 func (c *ReconcilerConfig) applyDefaults() {
@@ -154,7 +164,7 @@ func (c *ReconcilerConfig) applyDefaults() {
 		c.Drivers.Endpoints.Hosts = DefaultProviderEndpoints()
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		c.Logger = NewLogger(c.LogLevel)
 	}
 }
 
@@ -178,11 +188,15 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	// Warm instances are made by the API's own code, so they are sealed and
 	// counted against their owner's quota as every instance is.
 	warm := control.New(db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter})
-	return reconciler.New(reconciler.Config{
+	r := reconciler.New(reconciler.Config{
 		DB: db, Redis: rdb, Prefix: cfg.RedisPrefix, Workers: cfg.Workers,
 		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
 		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 		SnapshotTimeout: cfg.SnapshotTimeout,
-	}).Run(ctx)
+	})
+	reg := server.NewRegistry()
+	reg.MustRegister(r.Collectors()...)
+	ready := func(ctx context.Context) error { return server.Ready(ctx, db, rdb) }
+	return withOps(cfg.MetricsListen, reg, ready, cfg.Logger, func() error { return r.Run(ctx) })
 }

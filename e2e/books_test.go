@@ -311,7 +311,7 @@ func (c *cluster) explainUnsettled(clouds ...*cloud) {
 		for _, p := range c.procs {
 			b, _ := os.ReadFile(p.log)
 			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, s.id.String()) {
+				if strings.Contains(line, s.id.String()) || strings.Contains(line, ids.Encode(ids.Instance, s.id)) {
 					c.t.Logf("  %s: %s", p.name, line)
 				}
 			}

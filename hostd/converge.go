@@ -22,6 +22,7 @@ type converger struct {
 	rt              Runtime
 	shutdownTimeout time.Duration
 	log             *slog.Logger
+	metrics         *metrics
 	// slots bounds the steps that run at once.
 	slots chan struct{}
 	// ended is signalled when a step ends.
@@ -42,9 +43,10 @@ type converger struct {
 	gens map[string]int64
 }
 
-func newConverger(rt Runtime, shutdownTimeout time.Duration, slots int, log *slog.Logger) *converger {
+func newConverger(rt Runtime, shutdownTimeout time.Duration, slots int, log *slog.Logger, m *metrics) *converger {
 	return &converger{
 		rt:              rt,
+		metrics:         m,
 		shutdownTimeout: shutdownTimeout,
 		log:             log,
 		slots:           make(chan struct{}, slots),
@@ -76,6 +78,7 @@ func (c *converger) converge(ctx context.Context, spec hostproto.NodeSpec, only 
 	c.mu.Unlock()
 	doms, err := c.rt.Domains(ctx)
 	if err != nil {
+		c.runtimeFailed(ctx, "list")
 		return fmt.Errorf("list domains: %w", err)
 	}
 	have := make(map[string]Domain, len(doms))
@@ -186,9 +189,11 @@ func (c *converger) dispatch(ctx context.Context, id string, gen int64, defining
 	c.defining[id] = defining
 	c.mu.Unlock()
 	c.wg.Go(func() {
+		began := time.Now()
 		select {
 		case c.slots <- struct{}{}:
 			step(ctx)
+			c.metrics.step.Observe(time.Since(began).Seconds())
 			<-c.slots
 		case <-ctx.Done():
 		}
@@ -223,6 +228,7 @@ func (c *converger) undefine(ctx context.Context, id string) {
 func (c *converger) instance(ctx context.Context, inst hostproto.InstanceSpec, dom Domain, exists bool) {
 	if !exists {
 		if err := c.rt.Define(ctx, inst); err != nil {
+			c.runtimeFailed(ctx, "define")
 			c.fail(ctx, inst, err)
 			return
 		}
@@ -259,6 +265,7 @@ func (c *converger) instance(ctx context.Context, inst hostproto.InstanceSpec, d
 // start starts inst, and reports whether it did; a failure fails inst.
 func (c *converger) start(ctx context.Context, inst hostproto.InstanceSpec) bool {
 	if err := c.rt.Start(ctx, inst.ID); err != nil {
+		c.runtimeFailed(ctx, "start")
 		c.fail(ctx, inst, err)
 		return false
 	}
@@ -315,7 +322,16 @@ func (c *converger) warn(ctx context.Context, op, id string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	c.runtimeFailed(ctx, op)
 	c.log.Warn(op+" failed; retried at the next converge", "instance", id, "err", err)
+}
+
+// runtimeFailed counts a failed runtime operation op, unless the daemon is
+// stopping.
+func (c *converger) runtimeFailed(ctx context.Context, op string) {
+	if ctx.Err() == nil {
+		c.metrics.runtimeErrors.WithLabelValues(op).Inc()
+	}
 }
 
 // statuses lists, sorted by ID, the state of every domain of the Runtime,

@@ -222,11 +222,14 @@ type Daemon struct {
 	gw   *gateway
 	conv *converger
 	cmds *commander // made by Run
+	// metrics count what it does, for Collectors.
+	metrics *metrics
 }
 
 // New returns a Daemon for cfg, with defaults applied. Run checks cfg.
 func New(cfg Config) *Daemon {
 	cfg = cfg.withDefaults()
+	m := newMetrics()
 	return &Daemon{
 		cfg: cfg,
 		log: cfg.Logger,
@@ -236,7 +239,8 @@ func New(cfg Config) *Daemon {
 			http:       cfg.HTTPClient,
 			version:    cfg.Protocol,
 		},
-		conv: newConverger(cfg.Runtime, cfg.ShutdownTimeout, cfg.ConvergeSlots, cfg.Logger),
+		conv:    newConverger(cfg.Runtime, cfg.ShutdownTimeout, cfg.ConvergeSlots, cfg.Logger, m),
+		metrics: m,
 	}
 }
 

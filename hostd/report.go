@@ -20,6 +20,9 @@ func (d *Daemon) postReports(ctx context.Context, reports chan hostproto.Report)
 		}
 		for {
 			err := d.gw.report(ctx, r)
+			if ctx.Err() == nil {
+				d.metrics.reportDone(err)
+			}
 			if err == nil {
 				retry.reset()
 				break

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -22,6 +23,8 @@ type account struct {
 	tenantID *uuid.UUID
 	provider string
 	driver   cloud.Driver
+	// metrics count its calls.
+	metrics *metrics
 	// version is what the driver was made from; an account updated since
 	// (its token rotated) gets a new driver.
 	version [sha256.Size]byte
@@ -50,18 +53,18 @@ func (r *Reconciler) account(row sqlc.ProviderAccount) (*account, error) {
 		return a, nil
 	}
 	if r.cfg.Drivers == nil || r.cfg.Sealer == nil {
-		return nil, fmt.Errorf("provider account %s: this reconciler has no provider drivers configured", row.ID)
+		return nil, fmt.Errorf("provider account %s: this reconciler has no provider drivers configured", ids.Log(ids.ProviderAccount, row.ID))
 	}
 	creds, err := r.cfg.Sealer.Open(row.CredentialsSealed, row.ID[:])
 	if err != nil {
-		return nil, fmt.Errorf("open credentials of provider account %s: %w", row.ID, err)
+		return nil, fmt.Errorf("open credentials of provider account %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 	}
 	d, err := r.cfg.Drivers(cloud.Account{ID: row.ID.String(), Shared: row.TenantID == nil, Provider: row.Provider,
 		Credentials: string(creds), Settings: row.Settings})
 	if err != nil {
-		return nil, fmt.Errorf("make driver of provider account %s: %w", row.ID, err)
+		return nil, fmt.Errorf("make driver of provider account %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 	}
-	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d, version: version}
+	a := &account{id: row.ID, tenantID: row.TenantID, provider: row.Provider, driver: d, version: version, metrics: r.metrics}
 	if r.accounts.byID == nil {
 		r.accounts.byID = map[uuid.UUID]*account{}
 	}
@@ -83,14 +86,27 @@ func (r *Reconciler) cachedAccount(id uuid.UUID) (*account, bool) {
 	return a, ok
 }
 
+// cachedAccounts returns the accounts whose drivers are made.
+func (r *Reconciler) cachedAccounts() []*account {
+	r.accounts.mu.Lock()
+	defer r.accounts.mu.Unlock()
+	out := make([]*account, 0, len(r.accounts.byID))
+	for _, a := range r.accounts.byID {
+		out = append(out, a)
+	}
+	return out
+}
+
 // call makes one call to the provider, or refuses it with a RateLimited
 // error saying how long to wait, without waiting: callers hold row locks.
 func (a *account) call(ctx context.Context, what string, fn func(context.Context) error) error {
 	if wait := a.hold(); wait > 0 {
+		a.metrics.calls.WithLabelValues(ids.Encode(ids.ProviderAccount, a.id), a.provider, "paced").Inc()
 		return fmt.Errorf("%s: %w", what, &cloud.Error{Kind: cloud.RateLimited, RetryAfter: wait,
 			Message: fmt.Sprintf("pacing calls to %s to stay within its rate limit", a.provider)})
 	}
 	err := fn(ctx)
+	a.metrics.called(a, err)
 	a.mu.Lock()
 	a.inflight--
 	a.mu.Unlock()

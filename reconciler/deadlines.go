@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -67,7 +68,7 @@ func (r *Reconciler) failOverdueCommand(ctx context.Context, id uuid.UUID) (host
 		return nil
 	})
 	if err != nil {
-		return host, false, fmt.Errorf("fail overdue command %s: %w", id, err)
+		return host, false, fmt.Errorf("fail overdue command %s: %w", ids.Log(ids.HostCommand, id), err)
 	}
 	return host, failed, nil
 }

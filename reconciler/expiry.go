@@ -110,7 +110,7 @@ func (r *Reconciler) expireSandbox(ctx context.Context, id uuid.UUID) error {
 			TargetID: id, RequestID: expiryRequestID, Details: details})
 	})
 	if err != nil {
-		return fmt.Errorf("expire sandbox %s: %w", id, err)
+		return fmt.Errorf("expire sandbox %s: %w", ids.Log(ids.Sandbox, id), err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
@@ -77,7 +78,7 @@ func (k *instances) converge(ctx context.Context, id uuid.UUID) (again bool, err
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("converge instance %s: %w", id, err)
+		return false, fmt.Errorf("converge instance %s: %w", ids.Log(ids.Instance, id), err)
 	}
 	k.r.wakeHosts(ctx, wake)
 	return again, nil
@@ -90,7 +91,7 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 	}
 	acct, err := q.PoolProviderAccount(ctx, pool)
 	if err != nil {
-		return nil, fmt.Errorf("read pool %s: %w", pool, err)
+		return nil, fmt.Errorf("read pool %s: %w", ids.Log(ids.Pool, pool), err)
 	}
 	step := stepFunc(k.r.hostedStep)
 	if acct != nil {
@@ -236,7 +237,7 @@ func (r *Reconciler) release(ctx context.Context, q *sqlc.Queries, inst sqlc.Ins
 func (r *Reconciler) wakeHosts(ctx context.Context, hosts []uuid.UUID) {
 	for _, h := range hosts {
 		if err := r.rdb.Publish(ctx, r.cfg.Prefix+events.HostChannel(h), "").Err(); err != nil {
-			r.log.WarnContext(ctx, "wake host", "host", h, "err", err)
+			r.log.WarnContext(ctx, "wake host", "host", ids.Log(ids.Host, h), "err", err)
 		}
 	}
 }

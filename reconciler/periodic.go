@@ -27,7 +27,13 @@ func (r *Reconciler) loop(ctx context.Context, p periodic) error {
 			r.log.WarnContext(ctx, "claim periodic run", "job", p.name, "err", err)
 		}
 		if claimed > 0 {
-			if err := p.run(ctx); err != nil && ctx.Err() == nil {
+			began := time.Now()
+			err := p.run(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.metrics.ran(p.name, err, began)
+			if err != nil {
 				r.log.WarnContext(ctx, "periodic run failed", "job", p.name, "err", fmt.Errorf("%s: %w", p.name, err))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -35,7 +36,7 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 	if st.call != noCall {
 		row, err := q.GetProviderAccount(ctx, acctID)
 		if err != nil {
-			return false, fmt.Errorf("read provider account %s: %w", acctID, err)
+			return false, fmt.Errorf("read provider account %s: %w", ids.Log(ids.ProviderAccount, acctID), err)
 		}
 		a, err := r.account(row)
 		if err != nil {

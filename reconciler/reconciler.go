@@ -157,6 +157,7 @@ type Reconciler struct {
 	refusals refusals
 	kinds    map[string]Kind
 	periodic []periodic
+	metrics  *metrics
 }
 
 // New returns a Reconciler running the vps.instances, vps.sandboxes,
@@ -165,12 +166,13 @@ type Reconciler struct {
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
 	r := &Reconciler{
-		cfg:    cfg,
-		db:     cfg.DB,
-		rdb:    cfg.Redis,
-		log:    cfg.Logger,
-		stream: newStream(cfg),
-		queue:  newQueue[Request](),
+		cfg:     cfg,
+		db:      cfg.DB,
+		rdb:     cfg.Redis,
+		log:     cfg.Logger,
+		stream:  newStream(cfg),
+		queue:   newQueue[Request](),
+		metrics: newMetrics(),
 	}
 	r.Register(vps.TopicInstances, &instances{r: r})
 	r.Register(vps.TopicSandboxes, &sandboxes{r: r})

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/ids"
 )
 
 // MaxRefusalBackoff caps how long the sweeps of an account whose calls are
@@ -91,14 +92,14 @@ func (r *Reconciler) sweepDone(ctx context.Context, id uuid.UUID, version [sha25
 	switch {
 	case err == nil:
 		if r.refusals.clear(id) {
-			r.log.InfoContext(ctx, "provider account accepted again: its sweeps run as usual", "account", id)
+			r.log.InfoContext(ctx, "provider account accepted again: its sweeps run as usual", "account", ids.Log(ids.ProviderAccount, id))
 		}
 	case cloud.KindOf(err) == cloud.Refused:
 		if wait, first := r.refusals.refuse(id, version, time.Now(), r.cfg.SweepInterval); first {
 			r.log.WarnContext(ctx, "provider account refused: its sweeps back off, up to "+MaxRefusalBackoff.String()+", until it is accepted or updated",
-				"account", id, "retry_in", wait, "err", err)
+				"account", ids.Log(ids.ProviderAccount, id), "retry_in", wait, "err", err)
 		}
 	case ctx.Err() == nil:
-		r.log.WarnContext(ctx, "sweep provider account", "account", id, "err", err)
+		r.log.WarnContext(ctx, "sweep provider account", "account", ids.Log(ids.ProviderAccount, id), "err", err)
 	}
 }

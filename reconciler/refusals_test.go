@@ -15,6 +15,7 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
 	"github.com/better-compute/vps/drivers/cloud/hetzner/hetznertest"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/reconciler"
 )
@@ -42,7 +43,7 @@ func (l *logRecorder) about(account uuid.UUID, level slog.Level) int {
 	n := 0
 	for _, r := range l.records {
 		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "account" && a.Value.String() == account.String() && r.Level == level {
+			if a.Key == "account" && a.Value.Resolve().String() == ids.Encode(ids.ProviderAccount, account) && r.Level == level {
 				n++
 			}
 			return true

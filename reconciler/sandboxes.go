@@ -12,6 +12,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/sqlc"
@@ -63,7 +64,7 @@ func (k *sandboxes) Reconcile(ctx context.Context, req Request) (Result, error) 
 		return k.r.keepPool(ctx, id)
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("keep the warm pool of template %s: %w", id, err)
+		return Result{}, fmt.Errorf("keep the warm pool of template %s: %w", ids.Log(ids.SandboxTemplate, id), err)
 	}
 	if busy {
 		return Result{RequeueAfter: upkeepBusyRetry}, nil
@@ -140,12 +141,12 @@ func (r *Reconciler) fillPool(ctx context.Context, template uuid.UUID, n int) (r
 		switch {
 		case err == nil:
 		case errors.As(err, &ae) && ae.Code == apierr.QuotaExceeded:
-			r.log.DebugContext(ctx, "warm pool short: its owner's quota holds no more", "template", template, "err", err)
+			r.log.DebugContext(ctx, "warm pool short: its owner's quota holds no more", "template", ids.Log(ids.SandboxTemplate, template), "err", err)
 			return true, nil
 		case errors.As(err, &ae):
 			// The template went, or its image: retrying will not mend it,
 			// and the next interval looks again.
-			r.log.InfoContext(ctx, "warm pool not filled", "template", template, "err", err)
+			r.log.InfoContext(ctx, "warm pool not filled", "template", ids.Log(ids.SandboxTemplate, template), "err", err)
 			return false, nil
 		default:
 			return false, fmt.Errorf("add a warm instance: %w", err)

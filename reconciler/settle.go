@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/hostproto"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -45,7 +46,7 @@ func (r *Reconciler) settleCommand(ctx context.Context, id uuid.UUID) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read command %s: %w", id, err)
+		return fmt.Errorf("read command %s: %w", ids.Log(ids.HostCommand, id), err)
 	}
 	if !commandFinal(cmd) {
 		return nil // its end wakes it again
@@ -57,7 +58,7 @@ func (r *Reconciler) settleCommand(ctx context.Context, id uuid.UUID) error {
 		err = r.settlePurge(ctx, cmd)
 	}
 	if err != nil {
-		return fmt.Errorf("settle %s command %s: %w", cmd.Kind, id, err)
+		return fmt.Errorf("settle %s command %s: %w", cmd.Kind, ids.Log(ids.HostCommand, id), err)
 	}
 	return nil
 }
@@ -170,7 +171,7 @@ func (r *Reconciler) settlePurge(ctx context.Context, cmd sqlc.HostCommand) erro
 		case cmd.State == "SUCCEEDED":
 			return q.MarkSnapshotPurged(ctx, snap.ID)
 		}
-		r.log.WarnContext(ctx, "snapshot purge failed; the sandbox loop queues another", "snapshot", snap.ID, "err", cmd.Error)
+		r.log.WarnContext(ctx, "snapshot purge failed; the sandbox loop queues another", "snapshot", ids.Log(ids.SandboxSnapshot, snap.ID), "err", cmd.Error)
 		return q.SetSnapshotPurgeCommand(ctx, sqlc.SetSnapshotPurgeCommandParams{ID: snap.ID})
 	})
 }

@@ -56,7 +56,7 @@ func (r *Reconciler) snapshotStep(ctx context.Context, id uuid.UUID) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", id, err)
+		return fmt.Errorf("snapshot %s: %w", ids.Log(ids.SandboxSnapshot, id), err)
 	}
 	r.wakeHosts(ctx, wake)
 	return nil
@@ -103,7 +103,7 @@ func (r *Reconciler) take(ctx context.Context, q *sqlc.Queries, snap sqlc.Sandbo
 	if err := q.MarkSnapshotPurged(ctx, snap.ID); err != nil {
 		return fmt.Errorf("mark snapshot purged: %w", err)
 	}
-	r.log.InfoContext(ctx, "snapshot not taken", "snapshot", snap.ID, "reason", reason)
+	r.log.InfoContext(ctx, "snapshot not taken", "snapshot", ids.Log(ids.SandboxSnapshot, snap.ID), "reason", reason)
 	return nil
 }
 

@@ -143,7 +143,7 @@ func (s *stream) claim(ctx context.Context) ([]entry, error) {
 			keep = append(keep, e)
 			continue
 		}
-		s.log.ErrorContext(ctx, "dead-lettering a work entry delivered too often", "entry", e.id, "key", e.key, "deliveries", deliveries[e.id])
+		s.log.ErrorContext(ctx, "dead-lettering a work entry delivered too often", "entry", e.id, "topic", e.topic, "key", keyID(e.topic, e.key), "deliveries", deliveries[e.id])
 		if err := s.deadLetter(ctx, e); err != nil {
 			return keep, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -39,7 +40,7 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 		}
 		n, err := q.ClaimSweep(ctx, sqlc.ClaimSweepParams{AccountID: row.ID, IntervalSeconds: interval.Seconds()})
 		if err != nil {
-			return fmt.Errorf("claim sweep of %s: %w", row.ID, err)
+			return fmt.Errorf("claim sweep of %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 		}
 		if n == 0 {
 			continue
@@ -173,7 +174,7 @@ func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID,
 	}
 	n, err := q.ObserveProviderServer(ctx, sqlc.ObserveProviderServerParams{ID: id, ServerID: serverID, Status: &s, Addresses: addrs, ListedAt: &listedAt})
 	if err != nil {
-		return fmt.Errorf("record server of instance %s: %w", id, err)
+		return fmt.Errorf("record server of instance %s: %w", ids.Log(ids.Instance, id), err)
 	}
 	if n > 0 {
 		r.queue.add(instanceRequest(id))
@@ -183,13 +184,13 @@ func (r *Reconciler) observe(ctx context.Context, q *sqlc.Queries, id uuid.UUID,
 
 // unowned returns the servers whose label names no live instance at all.
 func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []cloud.Server) ([]cloud.Server, error) {
-	var ids []uuid.UUID
+	var labelled []uuid.UUID
 	for _, s := range servers {
 		if id, err := uuid.Parse(s.InstanceID); err == nil {
-			ids = append(ids, id)
+			labelled = append(labelled, id)
 		}
 	}
-	live, err := q.LiveInstances(ctx, ids)
+	live, err := q.LiveInstances(ctx, labelled)
 	if err != nil {
 		return nil, fmt.Errorf("look up labelled instances: %w", err)
 	}
@@ -209,14 +210,14 @@ func (r *Reconciler) unowned(ctx context.Context, q *sqlc.Queries, servers []clo
 // sweepOrphans notes the orphans seen now, forgets those no longer seen,
 // and deletes those seen for the grace period, auditing each deletion.
 func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *account, orphans []cloud.Server) error {
-	ids := make([]string, len(orphans))
+	seen := make([]string, len(orphans))
 	for i, s := range orphans {
-		ids[i] = s.ID
+		seen[i] = s.ID
 		if err := q.NoteOrphan(ctx, sqlc.NoteOrphanParams{AccountID: a.id, ServerID: s.ID, InstanceLabel: s.InstanceID}); err != nil {
 			return fmt.Errorf("note orphan %s: %w", s.ID, err)
 		}
 	}
-	if err := q.ForgetOrphansExcept(ctx, sqlc.ForgetOrphansExceptParams{AccountID: a.id, ServerIds: ids}); err != nil {
+	if err := q.ForgetOrphansExcept(ctx, sqlc.ForgetOrphansExceptParams{AccountID: a.id, ServerIds: seen}); err != nil {
 		return fmt.Errorf("forget orphans: %w", err)
 	}
 	due, err := q.DueOrphans(ctx, sqlc.DueOrphansParams{AccountID: a.id, GraceSeconds: r.cfg.OrphanGrace.Seconds()})
@@ -257,7 +258,7 @@ func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *accou
 		if err != nil {
 			return fmt.Errorf("record deleted orphan %s: %w", o.ServerID, err)
 		}
-		r.log.InfoContext(ctx, "deleted an orphan server", "account", a.id, "server", o.ServerID, "label", o.InstanceLabel)
+		r.log.InfoContext(ctx, "deleted an orphan server", "account", ids.Log(ids.ProviderAccount, a.id), "server", o.ServerID, "label", labelID(o.InstanceLabel))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -59,7 +60,7 @@ func (r *Reconciler) enqueue(es []entry) {
 		if r.kinds[e.topic] == nil {
 			// Kept, not lost: an operator can replay it once a reconciler
 			// that knows the topic runs.
-			r.log.Error("dead-lettering a work entry of a topic no reconciler kind handles", "entry", e.id, "topic", e.topic, "key", e.key)
+			r.log.Error("dead-lettering a work entry of a topic no reconciler kind handles", "entry", e.id, "topic", e.topic, "key", keyID(e.topic, e.key))
 			if err := r.stream.deadLetter(context.Background(), e); err != nil {
 				r.log.Error("dead-letter work entry", "entry", e.id, "err", err)
 			}
@@ -78,17 +79,24 @@ func (r *Reconciler) work(ctx context.Context) {
 		if !ok {
 			return
 		}
+		began := time.Now()
 		res, err := r.kinds[req.Topic].Reconcile(ctx, req)
 		if err != nil && !IsTerminal(err) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.log.WarnContext(ctx, "reconcile failed; backing off", "topic", req.Topic, "key", req.Key, "err", err)
+			r.metrics.reconciled(req.Topic, "retry", time.Since(began))
+			r.log.WarnContext(ctx, "reconcile failed; backing off", "topic", req.Topic, "key", keyID(req.Topic, req.Key), "err", err)
 			r.queue.retry(req, ids, res.RequeueAfter)
 			continue
 		}
+		outcome := "ok"
 		if err != nil {
-			r.log.ErrorContext(ctx, "reconcile failed for good; dropping the work entry", "topic", req.Topic, "key", req.Key, "err", err)
+			outcome = "terminal"
+		}
+		r.metrics.reconciled(req.Topic, outcome, time.Since(began))
+		if err != nil {
+			r.log.ErrorContext(ctx, "reconcile failed for good; dropping the work entry", "topic", req.Topic, "key", keyID(req.Topic, req.Key), "err", err)
 		}
 		if err := r.stream.ack(ctx, ids); err != nil {
 			r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
@@ -133,7 +141,7 @@ func (r *Reconciler) recordFailure(ctx context.Context, id uuid.UUID, reason str
 		return events.Enqueue(ctx, q, TopicEvents, events.Updated, out)
 	})
 	if err != nil {
-		r.log.WarnContext(ctx, "record failure reason", "instance", id, "err", err)
+		r.log.WarnContext(ctx, "record failure reason", "instance", ids.Log(ids.Instance, id), "err", err)
 	}
 }
 

@@ -55,6 +55,9 @@ libvirt_up() { virsh -c qemu:///system version >/dev/null 2>&1; }
 # What the libvirt driver and the real-guest test run: each installed when
 # missing, whether or not libvirtd already runs.
 command -v genisoimage >/dev/null || install genisoimage
+# promtool checks the example alert rules (docs/alerts.yml); Debian ships it
+# in the prometheus package.
+command -v promtool >/dev/null || install prometheus
 command -v qemu-system-x86_64 >/dev/null || install qemu-system-x86
 command -v qemu-img >/dev/null || install qemu-utils
 command -v virsh >/dev/null || install libvirt-clients

@@ -13,8 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/audit"
@@ -76,8 +74,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := NewRegistry()
 	m := newMetrics(reg)
 	if cfg.Live != nil {
 		reg.MustRegister(cfg.Live.Collectors()...)
@@ -105,35 +102,24 @@ func New(cfg Config) *Server {
 	if cfg.Hosts != nil {
 		mux.Handle("/host/", cfg.Hosts)
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(r.Context(), cfg); err != nil {
-			cfg.Logger.WarnContext(r.Context(), "not ready", "err", err)
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	HandleOps(mux, reg, func(ctx context.Context) error { return Ready(ctx, cfg.DB, cfg.Redis) }, cfg.Logger)
 	// The console: static files, and index.html for any other path.
 	mux.Handle("/", web.Handler())
 	return &Server{Handler: withRequestID(mux), graph: gh}
 }
 
-// ready checks what serving needs: the database at this binary's schema,
-// and Redis.
-func ready(ctx context.Context, cfg Config) error {
+// Ready checks what serving and reconciling need: the database at this
+// binary's schema, and Redis.
+func Ready(ctx context.Context, db *pgxpool.Pool, rdb redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := cfg.DB.Ping(ctx); err != nil {
+	if err := db.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	if err := migrations.Current(ctx, cfg.DB); err != nil {
+	if err := migrations.Current(ctx, db); err != nil {
 		return err
 	}
-	if err := cfg.Redis.Ping(ctx).Err(); err != nil {
+	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil

@@ -31,7 +31,7 @@ func devCommand() command {
 
 func runDev(ctx context.Context, dev *app.DevConfig) error {
 	cfg, stateDir := &dev.Config, dev.StateDir
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: dev.LogLevel}))
 	cfg.Logger = log
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("create state dir: %w", err)

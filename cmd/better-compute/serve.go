@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/better-compute/vps/app"
 )
@@ -19,7 +17,7 @@ func serveCommand() command {
 }
 
 func runServe(ctx context.Context, cfg *app.Config) error {
-	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg.Logger = app.NewLogger(cfg.LogLevel)
 	srv, err := app.Start(ctx, *cfg)
 	if err != nil {
 		return err
