@@ -16,7 +16,9 @@ import (
 // need host protocol 2.
 func (e *env) sandboxInstances() (sandbox, warm uuid.UUID) {
 	e.t.Helper()
-	tmpl, err := e.svc.CreateSandboxTemplate(e.ctx, control.SandboxTemplateInput{TenantID: e.tenant, Name: "py", PoolID: e.pool, FlavorID: e.flavor, ImageID: e.image})
+	// A warm count of 1, which the warm instance added here fills: one
+	// added to a template of count 0 is trimmed by the pool's upkeep.
+	tmpl, err := e.svc.CreateSandboxTemplate(e.ctx, control.SandboxTemplateInput{TenantID: e.tenant, Name: "py", PoolID: e.pool, FlavorID: e.flavor, ImageID: e.image, WarmCount: 1})
 	e.check(err)
 	sbx, err := e.svc.CreateSandbox(e.ctx, control.CreateSandboxInput{TenantID: e.tenant, TemplateID: tmpl.ID})
 	e.check(err)
@@ -38,25 +40,27 @@ func (e *env) hostOf(id uuid.UUID) string {
 
 // TestPlacementByProtocol: a sandbox's instance and a warm instance need
 // host protocol 2, so with a host of version 1 and one of version 2 they
-// land on the second, though spread placement prefers the emptier first;
-// plain instances land on either.
+// land on the second, though spread placement prefers the first; plain
+// instances land there.
 func TestPlacementByProtocol(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	v1, v2 := int16(1), int16(2)
-	e.hostSpeaking("old", 10, &v1)
+	// Spread placement prefers "old", ten times the size: plain instances
+	// all go there.
+	e.hostSpeaking("old", 100, &v1)
 	e.hostSpeaking("new", 10, &v2)
-	// Four plain instances first, spread two and two; then "new" is
-	// fuller, and spread would send the next ones to "old".
+	// Made before any reconciler runs, so the pool's upkeep finds its warm
+	// count met.
 	for i := range 4 {
 		e.create(fmt.Sprintf("vm-%d", i))
 	}
-	e.reconcilers(1, patient)
-	e.eventually(30*time.Second, "4 placed", func() bool { return e.count("instances WHERE state = 'PROVISIONING'") == 4 })
-	if got := e.perHost(); got["old"] != 2 || got["new"] != 2 {
-		t.Fatalf("plain instances per host %v, want 2 and 2", got)
-	}
 	sbx, warm := e.sandboxInstances()
+	e.reconcilers(1, patient)
+	e.eventually(30*time.Second, "6 placed", func() bool { return e.count("instances WHERE state = 'PROVISIONING'") == 6 })
+	if got := e.perHost(); got["old"] != 4 {
+		t.Fatalf("instances per host %v, want the 4 plain ones on old", got)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			rows, _ := e.db.Query(context.Background(), "SELECT id, state, desired_state, state_reason FROM instances WHERE id = ANY($1)", []uuid.UUID{sbx, warm})
