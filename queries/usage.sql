@@ -42,3 +42,29 @@ FROM spans
 GROUP BY instance_id
 HAVING sum(secs) > 0
 ON CONFLICT (instance_id, interval_start) DO NOTHING;
+
+-- UsageTotals sums the usage rows of the intervals starting in [from, to),
+-- grouped by the chosen keys (a key not chosen is the nil UUID or the epoch): seconds by state
+-- class, and what was billed: vCPU-hours (RUNNING), memory GiB-hours and
+-- GPU-hours (RUNNING and PAUSED), disk GiB-hours (RUNNING, PAUSED and
+-- STOPPED). DAY is the UTC day an interval starts on.
+-- name: UsageTotals :many
+SELECT
+    coalesce(CASE WHEN @by_tenant::boolean THEN tenant_id END, '00000000-0000-0000-0000-000000000000')::uuid AS tenant_id,
+    coalesce(CASE WHEN @by_pool::boolean THEN pool_id END, '00000000-0000-0000-0000-000000000000')::uuid AS pool_id,
+    coalesce(CASE WHEN @by_flavor::boolean THEN flavor_id END, '00000000-0000-0000-0000-000000000000')::uuid AS flavor_id,
+    coalesce(CASE WHEN @by_instance::boolean THEN instance_id END, '00000000-0000-0000-0000-000000000000')::uuid AS instance_id,
+    coalesce(CASE WHEN @by_day::boolean THEN date_trunc('day', interval_start, 'UTC') END, 'epoch')::timestamptz AS day,
+    sum(running_seconds)::float8 AS running_seconds,
+    sum(paused_seconds)::float8 AS paused_seconds,
+    sum(stopped_seconds)::float8 AS stopped_seconds,
+    sum(other_seconds)::float8 AS other_seconds,
+    (sum(vcpus * running_seconds) / 3600)::float8 AS vcpu_hours,
+    (sum(memory_mb / 1024.0 * (running_seconds + paused_seconds)) / 3600)::float8 AS memory_gib_hours,
+    (sum(disk_gb * (running_seconds + paused_seconds + stopped_seconds)) / 3600)::float8 AS disk_gib_hours,
+    (sum(gpu_count * (running_seconds + paused_seconds)) / 3600)::float8 AS gpu_hours
+FROM usage_records
+WHERE interval_start >= @from_time::timestamptz AND interval_start < @to_time::timestamptz
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+GROUP BY 1, 2, 3, 4, 5
+ORDER BY 5, 1, 2, 3, 4;

@@ -8,6 +8,8 @@ package sqlc
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 const advanceUsageMeter = `-- name: AdvanceUsageMeter :exec
@@ -92,4 +94,101 @@ func (q *Queries) MeterInterval(ctx context.Context, arg MeterIntervalParams) (i
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const usageTotals = `-- name: UsageTotals :many
+SELECT
+    coalesce(CASE WHEN $1::boolean THEN tenant_id END, '00000000-0000-0000-0000-000000000000')::uuid AS tenant_id,
+    coalesce(CASE WHEN $2::boolean THEN pool_id END, '00000000-0000-0000-0000-000000000000')::uuid AS pool_id,
+    coalesce(CASE WHEN $3::boolean THEN flavor_id END, '00000000-0000-0000-0000-000000000000')::uuid AS flavor_id,
+    coalesce(CASE WHEN $4::boolean THEN instance_id END, '00000000-0000-0000-0000-000000000000')::uuid AS instance_id,
+    coalesce(CASE WHEN $5::boolean THEN date_trunc('day', interval_start, 'UTC') END, 'epoch')::timestamptz AS day,
+    sum(running_seconds)::float8 AS running_seconds,
+    sum(paused_seconds)::float8 AS paused_seconds,
+    sum(stopped_seconds)::float8 AS stopped_seconds,
+    sum(other_seconds)::float8 AS other_seconds,
+    (sum(vcpus * running_seconds) / 3600)::float8 AS vcpu_hours,
+    (sum(memory_mb / 1024.0 * (running_seconds + paused_seconds)) / 3600)::float8 AS memory_gib_hours,
+    (sum(disk_gb * (running_seconds + paused_seconds + stopped_seconds)) / 3600)::float8 AS disk_gib_hours,
+    (sum(gpu_count * (running_seconds + paused_seconds)) / 3600)::float8 AS gpu_hours
+FROM usage_records
+WHERE interval_start >= $6::timestamptz AND interval_start < $7::timestamptz
+  AND ($8::uuid IS NULL OR tenant_id = $8)
+GROUP BY 1, 2, 3, 4, 5
+ORDER BY 5, 1, 2, 3, 4
+`
+
+type UsageTotalsParams struct {
+	ByTenant   bool
+	ByPool     bool
+	ByFlavor   bool
+	ByInstance bool
+	ByDay      bool
+	FromTime   time.Time
+	ToTime     time.Time
+	Tenant     *uuid.UUID
+}
+
+type UsageTotalsRow struct {
+	TenantID       uuid.UUID
+	PoolID         uuid.UUID
+	FlavorID       uuid.UUID
+	InstanceID     uuid.UUID
+	Day            time.Time
+	RunningSeconds float64
+	PausedSeconds  float64
+	StoppedSeconds float64
+	OtherSeconds   float64
+	VcpuHours      float64
+	MemoryGibHours float64
+	DiskGibHours   float64
+	GpuHours       float64
+}
+
+// UsageTotals sums the usage rows of the intervals starting in [from, to),
+// grouped by the chosen keys (a key not chosen is the nil UUID or the epoch): seconds by state
+// class, and what was billed: vCPU-hours (RUNNING), memory GiB-hours and
+// GPU-hours (RUNNING and PAUSED), disk GiB-hours (RUNNING, PAUSED and
+// STOPPED). DAY is the UTC day an interval starts on.
+func (q *Queries) UsageTotals(ctx context.Context, arg UsageTotalsParams) ([]UsageTotalsRow, error) {
+	rows, err := q.db.Query(ctx, usageTotals,
+		arg.ByTenant,
+		arg.ByPool,
+		arg.ByFlavor,
+		arg.ByInstance,
+		arg.ByDay,
+		arg.FromTime,
+		arg.ToTime,
+		arg.Tenant,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UsageTotalsRow{}
+	for rows.Next() {
+		var i UsageTotalsRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.InstanceID,
+			&i.Day,
+			&i.RunningSeconds,
+			&i.PausedSeconds,
+			&i.StoppedSeconds,
+			&i.OtherSeconds,
+			&i.VcpuHours,
+			&i.MemoryGibHours,
+			&i.DiskGibHours,
+			&i.GpuHours,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
