@@ -89,10 +89,14 @@ func (s *Service) Usage(ctx context.Context, in UsageQuery) ([]UsageTotal, error
 	by := func(g UsageGroup) bool { return slices.Contains(in.GroupBy, g) }
 	rows, err := s.q.UsageTotals(ctx, sqlc.UsageTotalsParams{
 		ByTenant: by(ByTenant), ByPool: by(ByPool), ByFlavor: by(ByFlavor), ByInstance: by(ByInstance), ByDay: by(ByDay),
-		FromTime: in.From, ToTime: in.To, Tenant: tenant,
+		FromTime: in.From, ToTime: in.To, Tenant: tenant, Lim: int32(s.maxUsageTotals) + 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sum usage: %w", err)
+	}
+	if len(rows) > s.maxUsageTotals {
+		return nil, &apierr.Error{Code: apierr.InvalidInput, Limit: "totals",
+			Message: fmt.Sprintf("more than %d totals: narrow the range or group by less", s.maxUsageTotals)}
 	}
 	out := make([]UsageTotal, len(rows))
 	for i, r := range rows {

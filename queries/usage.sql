@@ -67,4 +67,5 @@ FROM usage_records
 WHERE interval_start >= @from_time::timestamptz AND interval_start < @to_time::timestamptz
   AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
 GROUP BY 1, 2, 3, 4, 5
-ORDER BY 5, 1, 2, 3, 4;
+ORDER BY 5, 1, 2, 3, 4
+LIMIT @lim;

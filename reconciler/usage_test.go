@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -279,5 +280,50 @@ func TestUsageFillsMissedIntervalsFromTheHistory(t *testing.T) {
 	}
 	if r := missed[c][down.UTC()]; !near(r.Running+r.Stopped, u.interval.Seconds()) || r.Running < u.interval.Seconds()/2-1e-3 {
 		t.Errorf("c stopped half way into the first missed interval: %+v", r)
+	}
+}
+
+// The state history has a row for each change of an instance's state or
+// of what it holds, each ending when the next begins, and none for other
+// writes; an instance removed outright ends DELETED.
+func TestStateHistoryRecordsEachChange(t *testing.T) {
+	t.Parallel()
+	u := setupUsage(t, time.Minute)
+	id := u.create("a")
+	u.set(id, "RUNNING")
+	_, err := u.db.Exec(u.ctx, `UPDATE instances SET observed_state = 'running', state_reason = 'x' WHERE id = $1`, id)
+	u.check(err)
+	_, err = u.db.Exec(u.ctx, `UPDATE instances SET vcpus = 2 WHERE id = $1`, id)
+	u.check(err)
+	_, err = u.db.Exec(u.ctx, `DELETE FROM outbox`)
+	u.check(err)
+	_, err = u.db.Exec(u.ctx, `DELETE FROM instances WHERE id = $1`, id)
+	u.check(err)
+
+	rows, err := u.db.Query(u.ctx, `SELECT coalesce(from_state, ''), to_state, vcpus, at, ended_at FROM instance_state_history
+		WHERE instance_id = $1 ORDER BY id`, id)
+	u.check(err)
+	defer rows.Close()
+	type change struct {
+		from, to string
+		vcpus    int32
+	}
+	var got []change
+	var lastEnd *time.Time
+	for rows.Next() {
+		var c change
+		var at time.Time
+		var ended *time.Time
+		u.check(rows.Scan(&c.from, &c.to, &c.vcpus, &at, &ended))
+		if lastEnd != nil && !lastEnd.Equal(at) {
+			t.Errorf("%+v begins at %s, the change before it ended at %s", c, at, lastEnd)
+		}
+		lastEnd = ended
+		got = append(got, c)
+	}
+	u.check(rows.Err())
+	want := []change{{"", "PENDING", 1}, {"PENDING", "RUNNING", 1}, {"RUNNING", "RUNNING", 2}, {"RUNNING", "DELETED", 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || lastEnd != nil {
+		t.Errorf("history %+v (the last ending %v), want %+v, the last open", got, lastEnd, want)
 	}
 }

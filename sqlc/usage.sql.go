@@ -116,6 +116,7 @@ WHERE interval_start >= $6::timestamptz AND interval_start < $7::timestamptz
   AND ($8::uuid IS NULL OR tenant_id = $8)
 GROUP BY 1, 2, 3, 4, 5
 ORDER BY 5, 1, 2, 3, 4
+LIMIT $9
 `
 
 type UsageTotalsParams struct {
@@ -127,6 +128,7 @@ type UsageTotalsParams struct {
 	FromTime   time.Time
 	ToTime     time.Time
 	Tenant     *uuid.UUID
+	Lim        int32
 }
 
 type UsageTotalsRow struct {
@@ -160,6 +162,7 @@ func (q *Queries) UsageTotals(ctx context.Context, arg UsageTotalsParams) ([]Usa
 		arg.FromTime,
 		arg.ToTime,
 		arg.Tenant,
+		arg.Lim,
 	)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,7 @@
 -- trigger is the one place every path that writes instances.state passes
 -- (the reconciler's Transition, each INSERT of createInstance, sandboxes,
 -- warm pools and restores, a warm instance's claim), today's and later
--- ones. Each history row holds from `at` until `ended_at` (the next change;
+-- ones; a row deleted outright is recorded as DELETED. Each history row holds from `at` until `ended_at` (the next change;
 -- NULL while current). The usage job meters closed intervals from this
 -- history alone into usage_records, one row per instance per interval.
 
@@ -29,7 +29,9 @@ CREATE TABLE instance_state_history (
 );
 CREATE INDEX instance_state_history_instance ON instance_state_history (instance_id, at);
 CREATE UNIQUE INDEX instance_state_history_current ON instance_state_history (instance_id) WHERE ended_at IS NULL;
-CREATE INDEX instance_state_history_span ON instance_state_history (at, ended_at) WHERE to_state <> 'DELETED';
+-- What an interval's metering reads: spans still open or ended after the
+-- interval began (a bitmap OR of ended_at IS NULL and ended_at > start).
+CREATE INDEX instance_state_history_span ON instance_state_history (ended_at) WHERE to_state <> 'DELETED';
 
 -- +goose StatementBegin
 CREATE FUNCTION record_instance_state() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -37,7 +39,13 @@ DECLARE
     t    timestamptz := clock_timestamp();
     prev timestamptz;
 BEGIN
-    IF TG_OP = 'UPDATE' THEN
+    IF TG_OP = 'DELETE' THEN
+        -- An instance row removed outright ends as DELETED, so it is not
+        -- metered after.
+        NEW := OLD;
+        NEW.state := 'DELETED';
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
         -- The row lock orders two changes of one instance; greatest() keeps
         -- the history monotonic even if clocks disagree.
         SELECT at INTO prev FROM instance_state_history WHERE instance_id = NEW.id AND ended_at IS NULL;
@@ -46,7 +54,7 @@ BEGIN
     END IF;
     INSERT INTO instance_state_history (instance_id, from_state, to_state, at, tenant_id, pool_id, flavor_id,
         sandbox_id, vcpus, memory_mb, disk_gb, gpu_count)
-    VALUES (NEW.id, CASE WHEN TG_OP = 'UPDATE' THEN OLD.state END, NEW.state, t, NEW.tenant_id, NEW.pool_id,
+    VALUES (NEW.id, CASE WHEN TG_OP <> 'INSERT' THEN OLD.state END, NEW.state, t, NEW.tenant_id, NEW.pool_id,
         NEW.flavor_id, NEW.sandbox_id, NEW.vcpus, NEW.memory_mb, NEW.disk_gb, NEW.gpu_count);
     RETURN NULL;
 END
@@ -61,6 +69,8 @@ CREATE TRIGGER instances_state_changed AFTER UPDATE ON instances
           IS DISTINCT FROM (NEW.state, NEW.tenant_id, NEW.pool_id, NEW.flavor_id, NEW.sandbox_id,
                         NEW.vcpus, NEW.memory_mb, NEW.disk_gb, NEW.gpu_count))
     EXECUTE FUNCTION record_instance_state();
+CREATE TRIGGER instances_state_removed AFTER DELETE ON instances
+    FOR EACH ROW WHEN (OLD.state <> 'DELETED') EXECUTE FUNCTION record_instance_state();
 
 -- What came before this migration is not known: each live instance's
 -- history begins now.
@@ -108,6 +118,7 @@ CREATE TABLE usage_meter (
 -- +goose Down
 DROP TABLE usage_meter;
 DROP TABLE usage_records;
+DROP TRIGGER instances_state_removed ON instances;
 DROP TRIGGER instances_state_changed ON instances;
 DROP TRIGGER instances_state_created ON instances;
 DROP FUNCTION record_instance_state();
