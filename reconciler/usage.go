@@ -21,20 +21,25 @@ func (r *Reconciler) meterUsage(ctx context.Context) error {
 	if err := sqlc.New(r.db).InitUsageMeter(ctx, interval.Seconds()); err != nil {
 		return fmt.Errorf("start the usage meter: %w", err)
 	}
+	intervals, rows := 0, int64(0)
 	for {
-		more, err := r.meterNext(ctx, interval)
+		n, more, err := r.meterNext(ctx, interval)
 		if err != nil || !more {
+			if intervals > 0 {
+				r.log.InfoContext(ctx, "usage metered", "intervals", intervals, "rows", rows)
+			}
 			return err
 		}
+		intervals, rows = intervals+1, rows+n
 	}
 }
 
 // meterNext meters the next closed interval, if there is one, and says
-// whether it did. The meter's row lock makes one reconciler meter it; the
-// usage rows' key makes a repeated one write nothing.
-func (r *Reconciler) meterNext(ctx context.Context, interval time.Duration) (bool, error) {
-	metered := false
-	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+// how many rows it wrote and whether it did. The meter's row lock makes
+// one reconciler meter it; the usage rows' key makes a repeated one write
+// nothing.
+func (r *Reconciler) meterNext(ctx context.Context, interval time.Duration) (rows int64, metered bool, err error) {
+	err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		m, err := q.LockUsageMeter(ctx)
 		if err != nil {
@@ -45,7 +50,7 @@ func (r *Reconciler) meterNext(ctx context.Context, interval time.Duration) (boo
 		if ends.After(m.Now.Add(-r.cfg.UsageSettle)) {
 			return nil
 		}
-		if _, err := q.MeterInterval(ctx, sqlc.MeterIntervalParams{Starts: starts, Ends: ends}); err != nil {
+		if rows, err = q.MeterInterval(ctx, sqlc.MeterIntervalParams{Starts: starts, Ends: ends}); err != nil {
 			return fmt.Errorf("meter usage from %s: %w", starts.Format(time.RFC3339), err)
 		}
 		if err := q.AdvanceUsageMeter(ctx, ends); err != nil {
@@ -54,5 +59,5 @@ func (r *Reconciler) meterNext(ctx context.Context, interval time.Duration) (boo
 		metered = true
 		return nil
 	})
-	return metered, err
+	return rows, metered, err
 }
