@@ -55,28 +55,38 @@ func TestUsageMetering(t *testing.T) {
 		}
 	}
 	// The stop: RUNNING until STOPPING, STOPPED after, as recorded.
-	var running, other, stopped float64
-	if err := c.db.QueryRow(context.Background(), `SELECT running_seconds, other_seconds, stopped_seconds FROM usage_records
-		WHERE instance_id = $1 AND interval_start = $2`, c.uuid(stopper), b0.Add(usageInterval)).Scan(&running, &other, &stopped); err != nil {
-		t.Fatal(err)
-	}
 	var stopAt, stoppedAt time.Time
 	if err := c.db.QueryRow(context.Background(), `SELECT min(at) FILTER (WHERE to_state = 'STOPPING'), min(at) FILTER (WHERE to_state = 'STOPPED')
 		FROM instance_state_history WHERE instance_id = $1`, c.uuid(stopper)).Scan(&stopAt, &stoppedAt); err != nil {
 		t.Fatal(err)
 	}
-	start := b0.Add(usageInterval)
-	if !near(running, stopAt.Sub(start).Seconds()) || !near(other, stoppedAt.Sub(stopAt).Seconds()) ||
-		!near(stopped, start.Add(usageInterval).Sub(stoppedAt).Seconds()) || running < usageInterval.Seconds()/4-1e-3 {
-		t.Errorf("stopped at %s (STOPPED at %s) into the interval from %s: metered running %.3f, other %.3f, stopped %.3f",
+	start := stopAt.Truncate(usageInterval)
+	end := start.Add(usageInterval)
+	var running, other, stopped float64
+	if err := c.db.QueryRow(context.Background(), `SELECT running_seconds, other_seconds, stopped_seconds FROM usage_records
+		WHERE instance_id = $1 AND interval_start = $2`, c.uuid(stopper), start).Scan(&running, &other, &stopped); err != nil {
+		t.Fatal(err)
+	}
+	wantStopped := max(end.Sub(stoppedAt).Seconds(), 0)
+	if !near(running, stopAt.Sub(start).Seconds()) || !near(stopped, wantStopped) || !near(other, end.Sub(stopAt).Seconds()-wantStopped) ||
+		start.Before(b0.Add(usageInterval)) {
+		t.Errorf("STOPPING at %s, STOPPED at %s, in the interval from %s: metered running %.3f, other %.3f, stopped %.3f",
 			stopAt, stoppedAt, start, running, other, stopped)
 	}
-	if n := c.count(`usage_records WHERE instance_id = $1 AND interval_start >= $2`, c.uuid(doomed), b0.Add(3*usageInterval)); n != 0 {
+	// The deletion: metered up to its recorded moment, nothing after.
+	var deletedAt time.Time
+	if err := c.db.QueryRow(context.Background(), `SELECT at FROM instance_state_history WHERE instance_id = $1 AND to_state = 'DELETED'`,
+		c.uuid(doomed)).Scan(&deletedAt); err != nil {
+		t.Fatal(err)
+	}
+	last := deletedAt.Truncate(usageInterval)
+	if n := c.count(`usage_records WHERE instance_id = $1 AND interval_start > $2`, c.uuid(doomed), deletedAt); n != 0 {
 		t.Errorf("%d rows after the deleted instance's deletion, want none", n)
 	}
-	if n := c.count(`usage_records WHERE instance_id = $1 AND interval_start >= $2 AND interval_start < $3`, c.uuid(doomed), b0, b0.Add(3*usageInterval)); n != 3 {
-		t.Errorf("the deleted instance has %d rows up to its deletion, want 3", n)
+	if n := c.count(`usage_records WHERE instance_id = $1 AND interval_start >= $2 AND interval_start <= $3`, c.uuid(doomed), b0, last); n != int(last.Sub(b0)/usageInterval)+1 {
+		t.Errorf("the deleted instance has %d rows from the first interval to its deletion's, want %d", n, int(last.Sub(b0)/usageInterval)+1)
 	}
+	c.checkInterval(doomed, last, deletedAt.Sub(last).Seconds())
 
 	// The job down for five intervals.
 	for _, r := range c.reconcs {
