@@ -61,6 +61,12 @@ type ReconcilerConfig struct {
 	// before it fails (BC_SNAPSHOT_TIMEOUT). Default
 	// reconciler.DefaultSnapshotTimeout.
 	SnapshotTimeout time.Duration
+	// UsageInterval is the length of one metered usage interval
+	// (BC_USAGE_INTERVAL). Default reconciler.DefaultUsageInterval.
+	UsageInterval time.Duration
+	// UsageSettle is how long after an interval ends it is metered
+	// (BC_USAGE_SETTLE). Default reconciler.DefaultUsageSettle.
+	UsageSettle time.Duration
 	// Drivers tune the provider drivers (--provider-poll,
 	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
 	// own defaults. Their Endpoints are the operator's policy on where
@@ -105,6 +111,10 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 			"how often sandboxes past their deadline are expired, host commands past theirs failed, snapshots settled and warm pools kept, by all reconcilers together"),
 		conf.Duration(&c.SnapshotTimeout, "BC_SNAPSHOT_TIMEOUT", reconciler.DefaultSnapshotTimeout,
 			"how long a host has to take a sandbox snapshot before it fails"),
+		conf.Duration(&c.UsageInterval, "BC_USAGE_INTERVAL", reconciler.DefaultUsageInterval,
+			"the length of one metered usage interval: one usage row per instance per interval, by all reconcilers together"),
+		conf.Duration(&c.UsageSettle, "BC_USAGE_SETTLE", reconciler.DefaultUsageSettle,
+			"how long after a usage interval ends it is metered, so every state change in it has committed"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 		logLevel(&c.LogLevel),
@@ -160,6 +170,12 @@ func (c *ReconcilerConfig) applyDefaults() {
 	if c.SnapshotTimeout <= 0 {
 		c.SnapshotTimeout = reconciler.DefaultSnapshotTimeout
 	}
+	if c.UsageInterval <= 0 {
+		c.UsageInterval = reconciler.DefaultUsageInterval
+	}
+	if c.UsageSettle <= 0 {
+		c.UsageSettle = reconciler.DefaultUsageSettle
+	}
 	if c.Drivers.Endpoints.Hosts == nil {
 		c.Drivers.Endpoints.Hosts = DefaultProviderEndpoints()
 	}
@@ -193,6 +209,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
 		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
+		UsageInterval: cfg.UsageInterval, UsageSettle: cfg.UsageSettle,
 		SnapshotTimeout: cfg.SnapshotTimeout,
 	})
 	reg := server.NewRegistry()

@@ -48,7 +48,14 @@ type Config struct {
 	// nothing in the API imports a driver. A kind with no check here has
 	// its settings stored unchecked.
 	ProviderSettings map[string]ProviderSettingsCheck
+	// MaxUsageTotals bounds the totals one usage query returns: a query
+	// that would return more is INVALID_INPUT (narrow the range or group
+	// by less). Default DefaultMaxUsageTotals.
+	MaxUsageTotals int
 }
+
+// DefaultMaxUsageTotals is the default Config.MaxUsageTotals.
+const DefaultMaxUsageTotals = 50_000
 
 // ProviderSettingsCheck checks the settings of a provider account, a JSON
 // object; shared says the account is an operator's shared one.
@@ -70,6 +77,7 @@ type Service struct {
 	silentAfter      time.Duration
 	providers        []string
 	providerSettings map[string]ProviderSettingsCheck
+	maxUsageTotals   int
 }
 
 // New returns a Service on db.
@@ -86,8 +94,11 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.Providers == nil {
 		cfg.Providers = DefaultProviders()
 	}
+	if cfg.MaxUsageTotals <= 0 {
+		cfg.MaxUsageTotals = DefaultMaxUsageTotals
+	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
-		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings}
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings, maxUsageTotals: cfg.MaxUsageTotals}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

@@ -75,6 +75,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx = withMethod(iam.WithPrincipal(ctx, p), r.Method)
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, UsageCSVPath) {
+		g.usageCSV(w, r.WithContext(ctx))
+		return
+	}
 	w, ctx = withRefusals(w, ctx)
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(g.maxBody)))

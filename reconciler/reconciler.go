@@ -4,7 +4,7 @@
 // moves each instance toward its desired state one guarded transition at a
 // time; vps.sandboxes keeps each sandbox template's warm pool; vps.snapshots
 // queues sandbox snapshots' host commands and vps.commands settles them).
-// Periodic work (the rescan, provider sweeps, the sandbox loop) runs once per interval
+// Periodic work (the rescan, provider sweeps, the sandbox loop, usage metering) runs once per interval
 // across all reconcile processes. Postgres is the truth; the stream only
 // says where to look.
 package reconciler
@@ -77,6 +77,14 @@ type Config struct {
 	// (the instance.snapshot command's deadline) before it fails
 	// (BC_SNAPSHOT_TIMEOUT). Default 1h.
 	SnapshotTimeout time.Duration
+	// UsageInterval is the length of one metered interval: the vps.usage
+	// job writes one usage row per instance per interval
+	// (BC_USAGE_INTERVAL). Default 5m.
+	UsageInterval time.Duration
+	// UsageSettle is how long after an interval ends it is metered, so the
+	// state changes recorded in it have committed (BC_USAGE_SETTLE).
+	// Default 10s.
+	UsageSettle time.Duration
 	// Warm adds instances to warm pools. Without it, pools are trimmed
 	// and rolled over but not filled.
 	Warm WarmPools
@@ -96,6 +104,8 @@ const (
 	DefaultProviderTimeout = 10 * time.Minute
 	DefaultSandboxInterval = 15 * time.Second
 	DefaultSnapshotTimeout = time.Hour
+	DefaultUsageInterval   = 5 * time.Minute
+	DefaultUsageSettle     = 10 * time.Second
 )
 
 func (c *Config) applyDefaults() {
@@ -138,6 +148,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.SnapshotTimeout <= 0 {
 		c.SnapshotTimeout = DefaultSnapshotTimeout
+	}
+	if c.UsageInterval <= 0 {
+		c.UsageInterval = DefaultUsageInterval
+	}
+	if c.UsageSettle <= 0 {
+		c.UsageSettle = DefaultUsageSettle
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -183,6 +199,7 @@ func New(cfg Config) *Reconciler {
 	// while its rate-limit budget runs low); this looks for due ones.
 	r.Every("vps.provider-sweeps", max(cfg.SweepInterval/4, 10*time.Millisecond), r.sweepDue)
 	r.Every("vps.sandboxes", cfg.SandboxInterval, r.sandboxSweep)
+	r.Every("vps.usage", cfg.UsageInterval, r.meterUsage)
 	return r
 }
 

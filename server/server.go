@@ -59,7 +59,7 @@ type Config struct {
 	Metrics []prometheus.Collector
 }
 
-// Server serves /graphql, /host/, /healthz, /readyz, /metrics and, at /,
+// Server serves /graphql, /usage.csv, /host/, /healthz, /readyz, /metrics and, at /,
 // the console.
 type Server struct {
 	http.Handler
@@ -99,6 +99,7 @@ func New(cfg Config) *Server {
 		Limits:         cfg.GraphQL,
 	})
 	mux.Handle("/graphql", gh)
+	mux.Handle("GET "+graph.UsageCSVPath, gh)
 	if cfg.Hosts != nil {
 		mux.Handle("/host/", cfg.Hosts)
 	}

@@ -176,6 +176,23 @@ type Instance struct {
 	EnvSealed           []byte
 }
 
+type InstanceStateHistory struct {
+	ID         int64
+	InstanceID uuid.UUID
+	FromState  *string
+	ToState    string
+	At         time.Time
+	EndedAt    *time.Time
+	TenantID   uuid.UUID
+	PoolID     uuid.UUID
+	FlavorID   uuid.UUID
+	SandboxID  *uuid.UUID
+	Vcpus      int32
+	MemoryMb   int64
+	DiskGb     int32
+	GpuCount   int32
+}
+
 type IpLease struct {
 	ID         uuid.UUID
 	IpPoolID   uuid.UUID
@@ -370,4 +387,28 @@ type Tenant struct {
 	Name      string
 	CreatedAt time.Time
 	DeletedAt *time.Time
+}
+
+type UsageMeter struct {
+	ID           bool
+	MeteredUntil time.Time
+}
+
+type UsageRecord struct {
+	InstanceID     uuid.UUID
+	IntervalStart  time.Time
+	IntervalEnd    time.Time
+	TenantID       uuid.UUID
+	SandboxID      *uuid.UUID
+	PoolID         uuid.UUID
+	FlavorID       uuid.UUID
+	RunningSeconds float64
+	PausedSeconds  float64
+	StoppedSeconds float64
+	OtherSeconds   float64
+	Vcpus          int32
+	MemoryMb       int64
+	DiskGb         int32
+	GpuCount       int32
+	MeteredAt      time.Time
 }

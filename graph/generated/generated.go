@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/model"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -45,6 +46,7 @@ type ResolverRoot interface {
 	SandboxTemplate() SandboxTemplateResolver
 	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
+	UsageTotal() UsageTotalResolver
 }
 
 type DirectiveRoot struct {
@@ -326,6 +328,7 @@ type ComplexityRoot struct {
 		SandboxTemplates func(childComplexity int, first *int, after *string) int
 		Sandboxes        func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
 		Tenants          func(childComplexity int) int
+		Usage            func(childComplexity int, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) int
 		Viewer           func(childComplexity int) int
 	}
 
@@ -522,6 +525,22 @@ type ComplexityRoot struct {
 		Vcpus         func(childComplexity int) int
 	}
 
+	UsageTotal struct {
+		Day            func(childComplexity int) int
+		DiskGiBHours   func(childComplexity int) int
+		FlavorID       func(childComplexity int) int
+		GpuHours       func(childComplexity int) int
+		InstanceID     func(childComplexity int) int
+		MemoryGiBHours func(childComplexity int) int
+		OtherSeconds   func(childComplexity int) int
+		PausedSeconds  func(childComplexity int) int
+		PoolID         func(childComplexity int) int
+		RunningSeconds func(childComplexity int) int
+		StoppedSeconds func(childComplexity int) int
+		TenantID       func(childComplexity int) int
+		VcpuHours      func(childComplexity int) int
+	}
+
 	Viewer struct {
 		Principal func(childComplexity int) int
 		Tenant    func(childComplexity int) int
@@ -656,6 +675,7 @@ type QueryResolver interface {
 	SandboxTemplates(ctx context.Context, first *int, after *string) (model.SandboxTemplateConnection, error)
 	Sandbox(ctx context.Context, id string) (domain.Sandbox, error)
 	Sandboxes(ctx context.Context, first *int, after *string, filter *model.SandboxFilter) (model.SandboxConnection, error)
+	Usage(ctx context.Context, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) ([]control.UsageTotal, error)
 }
 type SandboxResolver interface {
 	ID(ctx context.Context, obj *domain.Sandbox) (string, error)
@@ -701,6 +721,12 @@ type TenantResolver interface {
 	ID(ctx context.Context, obj *domain.Tenant) (string, error)
 
 	Quota(ctx context.Context, obj *domain.Tenant) (model.Quota, error)
+}
+type UsageTotalResolver interface {
+	TenantID(ctx context.Context, obj *control.UsageTotal) (*string, error)
+	PoolID(ctx context.Context, obj *control.UsageTotal) (*string, error)
+	FlavorID(ctx context.Context, obj *control.UsageTotal) (*string, error)
+	InstanceID(ctx context.Context, obj *control.UsageTotal) (*string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -2056,6 +2082,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Tenants(childComplexity), true
+	case "Query.usage":
+		if e.ComplexityRoot.Query.Usage == nil {
+			break
+		}
+
+		args, err := ec.field_Query_usage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Usage(childComplexity, args["from"].(time.Time), args["to"].(time.Time), args["groupBy"].([]model.UsageGroup), args["tenantId"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -2820,6 +2857,85 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.Vcpus(childComplexity), true
+
+	case "UsageTotal.day":
+		if e.ComplexityRoot.UsageTotal.Day == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.Day(childComplexity), true
+	case "UsageTotal.diskGibHours":
+		if e.ComplexityRoot.UsageTotal.DiskGiBHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.DiskGiBHours(childComplexity), true
+	case "UsageTotal.flavorId":
+		if e.ComplexityRoot.UsageTotal.FlavorID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.FlavorID(childComplexity), true
+	case "UsageTotal.gpuHours":
+		if e.ComplexityRoot.UsageTotal.GpuHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.GpuHours(childComplexity), true
+	case "UsageTotal.instanceId":
+		if e.ComplexityRoot.UsageTotal.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.InstanceID(childComplexity), true
+	case "UsageTotal.memoryGibHours":
+		if e.ComplexityRoot.UsageTotal.MemoryGiBHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.MemoryGiBHours(childComplexity), true
+	case "UsageTotal.otherSeconds":
+		if e.ComplexityRoot.UsageTotal.OtherSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.OtherSeconds(childComplexity), true
+	case "UsageTotal.pausedSeconds":
+		if e.ComplexityRoot.UsageTotal.PausedSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.PausedSeconds(childComplexity), true
+	case "UsageTotal.poolId":
+		if e.ComplexityRoot.UsageTotal.PoolID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.PoolID(childComplexity), true
+	case "UsageTotal.runningSeconds":
+		if e.ComplexityRoot.UsageTotal.RunningSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.RunningSeconds(childComplexity), true
+	case "UsageTotal.stoppedSeconds":
+		if e.ComplexityRoot.UsageTotal.StoppedSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.StoppedSeconds(childComplexity), true
+	case "UsageTotal.tenantId":
+		if e.ComplexityRoot.UsageTotal.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.TenantID(childComplexity), true
+	case "UsageTotal.vcpuHours":
+		if e.ComplexityRoot.UsageTotal.VcpuHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotal.VcpuHours(childComplexity), true
 
 	case "Viewer.principal":
 		if e.ComplexityRoot.Viewer.Principal == nil {
@@ -4048,6 +4164,48 @@ extend type Mutation {
   deleteSandbox(input: SandboxIdInput!): SandboxPayload!
 }
 `, BuiltIn: false},
+	{Name: "../schema/usage.graphqls", Input: `"A key usage totals are grouped by. DAY is the UTC day a metered interval starts on."
+enum UsageGroup {
+  TENANT
+  POOL
+  FLAVOR
+  INSTANCE
+  DAY
+}
+
+"""
+The metered usage of one group (the keys not grouped by are null), from the
+vps.usage job's rows: seconds by state, summed over instances, and what is
+billed. vCPU-hours bill RUNNING; memory GiB-hours and GPU-hours bill RUNNING
+and PAUSED; disk GiB-hours bill RUNNING, PAUSED and STOPPED. Other states
+(PENDING, PROVISIONING, STARTING, STOPPING, REBOOTING, DELETING, ERROR, LOST)
+bill nothing.
+"""
+type UsageTotal {
+  tenantId: ID
+  poolId: ID
+  flavorId: ID
+  instanceId: ID
+  day: DateTime
+  runningSeconds: Float!
+  pausedSeconds: Float!
+  stoppedSeconds: Float!
+  otherSeconds: Float!
+  vcpuHours: Float!
+  memoryGibHours: Float!
+  diskGibHours: Float!
+  gpuHours: Float!
+}
+
+extend type Query {
+  """
+  Usage of the metered intervals starting in [from, to) (at most 366 days),
+  grouped by groupBy (none: one total). Operators see every tenant's, or
+  tenantId's; members see their own tenant's only.
+  """
+  usage(from: DateTime!, to: DateTime!, groupBy: [UsageGroup!], tenantId: ID): [UsageTotal!]!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -4881,6 +5039,38 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
 }
 
+func (ec *executionContext) childFields_UsageTotal(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tenantId":
+		return ec.fieldContext_UsageTotal_tenantId(ctx, field)
+	case "poolId":
+		return ec.fieldContext_UsageTotal_poolId(ctx, field)
+	case "flavorId":
+		return ec.fieldContext_UsageTotal_flavorId(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_UsageTotal_instanceId(ctx, field)
+	case "day":
+		return ec.fieldContext_UsageTotal_day(ctx, field)
+	case "runningSeconds":
+		return ec.fieldContext_UsageTotal_runningSeconds(ctx, field)
+	case "pausedSeconds":
+		return ec.fieldContext_UsageTotal_pausedSeconds(ctx, field)
+	case "stoppedSeconds":
+		return ec.fieldContext_UsageTotal_stoppedSeconds(ctx, field)
+	case "otherSeconds":
+		return ec.fieldContext_UsageTotal_otherSeconds(ctx, field)
+	case "vcpuHours":
+		return ec.fieldContext_UsageTotal_vcpuHours(ctx, field)
+	case "memoryGibHours":
+		return ec.fieldContext_UsageTotal_memoryGibHours(ctx, field)
+	case "diskGibHours":
+		return ec.fieldContext_UsageTotal_diskGibHours(ctx, field)
+	case "gpuHours":
+		return ec.fieldContext_UsageTotal_gpuHours(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UsageTotal", field.Name)
+}
+
 func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "principal":
@@ -5650,6 +5840,44 @@ func (ec *executionContext) field_Query_sandboxes_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["filter"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_usage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "from",
+		func(ctx context.Context, v any) (time.Time, error) {
+			return ec.unmarshalNDateTime2timeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["from"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "to",
+		func(ctx context.Context, v any) (time.Time, error) {
+			return ec.unmarshalNDateTime2timeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["to"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "groupBy",
+		func(ctx context.Context, v any) ([]model.UsageGroup, error) {
+			return ec.unmarshalOUsageGroup2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroupᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["groupBy"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg3
 	return args, nil
 }
 
@@ -11294,6 +11522,50 @@ func (ec *executionContext) fieldContext_Query_sandboxes(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_usage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_usage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Usage(ctx, fc.Args["from"].(time.Time), fc.Args["to"].(time.Time), fc.Args["groupBy"].([]model.UsageGroup), fc.Args["tenantId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []control.UsageTotal) graphql.Marshaler {
+			return ec.marshalNUsageTotal2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋcontrolᚐUsageTotalᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_usage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotal(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_usage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14520,6 +14792,305 @@ func (ec *executionContext) _Usage_snapshotBytes(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_Usage_snapshotBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotal_tenantId(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_tenantId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UsageTotal().TenantID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, true, true, "ID")
+}
+
+func (ec *executionContext) _UsageTotal_poolId(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_poolId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UsageTotal().PoolID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_poolId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, true, true, "ID")
+}
+
+func (ec *executionContext) _UsageTotal_flavorId(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_flavorId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UsageTotal().FlavorID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_flavorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, true, true, "ID")
+}
+
+func (ec *executionContext) _UsageTotal_instanceId(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UsageTotal().InstanceID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, true, true, "ID")
+}
+
+func (ec *executionContext) _UsageTotal_day(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_day(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Day, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_day(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _UsageTotal_runningSeconds(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_runningSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RunningSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_runningSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_pausedSeconds(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_pausedSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PausedSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_pausedSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_stoppedSeconds(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_stoppedSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StoppedSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_stoppedSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_otherSeconds(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_otherSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OtherSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_otherSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_vcpuHours(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_vcpuHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VcpuHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_vcpuHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_memoryGibHours(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_memoryGibHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryGiBHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_memoryGibHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_diskGibHours(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_diskGibHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DiskGiBHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_diskGibHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UsageTotal_gpuHours(ctx context.Context, field graphql.CollectedField, obj *control.UsageTotal) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotal_gpuHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GpuHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotal_gpuHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotal", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Viewer_principal(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
@@ -19865,6 +20436,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_sandboxes(ctx, field)
 				})
+		case "usage":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_usage(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -21176,6 +21753,103 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			out.Values[i] = ec._Usage_snapshotBytes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var usageTotalImplementors = []string{"UsageTotal"}
+
+func (ec *executionContext) _UsageTotal(ctx context.Context, sel ast.SelectionSet, obj *control.UsageTotal) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageTotalImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UsageTotal")
+		case "tenantId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._UsageTotal_tenantId(ctx, field, obj)
+				})
+		case "poolId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._UsageTotal_poolId(ctx, field, obj)
+				})
+		case "flavorId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._UsageTotal_flavorId(ctx, field, obj)
+				})
+		case "instanceId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._UsageTotal_instanceId(ctx, field, obj)
+				})
+		case "day":
+			out.Values[i] = ec._UsageTotal_day(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "runningSeconds":
+			out.Values[i] = ec._UsageTotal_runningSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pausedSeconds":
+			out.Values[i] = ec._UsageTotal_pausedSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "stoppedSeconds":
+			out.Values[i] = ec._UsageTotal_stoppedSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "otherSeconds":
+			out.Values[i] = ec._UsageTotal_otherSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "vcpuHours":
+			out.Values[i] = ec._UsageTotal_vcpuHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "memoryGibHours":
+			out.Values[i] = ec._UsageTotal_memoryGibHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "diskGibHours":
+			out.Values[i] = ec._UsageTotal_diskGibHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "gpuHours":
+			out.Values[i] = ec._UsageTotal_gpuHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -22603,6 +23277,36 @@ func (ec *executionContext) marshalNUsage2githubᚗcomᚋbetterᚑcomputeᚋvps�
 	return ec._Usage(ctx, sel, &v)
 }
 
+func (ec *executionContext) unmarshalNUsageGroup2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroup(ctx context.Context, v any) (model.UsageGroup, error) {
+	var res model.UsageGroup
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUsageGroup2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroup(ctx context.Context, sel ast.SelectionSet, v model.UsageGroup) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNUsageTotal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋcontrolᚐUsageTotal(ctx context.Context, sel ast.SelectionSet, v control.UsageTotal) graphql.Marshaler {
+	return ec._UsageTotal(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUsageTotal2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋcontrolᚐUsageTotalᚄ(ctx context.Context, sel ast.SelectionSet, v []control.UsageTotal) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUsageTotal2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋcontrolᚐUsageTotal(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNViewer2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐViewer(ctx context.Context, sel ast.SelectionSet, v model.Viewer) graphql.Marshaler {
 	return ec._Viewer(ctx, sel, &v)
 }
@@ -23217,6 +23921,42 @@ func (ec *executionContext) marshalOTenant2ᚖgithubᚗcomᚋbetterᚑcomputeᚋ
 		return graphql.Null
 	}
 	return ec._Tenant(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOUsageGroup2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroupᚄ(ctx context.Context, v any) ([]model.UsageGroup, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.UsageGroup, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNUsageGroup2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroup(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOUsageGroup2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroupᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UsageGroup) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUsageGroup2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐUsageGroup(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

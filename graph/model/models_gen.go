@@ -1314,6 +1314,68 @@ func (e StartedFrom) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// A key usage totals are grouped by. DAY is the UTC day a metered interval starts on.
+type UsageGroup string
+
+const (
+	UsageGroupTenant   UsageGroup = "TENANT"
+	UsageGroupPool     UsageGroup = "POOL"
+	UsageGroupFlavor   UsageGroup = "FLAVOR"
+	UsageGroupInstance UsageGroup = "INSTANCE"
+	UsageGroupDay      UsageGroup = "DAY"
+)
+
+var AllUsageGroup = []UsageGroup{
+	UsageGroupTenant,
+	UsageGroupPool,
+	UsageGroupFlavor,
+	UsageGroupInstance,
+	UsageGroupDay,
+}
+
+func (e UsageGroup) IsValid() bool {
+	switch e {
+	case UsageGroupTenant, UsageGroupPool, UsageGroupFlavor, UsageGroupInstance, UsageGroupDay:
+		return true
+	}
+	return false
+}
+
+func (e UsageGroup) String() string {
+	return string(e)
+}
+
+func (e *UsageGroup) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UsageGroup(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UsageGroup", str)
+	}
+	return nil
+}
+
+func (e UsageGroup) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UsageGroup) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UsageGroup) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type Visibility string
 
 const (
