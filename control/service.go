@@ -70,6 +70,7 @@ type Service struct {
 	silentAfter      time.Duration
 	providers        []string
 	providerSettings map[string]ProviderSettingsCheck
+	tenantDeleted    tenantDeleted
 }
 
 // New returns a Service on db.
@@ -86,8 +87,10 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.Providers == nil {
 		cfg.Providers = DefaultProviders()
 	}
-	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
+	s := &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
 		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings}
+	s.registerTenantDeleted()
+	return s
 }
 
 // HostAlive reports whether h reported within the silence timeout.

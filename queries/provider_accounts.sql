@@ -29,3 +29,16 @@ WHERE id = @id RETURNING *;
 
 -- name: SoftDeleteProviderAccount :exec
 UPDATE provider_accounts SET deleted_at = now() WHERE id = $1;
+
+-- DeleteGoneTenantAccounts deletes the provider accounts of deleted tenants
+-- once no instance of a pool of theirs holds a server there any more and
+-- no orphan of theirs is left to sweep, and returns them.
+-- name: DeleteGoneTenantAccounts :many
+UPDATE provider_accounts a SET deleted_at = now()
+FROM tenants t
+WHERE t.id = a.tenant_id AND t.deleted_at IS NOT NULL AND a.deleted_at IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM instances i JOIN pools p ON p.id = i.pool_id
+    WHERE p.provider_account_id = a.id AND i.state <> 'DELETED')
+  AND NOT EXISTS (SELECT 1 FROM provider_orphans o WHERE o.account_id = a.id)
+RETURNING a.id;

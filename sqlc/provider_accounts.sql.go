@@ -48,6 +48,40 @@ func (q *Queries) CreateProviderAccount(ctx context.Context, arg CreateProviderA
 	return i, err
 }
 
+const deleteGoneTenantAccounts = `-- name: DeleteGoneTenantAccounts :many
+UPDATE provider_accounts a SET deleted_at = now()
+FROM tenants t
+WHERE t.id = a.tenant_id AND t.deleted_at IS NOT NULL AND a.deleted_at IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM instances i JOIN pools p ON p.id = i.pool_id
+    WHERE p.provider_account_id = a.id AND i.state <> 'DELETED')
+  AND NOT EXISTS (SELECT 1 FROM provider_orphans o WHERE o.account_id = a.id)
+RETURNING a.id
+`
+
+// DeleteGoneTenantAccounts deletes the provider accounts of deleted tenants
+// once no instance of a pool of theirs holds a server there any more and
+// no orphan of theirs is left to sweep, and returns them.
+func (q *Queries) DeleteGoneTenantAccounts(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, deleteGoneTenantAccounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getProviderAccount = `-- name: GetProviderAccount :one
 SELECT id, tenant_id, provider, name, credentials_sealed, settings, created_at, deleted_at FROM provider_accounts WHERE id = $1 AND deleted_at IS NULL
 `
