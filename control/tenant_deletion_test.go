@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/testenv"
@@ -21,6 +24,7 @@ import (
 // image and a quota, for a deletion to end.
 type deletable struct {
 	svc      *control.Service
+	db       *pgxpool.Pool
 	q        *sqlc.Queries
 	ctx      context.Context
 	tenant   uuid.UUID
@@ -31,7 +35,14 @@ type deletable struct {
 func newDeletable(t *testing.T) deletable {
 	t.Helper()
 	sealer, _ := seal.New("test")
-	db := testenv.DB(t)
+	// Room for a deletion, four creates waiting on it and a look at them.
+	url := testenv.DatabaseURL(t)
+	if strings.Contains(url, "?") {
+		url += "&pool_max_conns=8"
+	} else {
+		url += "?pool_max_conns=8"
+	}
+	db := testenv.Open(t, url)
 	svc := control.New(db, control.Config{Sealer: sealer})
 	ctx := iam.WithPrincipal(context.Background(), control.System)
 	tenant, err := svc.CreateTenant(ctx, "acme")
@@ -58,7 +69,7 @@ func newDeletable(t *testing.T) deletable {
 	if _, err := svc.SetQuota(ctx, control.QuotaInput{TenantID: tenant.ID, Instances: &one}); err != nil {
 		t.Fatal(err)
 	}
-	return deletable{svc: svc, q: sqlc.New(db), ctx: ctx, tenant: tenant.ID, token: tok.Secret, instance: inst.ID}
+	return deletable{svc: svc, db: db, q: sqlc.New(db), ctx: ctx, tenant: tenant.ID, token: tok.Secret, instance: inst.ID}
 }
 
 // TestTenantDeletedHandlersInOrder: deleting a tenant runs the handlers a
@@ -124,5 +135,73 @@ func TestFailingTenantDeletedHandlerRollsBack(t *testing.T) {
 	}
 	if quota, _, err := d.svc.Quota(d.ctx, d.tenant); err != nil || quota.Instances == nil {
 		t.Errorf("the tenant's quota after a failed deletion: %+v, %v", quota, err)
+	}
+}
+
+// TestTenantCreatesWaitForItsDeletion: what names a tenant (a token, an
+// image, a provider account, a dedicated pool) and is asked for while the
+// tenant is being deleted waits for the deletion, then is NOT_FOUND: no
+// handler misses an object made beside it.
+func TestTenantCreatesWaitForItsDeletion(t *testing.T) {
+	t.Parallel()
+	d := newDeletable(t)
+	inside, release := make(chan struct{}), make(chan struct{})
+	d.svc.OnTenantDeleted("held", func(context.Context, *sqlc.Queries, uuid.UUID) (int, error) {
+		close(inside)
+		<-release
+		return 0, nil
+	})
+	deleted := make(chan error, 1)
+	go func() { _, err := d.svc.DeleteTenant(d.ctx, d.tenant); deleted <- err }()
+	<-inside
+
+	creates := map[string]func() error{
+		"token": func() error {
+			_, err := d.svc.CreateAPIToken(d.ctx, control.APITokenInput{Name: "late", TenantID: d.tenant})
+			return err
+		},
+		"image": func() error {
+			_, err := d.svc.RegisterImage(d.ctx, control.ImageInput{Name: "late", SourceURL: "file:///l.raw", SHA256: strings.Repeat("c", 64), Format: "raw",
+				Visibility: "tenant", TenantID: d.tenant})
+			return err
+		},
+		"provider account": func() error {
+			_, err := d.svc.CreateProviderAccount(d.ctx, control.ProviderAccountInput{Name: "late", Provider: control.ProviderHetzner, Credentials: "t", TenantID: d.tenant})
+			return err
+		},
+		"pool": func() error {
+			_, err := d.svc.CreatePool(d.ctx, control.PoolInput{Name: "late", Class: vps.ClassHosted, TenantID: d.tenant})
+			return err
+		},
+	}
+	results := make(chan string, len(creates))
+	for what, create := range creates {
+		go func() {
+			err := create()
+			var e *apierr.Error
+			if !errors.As(err, &e) || e.Code != apierr.NotFound {
+				t.Errorf("%s of a tenant being deleted: %v, want NOT_FOUND once it is", what, err)
+			}
+			results <- what
+		}()
+	}
+	waiting := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var n int
+		err := d.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n == len(creates)
+	}
+	ok := testenv.Within(10*time.Second, waiting)
+	close(release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	for range creates {
+		<-results
+	}
+	if !ok {
+		t.Fatalf("the creates did not wait for the tenant's deletion")
 	}
 }
