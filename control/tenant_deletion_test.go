@@ -153,7 +153,11 @@ func TestTenantCreatesWaitForItsDeletion(t *testing.T) {
 	})
 	deleted := make(chan error, 1)
 	go func() { _, err := d.svc.DeleteTenant(d.ctx, d.tenant); deleted <- err }()
-	<-inside
+	select {
+	case <-inside:
+	case err := <-deleted:
+		t.Fatalf("DeleteTenant ended before its handler ran: %v", err)
+	}
 
 	creates := map[string]func() error{
 		"token": func() error {
