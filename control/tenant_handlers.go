@@ -24,6 +24,18 @@ func (s *Service) registerTenantDeleted() {
 	s.OnTenantDeleted("instances", deleteTenantInstances)
 	s.OnTenantDeleted("images", deleteTenantImages)
 	s.OnTenantDeleted("quota", deleteTenantQuota)
+	s.OnTenantDeleted("providerAccounts", deleteUnusedTenantAccounts)
+}
+
+// deleteUnusedTenantAccounts deletes a deleted tenant's provider accounts
+// that no pool uses. One a pool uses outlives the servers made with it:
+// the sweep that finds none left deletes it (reconciler/tenants.go).
+func deleteUnusedTenantAccounts(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID) (int, error) {
+	n, err := q.DeleteUnusedTenantAccounts(ctx, &tenant)
+	if err != nil {
+		return 0, fmt.Errorf("delete the tenant's unused provider accounts: %w", err)
+	}
+	return int(n), nil
 }
 
 // deleteTenantQuota removes a deleted tenant's limits.

@@ -160,8 +160,7 @@ type Reconciler struct {
 }
 
 // New returns a Reconciler running the vps.instances, vps.sandboxes,
-// vps.snapshots and vps.commands kinds, the rescan, the provider sweeps,
-// the sandbox loop and the deleted tenants' convergence; Register and
+// vps.snapshots and vps.commands kinds, the rescan, the provider sweeps and the sandbox loop; Register and
 // Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
@@ -182,7 +181,6 @@ func New(cfg Config) *Reconciler {
 	// while its rate-limit budget runs low); this looks for due ones.
 	r.Every("vps.provider-sweeps", max(cfg.SweepInterval/4, 10*time.Millisecond), r.sweepDue)
 	r.Every("vps.sandboxes", cfg.SandboxInterval, r.sandboxSweep)
-	r.Every("vps.tenant-deletions", cfg.RescanInterval, r.finishDeletedTenants)
 	return r
 }
 

@@ -3,24 +3,25 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
 )
 
-// finishDeletedTenants converges what deleting a tenant leaves to the
-// reconciler beyond its instances and snapshots, which their own kinds
-// release: a deleted tenant's provider accounts are deleted once every
-// server of theirs is gone (no instance of their pools left undeleted, no
-// orphan left to sweep), and not before, as deleting a server needs its
-// account.
-func (r *Reconciler) finishDeletedTenants(ctx context.Context) error {
-	gone, err := sqlc.New(r.db).DeleteGoneTenantAccounts(ctx)
+// finishDeletedTenantAccount deletes the provider account of a deleted
+// tenant after a sweep of it that began (was claimed) at claimed and found
+// no server of ours: not before, as deleting a server needs the account.
+// The instances of its pools must all have been DELETED before the sweep
+// began, so its listing showed any server they left, and every orphan it
+// noted must be deleted (a later sweep forgets it).
+func (r *Reconciler) finishDeletedTenantAccount(ctx context.Context, a *account, claimed time.Time) error {
+	n, err := sqlc.New(r.db).DeleteSweptTenantAccount(ctx, sqlc.DeleteSweptTenantAccountParams{AccountID: a.id, ListedAt: claimed})
 	if err != nil {
-		return fmt.Errorf("delete the provider accounts of deleted tenants: %w", err)
+		return fmt.Errorf("delete provider account %s of a deleted tenant: %w", a.id, err)
 	}
-	for _, id := range gone {
-		r.log.InfoContext(ctx, "deleted the provider account of a deleted tenant", "account", ids.Encode(ids.ProviderAccount, id))
+	if n > 0 {
+		r.log.InfoContext(ctx, "deleted the provider account of a deleted tenant", "account", ids.Encode(ids.ProviderAccount, a.id))
 	}
 	return nil
 }
