@@ -39,7 +39,7 @@ var tenantLive = map[string]string{
 
 // tenantHistory are the tables with a tenant_id column whose rows the
 // design keeps after their tenant, as history: the audit trail, and each
-// sandbox's events, kept to their retention.
+// sandbox's events (which, like the audit trail, nothing deletes yet).
 var tenantHistory = map[string]bool{"audit_events": true, "sandbox_events": true}
 
 // TestTenantDeleted: a tenant with instances on hosts, an instance in a
