@@ -136,7 +136,7 @@ func (s *Service) RegisterImage(ctx context.Context, in ImageInput) (domain.Imag
 		}
 		var tenant *uuid.UUID
 		if in.TenantID != uuid.Nil {
-			if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+			if _, err := q.LockTenant(ctx, in.TenantID); err != nil {
 				return notFound(err, "tenantId", "tenant")
 			}
 			tenant, ev.TenantID = &in.TenantID, in.TenantID

@@ -65,7 +65,7 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		}
 		var tenant *uuid.UUID
 		if in.TenantID != uuid.Nil {
-			if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+			if _, err := q.LockTenant(ctx, in.TenantID); err != nil {
 				return notFound(err, "tenantId", "tenant")
 			}
 			tenant, ev.TenantID = &in.TenantID, in.TenantID

@@ -59,7 +59,7 @@ func (s *Service) CreateProviderAccount(ctx context.Context, in ProviderAccountI
 			tenant = &in.TenantID
 		}
 		if tenant != nil {
-			if _, err := q.GetTenant(ctx, *tenant); err != nil {
+			if _, err := q.LockTenant(ctx, *tenant); err != nil {
 				return notFound(err, "tenantId", "tenant")
 			}
 			ev.TenantID = *tenant

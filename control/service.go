@@ -78,6 +78,7 @@ type Service struct {
 	providers        []string
 	providerSettings map[string]ProviderSettingsCheck
 	maxUsageTotals   int
+	tenantDeleted    tenantDeleted
 }
 
 // New returns a Service on db.
@@ -97,8 +98,10 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.MaxUsageTotals <= 0 {
 		cfg.MaxUsageTotals = DefaultMaxUsageTotals
 	}
-	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
+	s := &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
 		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings, maxUsageTotals: cfg.MaxUsageTotals}
+	s.registerTenantDeleted()
+	return s
 }
 
 // HostAlive reports whether h reported within the silence timeout.

@@ -12,9 +12,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/domain"
-	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
-	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -40,11 +38,11 @@ func (s *Service) CreateTenant(ctx context.Context, name string) (domain.Tenant,
 	return domain.TenantFromRow(t), err
 }
 
-// DeleteTenant deletes a tenant: its tokens stop working, its sandboxes
-// end, its sandbox templates and snapshots are deleted (the reconciler
-// purges the snapshots' files), and every one of its instances (its
-// sandboxes' and its warm pools' too) is asked to be deleted.
-// Operators only.
+// DeleteTenant deletes a tenant: it is gone from the API at once (its
+// tokens refused, its objects NOT_FOUND), and every registered
+// tenant-deleted handler (OnTenantDeleted) ends what its module holds of
+// it in the same transaction; the reconciler then releases what those
+// objects held. Operators only.
 func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant, error) {
 	var t sqlc.Tenant
 	err := s.mutate(ctx, ActDeleteTenant, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
@@ -63,34 +61,8 @@ func (s *Service) DeleteTenant(ctx context.Context, id uuid.UUID) (domain.Tenant
 		if err := q.SoftDeleteTenant(ctx, id); err != nil {
 			return fmt.Errorf("delete tenant: %w", err)
 		}
-		if err := q.RevokeTenantTokens(ctx, &id); err != nil {
-			return fmt.Errorf("revoke tenant tokens: %w", err)
-		}
-		sandboxes, templates, err := deleteTenantSandboxes(ctx, q, id)
-		if err != nil {
-			return err
-		}
-		snapshots, err := q.DeleteTenantSnapshots(ctx, id)
-		if err != nil {
-			return fmt.Errorf("delete the tenant's sandbox snapshots: %w", err)
-		}
-		for _, snap := range snapshots {
-			if err := wakeSnapshot(ctx, q, snap); err != nil {
-				return err
-			}
-		}
-		deleted, err := q.DeleteTenantInstances(ctx, id)
-		if err != nil {
-			return fmt.Errorf("delete tenant instances: %w", err)
-		}
-		for _, inst := range deleted {
-			if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
-				return err
-			}
-		}
-		ev.Details = map[string]any{"instancesDeleted": len(deleted), "sandboxesDeleted": sandboxes, "sandboxTemplatesDeleted": templates,
-			"sandboxSnapshotsDeleted": len(snapshots)}
-		return nil
+		ev.Details, err = s.tenantDeleted.run(ctx, q, id)
+		return err
 	})
 	return domain.TenantFromRow(t), err
 }
@@ -193,31 +165,4 @@ func (s *Service) Quota(ctx context.Context, tenant uuid.UUID) (domain.Quota, do
 	u := domain.UsageFromRow(usage)
 	u.Snapshots, u.SnapshotBytes = snaps.Snapshots, snaps.Bytes
 	return domain.QuotaFromRow(quota), u, nil
-}
-
-// deleteTenantSandboxes ends a tenant's live sandboxes (DELETED, each with
-// its event) and deletes its templates, and says how many of each. The
-// instances are the caller's to delete. Each sandbox is locked before its
-// instance, as its mutations lock them.
-func deleteTenantSandboxes(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID) (sandboxes, templates int, err error) {
-	live, err := q.LiveTenantSandboxes(ctx, tenant)
-	if err != nil {
-		return 0, 0, fmt.Errorf("lock the tenant's sandboxes: %w", err)
-	}
-	for _, id := range live {
-		if _, err := q.LockSandboxInstance(ctx, &id); err != nil {
-			return 0, 0, fmt.Errorf("lock the instance of sandbox %s: %w", id, err)
-		}
-		if _, err := q.EndSandbox(ctx, sqlc.EndSandboxParams{ID: id, EndedAs: domain.SandboxDeleted}); err != nil {
-			return 0, 0, fmt.Errorf("end sandbox %s: %w", id, err)
-		}
-		if err := events.RecordSandbox(ctx, q, id, events.Deleted, "tenant deleted"); err != nil {
-			return 0, 0, err
-		}
-	}
-	deleted, err := q.SoftDeleteTenantTemplates(ctx, &tenant)
-	if err != nil {
-		return 0, 0, fmt.Errorf("delete the tenant's sandbox templates: %w", err)
-	}
-	return len(live), len(deleted), nil
 }

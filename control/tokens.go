@@ -69,7 +69,7 @@ func issueToken(ctx context.Context, q *sqlc.Queries, in APITokenInput) (NewAPIT
 	}
 	out := NewAPIToken{Role: iam.Operator}
 	if in.TenantID != uuid.Nil {
-		if _, err := q.GetTenant(ctx, in.TenantID); err != nil {
+		if _, err := q.LockTenant(ctx, in.TenantID); err != nil {
 			return NewAPIToken{}, notFound(err, "tenantId", "tenant")
 		}
 		out.Role, out.Tenant = iam.Member, &in.TenantID

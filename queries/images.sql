@@ -19,3 +19,8 @@ ORDER BY name, id;
 
 -- name: GetImagesByIDs :many
 SELECT * FROM images WHERE id = ANY(@ids::uuid[]);
+
+-- SoftDeleteTenantImages deletes the images a tenant registered; its
+-- instances keep their resolved copy of the image.
+-- name: SoftDeleteTenantImages :execrows
+UPDATE images SET deleted_at = now() WHERE tenant_id = $1 AND deleted_at IS NULL;

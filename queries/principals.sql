@@ -30,7 +30,7 @@ WHERE t.id = $1;
 -- name: RevokeAPIToken :one
 UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *;
 
--- name: RevokeTenantTokens :exec
+-- name: RevokeTenantTokens :execrows
 UPDATE api_tokens SET revoked_at = now()
 WHERE revoked_at IS NULL
   AND principal_id IN (SELECT id FROM principals WHERE tenant_id = $1);

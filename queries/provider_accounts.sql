@@ -29,3 +29,23 @@ WHERE id = @id RETURNING *;
 
 -- name: SoftDeleteProviderAccount :exec
 UPDATE provider_accounts SET deleted_at = now() WHERE id = $1;
+
+-- DeleteUnusedTenantAccounts deletes a tenant's provider accounts that
+-- no pool uses: no server was ever made with them.
+-- name: DeleteUnusedTenantAccounts :execrows
+UPDATE provider_accounts a SET deleted_at = now()
+WHERE a.tenant_id = $1 AND a.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM pools p WHERE p.provider_account_id = a.id);
+
+-- DeleteSweptTenantAccount deletes the provider account of a deleted
+-- tenant once a sweep whose listing began at listed_at (its claim) showed
+-- it no server of ours: every instance of its pools was DELETED before
+-- then, and no orphan of it is left to delete.
+-- name: DeleteSweptTenantAccount :execrows
+UPDATE provider_accounts a SET deleted_at = now()
+FROM tenants t
+WHERE a.id = @account_id AND t.id = a.tenant_id AND t.deleted_at IS NOT NULL AND a.deleted_at IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM instances i JOIN pools p ON p.id = i.pool_id
+    WHERE p.provider_account_id = a.id AND (i.state <> 'DELETED' OR i.updated_at >= @listed_at))
+  AND NOT EXISTS (SELECT 1 FROM provider_orphans o WHERE o.account_id = a.id);

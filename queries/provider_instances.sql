@@ -48,11 +48,13 @@ WHERE a.deleted_at IS NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.provider_ac
 ORDER BY a.id;
 
 -- ClaimSweep takes an account's sweep when none was made within the
--- interval, so reconcilers together list each account once an interval.
--- name: ClaimSweep :execrows
+-- interval, so reconcilers together list each account once an interval,
+-- and returns when it was taken; no row when it was not.
+-- name: ClaimSweep :many
 INSERT INTO provider_sweeps (account_id, swept_at) VALUES (@account_id, now())
 ON CONFLICT (account_id) DO UPDATE SET swept_at = now()
-WHERE provider_sweeps.swept_at <= now() - make_interval(secs => @interval_seconds::float8);
+WHERE provider_sweeps.swept_at <= now() - make_interval(secs => @interval_seconds::float8)
+RETURNING swept_at;
 
 -- name: NoteOrphan :exec
 INSERT INTO provider_orphans (account_id, server_id, instance_label) VALUES ($1, $2, $3)

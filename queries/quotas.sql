@@ -21,3 +21,7 @@ SELECT count(*)::int AS instances,
        coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
        coalesce(sum(gpu_count), 0)::int AS gpus
 FROM instances WHERE tenant_id = $1 AND state <> 'DELETED';
+
+-- DeleteTenantQuota removes a tenant's limits.
+-- name: DeleteTenantQuota :execrows
+DELETE FROM quotas WHERE tenant_id = $1;

@@ -38,16 +38,19 @@ func (r *Reconciler) sweepDue(ctx context.Context) error {
 		if a, ok := r.cachedAccount(row.ID); ok {
 			interval = sweepInterval(interval, a.driver.Budget())
 		}
-		n, err := q.ClaimSweep(ctx, sqlc.ClaimSweepParams{AccountID: row.ID, IntervalSeconds: interval.Seconds()})
+		claimed, err := q.ClaimSweep(ctx, sqlc.ClaimSweepParams{AccountID: row.ID, IntervalSeconds: interval.Seconds()})
 		if err != nil {
 			return fmt.Errorf("claim sweep of %s: %w", ids.Log(ids.ProviderAccount, row.ID), err)
 		}
-		if n == 0 {
+		if len(claimed) == 0 {
 			continue
 		}
 		a, err := r.account(row)
 		if err == nil {
 			err = r.sweepAccount(ctx, a)
+		}
+		if err == nil && a.tenantID != nil {
+			err = r.finishDeletedTenantAccount(ctx, a, claimed[0])
 		}
 		r.sweepDone(ctx, row.ID, version, err)
 	}

@@ -21,9 +21,9 @@ func TestOneSweepPerInterval(t *testing.T) {
 	acct, err := e.svc.CreateProviderAccount(e.ctx, control.ProviderAccountInput{Name: "burst", Provider: control.ProviderHetzner, Credentials: "token"})
 	e.check(err)
 	claim := func(interval float64) int64 {
-		n, err := sqlc.New(e.db).ClaimSweep(e.ctx, sqlc.ClaimSweepParams{AccountID: acct.ID, IntervalSeconds: interval})
+		claimed, err := sqlc.New(e.db).ClaimSweep(e.ctx, sqlc.ClaimSweepParams{AccountID: acct.ID, IntervalSeconds: interval})
 		e.check(err)
-		return n
+		return int64(len(claimed))
 	}
 	var won atomic.Int64
 	var wg sync.WaitGroup

@@ -185,3 +185,17 @@ func (q *Queries) ResolveImage(ctx context.Context, arg ResolveImageParams) (Ima
 	)
 	return i, err
 }
+
+const softDeleteTenantImages = `-- name: SoftDeleteTenantImages :execrows
+UPDATE images SET deleted_at = now() WHERE tenant_id = $1 AND deleted_at IS NULL
+`
+
+// SoftDeleteTenantImages deletes the images a tenant registered; its
+// instances keep their resolved copy of the image.
+func (q *Queries) SoftDeleteTenantImages(ctx context.Context, tenantID *uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, softDeleteTenantImages, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

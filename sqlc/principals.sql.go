@@ -248,13 +248,16 @@ func (q *Queries) RevokeAPIToken(ctx context.Context, id uuid.UUID) (ApiToken, e
 	return i, err
 }
 
-const revokeTenantTokens = `-- name: RevokeTenantTokens :exec
+const revokeTenantTokens = `-- name: RevokeTenantTokens :execrows
 UPDATE api_tokens SET revoked_at = now()
 WHERE revoked_at IS NULL
   AND principal_id IN (SELECT id FROM principals WHERE tenant_id = $1)
 `
 
-func (q *Queries) RevokeTenantTokens(ctx context.Context, tenantID *uuid.UUID) error {
-	_, err := q.db.Exec(ctx, revokeTenantTokens, tenantID)
-	return err
+func (q *Queries) RevokeTenantTokens(ctx context.Context, tenantID *uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, revokeTenantTokens, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -7,6 +7,7 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -46,6 +47,49 @@ func (q *Queries) CreateProviderAccount(ctx context.Context, arg CreateProviderA
 		&i.DeletedAt,
 	)
 	return i, err
+}
+
+const deleteSweptTenantAccount = `-- name: DeleteSweptTenantAccount :execrows
+UPDATE provider_accounts a SET deleted_at = now()
+FROM tenants t
+WHERE a.id = $1 AND t.id = a.tenant_id AND t.deleted_at IS NOT NULL AND a.deleted_at IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM instances i JOIN pools p ON p.id = i.pool_id
+    WHERE p.provider_account_id = a.id AND (i.state <> 'DELETED' OR i.updated_at >= $2))
+  AND NOT EXISTS (SELECT 1 FROM provider_orphans o WHERE o.account_id = a.id)
+`
+
+type DeleteSweptTenantAccountParams struct {
+	AccountID uuid.UUID
+	ListedAt  time.Time
+}
+
+// DeleteSweptTenantAccount deletes the provider account of a deleted
+// tenant once a sweep whose listing began at listed_at (its claim) showed
+// it no server of ours: every instance of its pools was DELETED before
+// then, and no orphan of it is left to delete.
+func (q *Queries) DeleteSweptTenantAccount(ctx context.Context, arg DeleteSweptTenantAccountParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSweptTenantAccount, arg.AccountID, arg.ListedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deleteUnusedTenantAccounts = `-- name: DeleteUnusedTenantAccounts :execrows
+UPDATE provider_accounts a SET deleted_at = now()
+WHERE a.tenant_id = $1 AND a.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM pools p WHERE p.provider_account_id = a.id)
+`
+
+// DeleteUnusedTenantAccounts deletes a tenant's provider accounts that
+// no pool uses: no server was ever made with them.
+func (q *Queries) DeleteUnusedTenantAccounts(ctx context.Context, tenantID *uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteUnusedTenantAccounts, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getProviderAccount = `-- name: GetProviderAccount :one

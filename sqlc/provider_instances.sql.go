@@ -12,10 +12,11 @@ import (
 	"github.com/google/uuid"
 )
 
-const claimSweep = `-- name: ClaimSweep :execrows
+const claimSweep = `-- name: ClaimSweep :many
 INSERT INTO provider_sweeps (account_id, swept_at) VALUES ($1, now())
 ON CONFLICT (account_id) DO UPDATE SET swept_at = now()
 WHERE provider_sweeps.swept_at <= now() - make_interval(secs => $2::float8)
+RETURNING swept_at
 `
 
 type ClaimSweepParams struct {
@@ -24,13 +25,26 @@ type ClaimSweepParams struct {
 }
 
 // ClaimSweep takes an account's sweep when none was made within the
-// interval, so reconcilers together list each account once an interval.
-func (q *Queries) ClaimSweep(ctx context.Context, arg ClaimSweepParams) (int64, error) {
-	result, err := q.db.Exec(ctx, claimSweep, arg.AccountID, arg.IntervalSeconds)
+// interval, so reconcilers together list each account once an interval,
+// and returns when it was taken; no row when it was not.
+func (q *Queries) ClaimSweep(ctx context.Context, arg ClaimSweepParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, claimSweep, arg.AccountID, arg.IntervalSeconds)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []time.Time{}
+	for rows.Next() {
+		var swept_at time.Time
+		if err := rows.Scan(&swept_at); err != nil {
+			return nil, err
+		}
+		items = append(items, swept_at)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const dueOrphans = `-- name: DueOrphans :many

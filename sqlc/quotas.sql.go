@@ -11,6 +11,19 @@ import (
 	"github.com/google/uuid"
 )
 
+const deleteTenantQuota = `-- name: DeleteTenantQuota :execrows
+DELETE FROM quotas WHERE tenant_id = $1
+`
+
+// DeleteTenantQuota removes a tenant's limits.
+func (q *Queries) DeleteTenantQuota(ctx context.Context, tenantID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteTenantQuota, tenantID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getQuota = `-- name: GetQuota :one
 SELECT tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, updated_at, max_snapshots, max_snapshot_bytes FROM quotas WHERE tenant_id = $1
 `
