@@ -122,7 +122,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		return err
 	}
 	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter,
-		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints)})
+		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints), Runtimes: cfg.Runtimes})
 	if cfg.BootstrapToken != "" {
 		if err := s.Service.EnsureBootstrapToken(ctx, cfg.BootstrapToken); err != nil {
 			return err

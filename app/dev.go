@@ -5,6 +5,7 @@ import (
 
 	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // DevConfig is the configuration of `dev`, which runs the whole system on
@@ -52,6 +53,7 @@ var devMakes = map[string]string{
 // applies them.
 var devDefaults = map[string]string{
 	"BC_PROVIDER_ALLOW_PRIVATE": "true",
+	"BC_RUNTIMES":               vps.RuntimeLibvirtKVM + "," + vps.RuntimeFake,
 }
 
 // Env returns the environment variables dev reads, bound to c's fields:
@@ -74,6 +76,7 @@ func (c *DevConfig) Env() []conf.Var {
 func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.Config.Flags(fs)
 	c.ProviderEndpoints.AllowPrivate = true
+	c.Runtimes = []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,

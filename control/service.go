@@ -48,6 +48,10 @@ type Config struct {
 	// nothing in the API imports a driver. A kind with no check here has
 	// its settings stored unchecked.
 	ProviderSettings map[string]ProviderSettingsCheck
+	// Runtimes are the runtimes the deployment runs (BC_RUNTIMES): a hosted
+	// pool runs one of them, the first by default. Default
+	// vps.DefaultRuntimes().
+	Runtimes []string
 }
 
 // ProviderSettingsCheck checks the settings of a provider account, a JSON
@@ -70,6 +74,7 @@ type Service struct {
 	silentAfter      time.Duration
 	providers        []string
 	providerSettings map[string]ProviderSettingsCheck
+	runtimes         []string
 }
 
 // New returns a Service on db.
@@ -86,8 +91,12 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.Providers == nil {
 		cfg.Providers = DefaultProviders()
 	}
+	if len(cfg.Runtimes) == 0 {
+		cfg.Runtimes = vps.DefaultRuntimes()
+	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
-		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings}
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings,
+		runtimes: cfg.Runtimes}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

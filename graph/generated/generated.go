@@ -136,6 +136,7 @@ type ComplexityRoot struct {
 		Pool               func(childComplexity int) int
 		ProtocolVersion    func(childComplexity int) int
 		ReportedGeneration func(childComplexity int) int
+		Runtime            func(childComplexity int) int
 		SpecGeneration     func(childComplexity int) int
 	}
 
@@ -280,6 +281,7 @@ type ComplexityRoot struct {
 		Placement            func(childComplexity int) int
 		ProviderAccount      func(childComplexity int) int
 		RequireVerifiedImage func(childComplexity int) int
+		Runtime              func(childComplexity int) int
 		SharedSnapshotStore  func(childComplexity int) int
 		SingleTenant         func(childComplexity int) int
 		Tenant               func(childComplexity int) int
@@ -1055,6 +1057,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.ReportedGeneration(childComplexity), true
+	case "Host.runtime":
+		if e.ComplexityRoot.Host.Runtime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Runtime(childComplexity), true
 	case "Host.specGeneration":
 		if e.ComplexityRoot.Host.SpecGeneration == nil {
 			break
@@ -1814,6 +1822,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.RequireVerifiedImage(childComplexity), true
+	case "Pool.runtime":
+		if e.ComplexityRoot.Pool.Runtime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.Runtime(childComplexity), true
 	case "Pool.sharedSnapshotStore":
 		if e.ComplexityRoot.Pool.SharedSnapshotStore == nil {
 			break
@@ -3247,6 +3261,11 @@ type Pool implements Node {
   only on the one that took its snapshot. Class vps-host only.
   """
   sharedSnapshotStore: Boolean!
+  """
+  The runtime its hosts run (libvirt-kvm, fake), one the deployment lists in
+  BC_RUNTIMES; class vps-host only, null for other classes.
+  """
+  runtime: String
   ipPools: [IpPool!]!
   createdAt: DateTime!
 }
@@ -3285,6 +3304,11 @@ type Host implements Node {
   instance needs version 2.
   """
   protocolVersion: Int
+  """
+  The runtime its daemon runs, as it last said (libvirt-kvm, fake); null before
+  it said. The gateway refuses a host whose runtime is not its pool's.
+  """
+  runtime: String
   createdAt: DateTime!
 }
 
@@ -3319,6 +3343,8 @@ input CreatePoolInput {
   providerAccountId: ID
   "Every host of the pool mounts the same snapshot store (default false); class vps-host only."
   sharedSnapshotStore: Boolean
+  "Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first."
+  runtime: String
 }
 
 input SetPoolSharedSnapshotStoreInput {
@@ -4225,6 +4251,8 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_reportedGeneration(ctx, field)
 	case "protocolVersion":
 		return ec.fieldContext_Host_protocolVersion(ctx, field)
+	case "runtime":
+		return ec.fieldContext_Host_runtime(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -4449,6 +4477,8 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_providerAccount(ctx, field)
 	case "sharedSnapshotStore":
 		return ec.fieldContext_Pool_sharedSnapshotStore(ctx, field)
+	case "runtime":
+		return ec.fieldContext_Pool_runtime(ctx, field)
 	case "ipPools":
 		return ec.fieldContext_Pool_ipPools(ctx, field)
 	case "createdAt":
@@ -7178,6 +7208,29 @@ func (ec *executionContext) _Host_protocolVersion(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Host_protocolVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Host_runtime(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_runtime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runtime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Host_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "String")
 }
 
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -10261,6 +10314,29 @@ func (ec *executionContext) _Pool_sharedSnapshotStore(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_Pool_sharedSnapshotStore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Pool_runtime(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_runtime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runtime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, "String")
 }
 
 func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
@@ -16097,7 +16173,7 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore"}
+	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore", "runtime"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16160,6 +16236,13 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 				return it, err
 			}
 			it.SharedSnapshotStore = data
+		case "runtime":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("runtime"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Runtime = data
 		}
 	}
 	return it, nil
@@ -18531,6 +18614,11 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "runtime":
+			out.Values[i] = ec._Host_runtime(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Host_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -19535,6 +19623,11 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 		case "sharedSnapshotStore":
 			out.Values[i] = ec._Pool_sharedSnapshotStore(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "runtime":
+			out.Values[i] = ec._Pool_runtime(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ipPools":

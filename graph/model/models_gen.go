@@ -119,6 +119,8 @@ type CreatePoolInput struct {
 	ProviderAccountID *string `json:"providerAccountId,omitempty"`
 	// Every host of the pool mounts the same snapshot store (default false); class vps-host only.
 	SharedSnapshotStore *bool `json:"sharedSnapshotStore,omitempty"`
+	// Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first.
+	Runtime *string `json:"runtime,omitempty"`
 }
 
 type CreateProviderAccountInput struct {
