@@ -14,6 +14,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
@@ -210,6 +211,10 @@ func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (domain.IPPo
 		}
 		if ipp, err = q.CreateIPPool(ctx, params); err != nil {
 			return fmt.Errorf("create IP pool: %w", err)
+		}
+		// Instances waiting for an address may be placed now.
+		if err := events.WakePending(ctx, q, in.PoolID); err != nil {
+			return err
 		}
 		ev.TargetID = ipp.ID
 		ev.Details = map[string]any{"pool": ids.Encode(ids.Pool, in.PoolID), "cidr": in.CIDR}
