@@ -17,6 +17,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
@@ -52,6 +53,9 @@ type Config struct {
 	// pool runs one of them, the first by default. Default
 	// vps.DefaultRuntimes().
 	Runtimes []string
+	// Doctor finds what operators must look at (Service.Doctor). Nil: the
+	// doctor is not available.
+	Doctor *doctor.Doctor
 }
 
 // ProviderSettingsCheck checks the settings of a provider account, a JSON
@@ -75,6 +79,7 @@ type Service struct {
 	providers        []string
 	providerSettings map[string]ProviderSettingsCheck
 	runtimes         []string
+	doctor           *doctor.Doctor
 }
 
 // New returns a Service on db.
@@ -96,7 +101,7 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	}
 	return &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
 		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings,
-		runtimes: cfg.Runtimes}
+		runtimes: cfg.Runtimes, doctor: cfg.Doctor}
 }
 
 // HostAlive reports whether h reported within the silence timeout.

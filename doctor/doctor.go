@@ -134,12 +134,13 @@ func (d *Doctor) Run(ctx context.Context) ([]Finding, error) {
 	return append(errs, warns...), nil
 }
 
-// HasErrors reports whether any finding is of LevelError.
-func HasErrors(findings []Finding) bool {
+// Errors counts the findings of LevelError.
+func Errors(findings []Finding) int {
+	n := 0
 	for _, f := range findings {
 		if f.Level == LevelError {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }

@@ -146,7 +146,6 @@ func expect(t *testing.T, findings []doctor.Finding, code string, level doctor.L
 	return f
 }
 
-
 // A deployment whose one pool has a listed runtime, an IP range and a host
 // with capacity that reports, running a settled instance, is healthy.
 func TestHealthy(t *testing.T) {
@@ -187,8 +186,8 @@ func TestPoolFindings(t *testing.T) {
 			}
 		}
 	})
-	if !doctor.HasErrors(found) {
-		t.Error("HasErrors is false with error findings")
+	if n := doctor.Errors(found); n != 3 {
+		t.Errorf("Errors counts %d, want 3", n)
 	}
 }
 

@@ -102,6 +102,18 @@ type ComplexityRoot struct {
 		Host       func(childComplexity int) int
 	}
 
+	Doctor struct {
+		Findings func(childComplexity int) int
+	}
+
+	DoctorFinding struct {
+		Code    func(childComplexity int) int
+		Level   func(childComplexity int) int
+		Message func(childComplexity int) int
+		Objects func(childComplexity int) int
+		Remedy  func(childComplexity int) int
+	}
+
 	Flavor struct {
 		DiskGB              func(childComplexity int) int
 		GPUCount            func(childComplexity int) int
@@ -313,6 +325,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		AuditEvents      func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
+		Doctor           func(childComplexity int) int
 		Flavors          func(childComplexity int) int
 		Hosts            func(childComplexity int) int
 		Images           func(childComplexity int) int
@@ -651,6 +664,7 @@ type QueryResolver interface {
 	Flavors(ctx context.Context) ([]domain.Flavor, error)
 	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
+	Doctor(ctx context.Context) (model.Doctor, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
 	SandboxSnapshots(ctx context.Context, first *int, after *string, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
@@ -909,6 +923,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateHostPayload.Host(childComplexity), true
+
+	case "Doctor.findings":
+		if e.ComplexityRoot.Doctor.Findings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Doctor.Findings(childComplexity), true
+
+	case "DoctorFinding.code":
+		if e.ComplexityRoot.DoctorFinding.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Code(childComplexity), true
+	case "DoctorFinding.level":
+		if e.ComplexityRoot.DoctorFinding.Level == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Level(childComplexity), true
+	case "DoctorFinding.message":
+		if e.ComplexityRoot.DoctorFinding.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Message(childComplexity), true
+	case "DoctorFinding.objects":
+		if e.ComplexityRoot.DoctorFinding.Objects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Objects(childComplexity), true
+	case "DoctorFinding.remedy":
+		if e.ComplexityRoot.DoctorFinding.Remedy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Remedy(childComplexity), true
 
 	case "Flavor.diskGb":
 		if e.ComplexityRoot.Flavor.DiskGB == nil {
@@ -1934,6 +1986,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.AuditEventFilter)), true
+	case "Query.doctor":
+		if e.ComplexityRoot.Query.Doctor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Doctor(childComplexity), true
 	case "Query.flavors":
 		if e.ComplexityRoot.Query.Flavors == nil {
 			break
@@ -3545,6 +3603,37 @@ extend type Query {
   auditEvents(first: Int, after: String, filter: AuditEventFilter): AuditEventConnection!
 }
 `, BuiltIn: false},
+	{Name: "../schema/doctor.graphqls", Input: `enum DoctorLevel {
+  "Something is broken or leaking: fix it. better-compute doctor exits 1."
+  ERROR
+  "Something needs a look, or will go wrong later."
+  WARNING
+}
+
+"One situation the doctor found (docs/operations.md lists every code)."
+type DoctorFinding {
+  "The kind of finding, such as vps.pools.ipam."
+  code: String!
+  level: DoctorLevel!
+  "The API IDs of the objects it is about."
+  objects: [ID!]!
+  "What is wrong."
+  message: String!
+  "What to do."
+  remedy: String!
+}
+
+"What an operator must look at: the same findings as better-compute doctor."
+type Doctor {
+  "Errors first, then warnings."
+  findings: [DoctorFinding!]!
+}
+
+extend type Query {
+  "Operators only."
+  doctor: Doctor!
+}
+`, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `extend type Subscription {
   """
   Changes of the instances the caller may see that match filter, in order,
@@ -4181,6 +4270,30 @@ func (ec *executionContext) childFields_CreateHostPayload(ctx context.Context, f
 		return ec.fieldContext_CreateHostPayload_credential(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateHostPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Doctor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "findings":
+		return ec.fieldContext_Doctor_findings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Doctor", field.Name)
+}
+
+func (ec *executionContext) childFields_DoctorFinding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_DoctorFinding_code(ctx, field)
+	case "level":
+		return ec.fieldContext_DoctorFinding_level(ctx, field)
+	case "objects":
+		return ec.fieldContext_DoctorFinding_objects(ctx, field)
+	case "message":
+		return ec.fieldContext_DoctorFinding_message(ctx, field)
+	case "remedy":
+		return ec.fieldContext_DoctorFinding_remedy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DoctorFinding", field.Name)
 }
 
 func (ec *executionContext) childFields_Flavor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6611,6 +6724,153 @@ func (ec *executionContext) _CreateHostPayload_credential(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_CreateHostPayload_credential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _Doctor_findings(ctx context.Context, field graphql.CollectedField, obj *model.Doctor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Doctor_findings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Findings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.DoctorFinding) graphql.Marshaler {
+			return ec.marshalNDoctorFinding2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFindingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Doctor_findings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Doctor",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DoctorFinding(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DoctorFinding_code(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _DoctorFinding_level(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_level(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Level, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.DoctorLevel) graphql.Marshaler {
+			return ec.marshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_level(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "DoctorLevel")
+}
+
+func (ec *executionContext) _DoctorFinding_objects(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_objects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Objects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_objects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DoctorFinding_message(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _DoctorFinding_remedy(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_remedy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Remedy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_remedy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
 }
 
 func (ec *executionContext) _Flavor_id(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
@@ -11070,6 +11330,38 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_doctor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_doctor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Doctor(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Doctor) graphql.Marshaler {
+			return ec.marshalNDoctor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_doctor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Doctor(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -18391,6 +18683,92 @@ func (ec *executionContext) _CreateHostPayload(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var doctorImplementors = []string{"Doctor"}
+
+func (ec *executionContext) _Doctor(ctx context.Context, sel ast.SelectionSet, obj *model.Doctor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, doctorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Doctor")
+		case "findings":
+			out.Values[i] = ec._Doctor_findings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var doctorFindingImplementors = []string{"DoctorFinding"}
+
+func (ec *executionContext) _DoctorFinding(ctx context.Context, sel ast.SelectionSet, obj *model.DoctorFinding) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, doctorFindingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DoctorFinding")
+		case "code":
+			out.Values[i] = ec._DoctorFinding_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "level":
+			out.Values[i] = ec._DoctorFinding_level(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "objects":
+			out.Values[i] = ec._DoctorFinding_objects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._DoctorFinding_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "remedy":
+			out.Values[i] = ec._DoctorFinding_remedy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var flavorImplementors = []string{"Flavor", "Node"}
 
 func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, obj *domain.Flavor) graphql.Marshaler {
@@ -19915,6 +20293,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
+				})
+		case "doctor":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_doctor(ctx, field)
 				})
 		case "providerAccounts":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -21850,6 +22234,40 @@ func (ec *executionContext) marshalNDesiredState2githubᚗcomᚋbetterᚑcompute
 	return v
 }
 
+func (ec *executionContext) marshalNDoctor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctor(ctx context.Context, sel ast.SelectionSet, v model.Doctor) graphql.Marshaler {
+	return ec._Doctor(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDoctorFinding2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFinding(ctx context.Context, sel ast.SelectionSet, v model.DoctorFinding) graphql.Marshaler {
+	return ec._DoctorFinding(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDoctorFinding2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFindingᚄ(ctx context.Context, sel ast.SelectionSet, v []model.DoctorFinding) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDoctorFinding2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFinding(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx context.Context, v any) (model.DoctorLevel, error) {
+	var res model.DoctorLevel
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx context.Context, sel ast.SelectionSet, v model.DoctorLevel) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNEnvVarInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInput(ctx context.Context, v any) (model.EnvVarInput, error) {
 	res, err := ec.unmarshalInputEnvVarInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -21968,6 +22386,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx context.Context, sel ast.SelectionSet, v domain.Image) graphql.Marshaler {

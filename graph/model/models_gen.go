@@ -195,6 +195,25 @@ type DeleteTenantInput struct {
 	ID string `json:"id"`
 }
 
+// What an operator must look at: the same findings as better-compute doctor.
+type Doctor struct {
+	// Errors first, then warnings.
+	Findings []DoctorFinding `json:"findings"`
+}
+
+// One situation the doctor found (docs/operations.md lists every code).
+type DoctorFinding struct {
+	// The kind of finding, such as vps.pools.ipam.
+	Code  string      `json:"code"`
+	Level DoctorLevel `json:"level"`
+	// The API IDs of the objects it is about.
+	Objects []string `json:"objects"`
+	// What is wrong.
+	Message string `json:"message"`
+	// What to do.
+	Remedy string `json:"remedy"`
+}
+
 type EnvVarInput struct {
 	// A variable name: letters, digits and underscores, not starting with a digit.
 	Name  string `json:"name"`
@@ -644,6 +663,63 @@ func (e *DesiredState) UnmarshalJSON(b []byte) error {
 }
 
 func (e DesiredState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type DoctorLevel string
+
+const (
+	// Something is broken or leaking: fix it. better-compute doctor exits 1.
+	DoctorLevelError DoctorLevel = "ERROR"
+	// Something needs a look, or will go wrong later.
+	DoctorLevelWarning DoctorLevel = "WARNING"
+)
+
+var AllDoctorLevel = []DoctorLevel{
+	DoctorLevelError,
+	DoctorLevelWarning,
+}
+
+func (e DoctorLevel) IsValid() bool {
+	switch e {
+	case DoctorLevelError, DoctorLevelWarning:
+		return true
+	}
+	return false
+}
+
+func (e DoctorLevel) String() string {
+	return string(e)
+}
+
+func (e *DoctorLevel) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DoctorLevel(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DoctorLevel", str)
+	}
+	return nil
+}
+
+func (e DoctorLevel) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DoctorLevel) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DoctorLevel) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
