@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -52,7 +53,7 @@ func (g *Gateway) checkRuntime(ctx context.Context, host sqlc.Host, said string)
 // refuseRuntime answers a host refused by checkRuntime with 400 and why,
 // which its daemon logs; any other error is the gateway's own.
 func (g *Gateway) refuseRuntime(w http.ResponseWriter, r *http.Request, err error) {
-	if e, ok := err.(*runtimeError); ok {
+	if e := (*runtimeError)(nil); errors.As(err, &e) {
 		http.Error(w, e.Error(), http.StatusBadRequest)
 		return
 	}
