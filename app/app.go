@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/gateway"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
@@ -121,8 +122,10 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	if err := migrations.Current(ctx, s.db); err != nil {
 		return err
 	}
+	doc := doctor.New(doctor.Config{DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Runtimes: cfg.Runtimes,
+		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID()})
 	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter,
-		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints)})
+		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints), Runtimes: cfg.Runtimes, Doctor: doc})
 	if cfg.BootstrapToken != "" {
 		if err := s.Service.EnsureBootstrapToken(ctx, cfg.BootstrapToken); err != nil {
 			return err

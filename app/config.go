@@ -51,6 +51,11 @@ type Config struct {
 	// Providers are the provider kinds accounts may use (BC_PROVIDERS,
 	// comma-separated). Default control.DefaultProviders().
 	Providers []string
+	// Runtimes are the runtimes the deployment's hosted pools run
+	// (BC_RUNTIMES, comma-separated), each one of vps.Runtimes; a new
+	// hosted pool runs the first unless it names another. Default
+	// vps.DefaultRuntimes().
+	Runtimes []string
 	// ProviderEndpoints is the operator's policy on where provider accounts
 	// may send requests: Hosts, the hosts tenants' accounts may name
 	// (BC_PROVIDER_ENDPOINTS, comma-separated; default
@@ -122,6 +127,7 @@ func (c *Config) Env() []conf.Var {
 		conf.Duration(&c.GraphQL.DocumentTimeout, "BC_GRAPHQL_DOCUMENT_TIMEOUT", graph.DefaultDocumentTimeout,
 			"how long parsing and validating one GraphQL document may take"),
 		providers(&c.Providers),
+		runtimes(&c.Runtimes),
 		rateLimit(&c.RateLimits.MemberQueries, "BC_RATE_LIMIT_MEMBER_QUERIES", ratelimit.DefaultMemberQueries,
 			"a member's queries and subscription starts"),
 		rateLimit(&c.RateLimits.MemberMutations, "BC_RATE_LIMIT_MEMBER_MUTATIONS", ratelimit.DefaultMemberMutations,
@@ -182,6 +188,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Providers == nil {
 		c.Providers = control.DefaultProviders()
+	}
+	if len(c.Runtimes) == 0 {
+		c.Runtimes = vps.DefaultRuntimes()
 	}
 	if c.ProviderEndpoints.Hosts == nil {
 		c.ProviderEndpoints.Hosts = DefaultProviderEndpoints()

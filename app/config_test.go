@@ -80,6 +80,8 @@ func TestEnvRefuses(t *testing.T) {
 		{&Config{}, "BC_GRAPHQL_MAX_BODY", "1MiB", `BC_GRAPHQL_MAX_BODY: "1MiB" is not a whole number`},
 		{&Config{}, "BC_GRAPHQL_DOCUMENT_TIMEOUT", "1", `BC_GRAPHQL_DOCUMENT_TIMEOUT: "1" has no unit`},
 		{&Config{}, "BC_PROVIDERS", "hetzner,aws", `BC_PROVIDERS: "aws" is not a provider kind`},
+		{&Config{}, "BC_RUNTIMES", "kvm-libvirt", `BC_RUNTIMES: "kvm-libvirt" is not a runtime (libvirt-kvm, fake)`},
+		{&DoctorConfig{}, "BC_RUNTIMES", "libvirt-kvm,kvm", `BC_RUNTIMES: "kvm" is not a runtime`},
 		{&Config{}, "BC_RATE_LIMIT_MEMBER_MUTATIONS", "10/d:5", `BC_RATE_LIMIT_MEMBER_MUTATIONS: "10/d:5" is not a rate`},
 		{&Config{}, "BC_RATE_LIMIT_OPERATOR_QUERIES", "10/s:0", `BC_RATE_LIMIT_OPERATOR_QUERIES: "10/s:0": the burst "0" is not a positive whole number`},
 		{&ReconcilerConfig{}, "BC_HOST_SILENT_AFTER", "0s", `BC_HOST_SILENT_AFTER: "0s" is not positive`},

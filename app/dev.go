@@ -6,6 +6,7 @@ import (
 
 	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // DevConfig is the configuration of `dev`, which runs the whole system on
@@ -54,6 +55,7 @@ var devMakes = map[string]string{
 var devDefaults = map[string]string{
 	"BC_PROVIDER_ALLOW_PRIVATE": "true",
 	"BC_LOG_LEVEL":              "WARN",
+	"BC_RUNTIMES":               vps.RuntimeLibvirtKVM + "," + vps.RuntimeFake,
 }
 
 // Env returns the environment variables dev reads, bound to c's fields:
@@ -78,6 +80,7 @@ func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.ProviderEndpoints.AllowPrivate = true
 	c.LogLevel = slog.LevelWarn
 	fs.Lookup("log-level").DefValue = c.LogLevel.String()
+	c.Runtimes = []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,

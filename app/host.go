@@ -15,6 +15,7 @@ import (
 
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/internal/conf"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/server"
 )
 
@@ -109,6 +110,16 @@ const (
 	// DefaultHostStateDir is where the libvirt runtime keeps its files.
 	DefaultHostStateDir = "/var/lib/better-compute"
 )
+
+// RuntimeName is the name the daemon tells the gateway its runtime driver
+// runs by: vps.RuntimeLibvirtKVM for RuntimeLibvirt, vps.RuntimeFake for
+// RuntimeFake.
+func (c HostConfig) RuntimeName() string {
+	if c.Runtime == RuntimeLibvirt {
+		return vps.RuntimeLibvirtKVM
+	}
+	return c.Runtime
+}
 
 // The runtime drivers of HostConfig.Runtime.
 const (
@@ -222,7 +233,7 @@ func FakeStateDir(credential string) string {
 // RunHost runs the host daemon of a prepared c on rt until ctx ends.
 func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
 	d := hostd.New(hostd.Config{
-		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt,
+		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt, RuntimeName: c.RuntimeName(),
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
 		Protocol: c.FakeProtocol, StateDir: c.StateDir, InteractiveSlots: c.InteractiveSlots, BulkSlots: c.BulkSlots,
 		ConvergeSlots: c.ConvergeSlots,

@@ -46,6 +46,26 @@ func providers(p *[]string) conf.Var {
 	})
 }
 
+// runtimes declares BC_RUNTIMES, the runtimes a deployment's hosted pools
+// may run; an unknown name is refused, so the process says so at start.
+func runtimes(p *[]string) conf.Var {
+	var known []string
+	for _, r := range vps.Runtimes {
+		known = append(known, r.Name)
+	}
+	return conf.Func("BC_RUNTIMES", strings.Join(vps.DefaultRuntimes(), ","),
+		"comma-separated runtimes the deployment's hosted pools run ("+strings.Join(known, ", ")+"); a new pool's default is the first", func(s string) error {
+			list := conf.Split(s)
+			for _, name := range list {
+				if _, ok := vps.LookupRuntime(name); !ok {
+					return fmt.Errorf("%q is not a runtime (%s)", name, strings.Join(known, ", "))
+				}
+			}
+			*p = list
+			return nil
+		})
+}
+
 func providerEndpoints(p *[]string) conf.Var {
 	return conf.List(p, "BC_PROVIDER_ENDPOINTS", DefaultProviderEndpoints(),
 		"comma-separated hosts tenants' provider accounts may name (host, host:port or *.domain); the same on serve and reconcile")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -13,6 +14,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
@@ -34,6 +36,9 @@ type PoolInput struct {
 	// SharedSnapshotStore says every host of the pool mounts the same
 	// snapshot store at its --snapshot-dir; only for class vps-host.
 	SharedSnapshotStore bool
+	// Runtime is the runtime a pool of class vps-host runs, one the
+	// deployment lists; default its first. Refused for other classes.
+	Runtime string
 }
 
 var (
@@ -63,6 +68,10 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		if in.Placement != "spread" && in.Placement != "pack" {
 			return apierr.Invalid("placement", "must be spread or pack")
 		}
+		runtime, err := s.poolRuntime(in.Class, in.Runtime)
+		if err != nil {
+			return err
+		}
 		var tenant *uuid.UUID
 		if in.TenantID != uuid.Nil {
 			if _, err := q.LockTenant(ctx, in.TenantID); err != nil {
@@ -86,20 +95,36 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 			}
 			account = &acct.ID
 		}
-		var err error
 		pool, err = q.CreatePool(ctx, sqlc.CreatePoolParams{
 			ID: ids.New(), Name: in.Name, Class: in.Class, TenantID: tenant, Placement: in.Placement,
 			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage, ProviderAccountID: account,
-			SharedSnapshotStore: in.SharedSnapshotStore,
+			SharedSnapshotStore: in.SharedSnapshotStore, Runtime: runtime,
 		})
 		if err != nil {
 			return fmt.Errorf("create pool: %w", err)
 		}
 		ev.TargetID = pool.ID
-		ev.Details = map[string]any{"name": in.Name, "class": in.Class, "sharedSnapshotStore": in.SharedSnapshotStore}
+		ev.Details = map[string]any{"name": in.Name, "class": in.Class, "sharedSnapshotStore": in.SharedSnapshotStore, "runtime": runtime}
 		return nil
 	})
 	return domain.PoolFromRow(pool), err
+}
+
+// poolRuntime is the runtime of a new pool of class: for a hosted pool the
+// one asked for, which the deployment must list, or its first; for another
+// class none, and asking for one is refused.
+func (s *Service) poolRuntime(class, asked string) (*string, error) {
+	switch {
+	case class != vps.ClassHosted && asked != "":
+		return nil, apierr.Invalid("runtime", "only a pool of class %s has hosts that run a runtime; this one is of class %s", vps.ClassHosted, class)
+	case class != vps.ClassHosted:
+		return nil, nil
+	case asked == "":
+		return &s.runtimes[0], nil
+	case !slices.Contains(s.runtimes, asked):
+		return nil, apierr.Invalid("runtime", "%q is not a runtime this deployment runs (BC_RUNTIMES: %s)", asked, strings.Join(s.runtimes, ", "))
+	}
+	return &asked, nil
 }
 
 // errSharedStoreClass refuses a shared snapshot store to a pool of a class
@@ -186,6 +211,10 @@ func (s *Service) CreateIPPool(ctx context.Context, in IPPoolInput) (domain.IPPo
 		}
 		if ipp, err = q.CreateIPPool(ctx, params); err != nil {
 			return fmt.Errorf("create IP pool: %w", err)
+		}
+		// Instances waiting for an address may be placed now.
+		if err := events.WakePending(ctx, q, in.PoolID); err != nil {
+			return err
 		}
 		ev.TargetID = ipp.ID
 		ev.Details = map[string]any{"pool": ids.Encode(ids.Pool, in.PoolID), "cidr": in.CIDR}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
@@ -52,6 +53,13 @@ type Config struct {
 	// that would return more is INVALID_INPUT (narrow the range or group
 	// by less). Default DefaultMaxUsageTotals.
 	MaxUsageTotals int
+	// Runtimes are the runtimes the deployment runs (BC_RUNTIMES): a hosted
+	// pool runs one of them, the first by default. Default
+	// vps.DefaultRuntimes().
+	Runtimes []string
+	// Doctor finds what operators must look at (Service.Doctor). Nil: the
+	// doctor is not available.
+	Doctor *doctor.Doctor
 }
 
 // DefaultMaxUsageTotals is the default Config.MaxUsageTotals.
@@ -79,6 +87,8 @@ type Service struct {
 	providerSettings map[string]ProviderSettingsCheck
 	maxUsageTotals   int
 	tenantDeleted    tenantDeleted
+	runtimes         []string
+	doctor           *doctor.Doctor
 }
 
 // New returns a Service on db.
@@ -98,8 +108,12 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if cfg.MaxUsageTotals <= 0 {
 		cfg.MaxUsageTotals = DefaultMaxUsageTotals
 	}
+	if len(cfg.Runtimes) == 0 {
+		cfg.Runtimes = vps.DefaultRuntimes()
+	}
 	s := &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
-		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings, maxUsageTotals: cfg.MaxUsageTotals}
+		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings,
+		maxUsageTotals: cfg.MaxUsageTotals, runtimes: cfg.Runtimes, doctor: cfg.Doctor}
 	s.registerTenantDeleted()
 	return s
 }

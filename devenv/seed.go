@@ -35,10 +35,13 @@ func Seed(ctx context.Context, svc *control.Service, n int) (Sim, error) {
 	ctx = iam.WithPrincipal(audit.WithRequestID(ctx, "dev-seed"), control.System)
 	sim := Sim{Credentials: map[string]string{}}
 	pool, err := findOr(ctx, svc.Pools, func(p domain.Pool) bool { return p.Name == SimPool }, func() (domain.Pool, error) {
-		return svc.CreatePool(ctx, control.PoolInput{Name: SimPool, Class: vps.ClassHosted})
+		return svc.CreatePool(ctx, control.PoolInput{Name: SimPool, Class: vps.ClassHosted, Runtime: vps.RuntimeFake})
 	})
 	if err != nil {
 		return sim, fmt.Errorf("seed pool: %w", err)
+	}
+	if pool.Runtime == nil || *pool.Runtime != vps.RuntimeFake {
+		return sim, fmt.Errorf("seed pool: pool %s (made before pools named their runtime) does not run runtime %s, so the gateway would refuse its simulated hosts: start dev with a fresh --state-dir", SimPool, vps.RuntimeFake)
 	}
 	sim.Pool = pool.ID
 	ranges, err := svc.IPPools(ctx, []uuid.UUID{pool.ID})

@@ -27,7 +27,10 @@ type Pool struct {
 	// SharedSnapshotStore says every host of the (hosted) pool mounts the
 	// same snapshot store: a restore may run on any of them.
 	SharedSnapshotStore bool
-	CreatedAt           time.Time
+	// Runtime is the runtime a hosted pool's hosts run (vps.Runtimes); nil
+	// for other classes.
+	Runtime   *string
+	CreatedAt time.Time
 }
 
 // PoolFromRow maps a pools row.
@@ -35,7 +38,7 @@ func PoolFromRow(r sqlc.Pool) Pool {
 	return Pool{
 		ID: r.ID, Name: r.Name, Class: r.Class, TenantID: r.TenantID, Placement: r.Placement,
 		SingleTenant: r.SingleTenant, RequireVerifiedImage: r.RequireVerifiedImage,
-		ProviderAccountID: r.ProviderAccountID, SharedSnapshotStore: r.SharedSnapshotStore, CreatedAt: r.CreatedAt,
+		ProviderAccountID: r.ProviderAccountID, SharedSnapshotStore: r.SharedSnapshotStore, Runtime: r.Runtime, CreatedAt: r.CreatedAt,
 	}
 }
 
@@ -79,14 +82,17 @@ type Host struct {
 	// ProtocolVersion is the host protocol version its daemon last said it
 	// speaks; nil before it said.
 	ProtocolVersion *int
-	CreatedAt       time.Time
+	// Runtime is the runtime its daemon last said it runs; nil before it
+	// said (a daemon that does not name it).
+	Runtime   *string
+	CreatedAt time.Time
 }
 
 // HostFromRow maps a hosts row.
 func HostFromRow(r sqlc.Host) Host {
 	h := Host{
 		ID: r.ID, PoolID: r.PoolID, Name: r.Name, Draining: r.Draining, LastSeenAt: r.LastSeenAt,
-		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, CreatedAt: r.CreatedAt,
+		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, Runtime: r.Runtime, CreatedAt: r.CreatedAt,
 	}
 	if r.Protocol != nil {
 		v := int(*r.Protocol)

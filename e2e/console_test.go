@@ -329,9 +329,35 @@ func TestConsole(t *testing.T) {
 		}
 		b.do("open pools", chromedp.Click(chromedp.CSS(`a[href="#/ops/pools"]`)))
 		b.wait("the sim pool's IP usage", `[...document.querySelectorAll('#pools-body [role=meter]')].some((m) => m.getAttribute('aria-valuenow') === '3')`)
+		if rt := evaluate[string](b, `document.getElementById('pools-body').textContent`); !strings.Contains(rt, "fake") {
+			t.Errorf("the pools page shows no runtime fake: %s", rt)
+		}
 		b.do("open the audit log", chromedp.Click(chromedp.CSS(`nav a[href="#/audit"]`)))
 		b.wait("the audit log, saying who acted", `[...document.querySelectorAll('#audit-table tr')].some((tr) =>
 			tr.textContent.includes('instance.delete') && tr.textContent.includes('demo-member'))`)
+	})
+
+	step("the operator reads the doctor, as the API says", func(t *testing.T) {
+		b := b.with(t)
+		b.do("open the doctor", chromedp.Click(chromedp.CSS(`nav a[href="#/ops/doctor"]`)))
+		b.wait("the doctor's findings", `document.getElementById('main').dataset.page === 'doctor' && !!document.querySelector('#doctor-body > :not(.state-loading):not(.state-error)')`)
+		findings := dev.gql(t, dev.operator, `{ doctor { findings { code level } } }`, nil)["doctor"].(map[string]any)["findings"].([]any)
+		var want []string
+		for _, f := range findings {
+			f := f.(map[string]any)
+			want = append(want, f["code"].(string)+" "+strings.ToLower(f["level"].(string)))
+			if f["level"] == "ERROR" {
+				t.Errorf("dev has an error-level finding: %v", f)
+			}
+		}
+		got := evaluate[[]string](b, `[...document.querySelectorAll('#doctor-body .finding')].map((f) => f.dataset.code + ' ' + f.dataset.level)`)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("the page shows findings %v, the API %v", got, want)
+		}
+		if len(want) == 0 && !evaluate[bool](b, `!!document.querySelector('#doctor-body .state-empty')`) {
+			t.Errorf("no findings, but the page does not say so")
+		}
+		b.shot("doctor")
 	})
 
 	step("the first load of a session is fast", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/testguest"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // guestImage builds (or finds) the project's tiny bootable guest: Debian's
@@ -59,7 +60,7 @@ func BenchmarkCreateToSSH(b *testing.B) {
 func realGuest(t testing.TB) (running, login time.Duration) {
 	url, format, sum := guestImage(t)
 	bridge(t, "bcbr0", "10.50.0.1/22")
-	c := start(t, options{reconcilers: 1})
+	c := start(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHostWith(t, c, 4, "--bridge", "bcbr0")
 	c.useImage(url, sum, format, 256)
 

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 var (
@@ -184,11 +185,18 @@ type options struct {
 	// hostServer maps the URL a host is told to talk to (a serve's,
 	// round-robin); default as it is.
 	hostServer func(i int, url string) string
+	// poolRuntime is the runtime of the seeded hosted pool; default fake,
+	// the runtime of the fake hosts. A cluster of libvirt hosts sets
+	// vps.RuntimeLibvirtKVM.
+	poolRuntime string
 }
 
 func (o *options) applyDefaults() {
 	if o.serves < 1 {
 		o.serves = 1
+	}
+	if o.poolRuntime == "" {
+		o.poolRuntime = vps.RuntimeFake
 	}
 	if o.hostServer == nil {
 		o.hostServer = func(_ int, url string) string { return url }
@@ -220,6 +228,9 @@ func start(t testing.TB, o options) *cluster {
 		// The provider emulators listen on loopback: the operator lets
 		// tenants' accounts reach them.
 		"BC_PROVIDER_ENDPOINTS=127.0.0.1", "BC_PROVIDER_ALLOW_PRIVATE=true",
+		// The hosts are fake hypervisors: the deployment runs the fake
+		// runtime beside libvirt-kvm, and the hosted pool is of it.
+		"BC_RUNTIMES=libvirt-kvm,fake",
 	}
 	for i := range o.serves {
 		addr, name := freeAddr(t), "serve"
@@ -396,7 +407,8 @@ func (c *cluster) must(token, query string, vars map[string]any, path ...string)
 
 func (c *cluster) seed(o options) {
 	c.tenant, c.member = c.addTenant("acme")
-	c.pool = c.must(c.operator, `mutation { createPool(input: {name: "fra1", class: "vps-host"}) { pool { id } } }`, nil, "createPool", "pool", "id")
+	c.pool = c.must(c.operator, `mutation($r: String!) { createPool(input: {name: "fra1", class: "vps-host", runtime: $r}) { pool { id } } }`,
+		map[string]any{"r": o.poolRuntime}, "createPool", "pool", "id")
 	c.must(c.operator, `mutation($p: ID!) { createIpPool(input: {poolId: $p, cidr: "10.50.0.0/22", gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: "10.50.3.250"}) { pool { id } } }`, map[string]any{"p": c.pool})
 	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "one", vcpus: 1, memoryMb: 1024, diskGb: 10}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
 	c.image = c.must(c.operator, `mutation { registerImage(input: {name: "debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("c", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`, nil, "registerImage", "image", "id")

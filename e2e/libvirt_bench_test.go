@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // BenchmarkLibvirtHost runs 20 small domains (64 MiB, no OS) on one libvirt
@@ -12,7 +14,7 @@ import (
 func BenchmarkLibvirtHost(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
-		c := start(b, options{reconcilers: 1})
+		c := start(b, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 		libvirtHostWith(b, c, 32)
 		url, sum := qcow2Image(b)
 		c.useImage(url, sum, "qcow2", 64)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // libvirtHost gives the cluster a host that runs real domains through
@@ -78,7 +79,7 @@ func qcow2Image(t testing.TB) (url, sum string) {
 // TestCorruptImage: an image whose bytes do not match its sha256 puts the
 // instance in ERROR with that reason, and no domain or disk is made.
 func TestCorruptImage(t *testing.T) {
-	c := start(t, options{reconcilers: 1})
+	c := start(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHost(t, c)
 	url, _ := qcow2Image(t)
 	bad := c.must(c.operator, `mutation($u: String!) { registerImage(input: {name: "corrupt", sourceUrl: $u, sha256: "`+strings.Repeat("e", 64)+`", format: QCOW2, visibility: PUBLIC}) { image { id } } }`,
@@ -101,7 +102,7 @@ func TestCorruptImage(t *testing.T) {
 // TestLibvirtInstance runs an instance's whole life on a libvirt host: its
 // domain is defined, started, stopped and deleted, and nothing remains.
 func TestLibvirtInstance(t *testing.T) {
-	c := start(t, options{reconcilers: 1})
+	c := start(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHost(t, c)
 	url, sum := qcow2Image(t)
 	c.useImage(url, sum, "qcow2", 64)
@@ -123,7 +124,7 @@ func TestLibvirtInstance(t *testing.T) {
 // each time: in the end each instance has exactly one domain and one
 // overlay.
 func TestHostDaemonKilledMidCreate(t *testing.T) {
-	c := start(t, options{reconcilers: 1})
+	c := start(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHost(t, c)
 	url, sum := qcow2Image(t)
 	c.useImage(url, sum, "qcow2", 64)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // BenchmarkRealSandboxLogin measures, on real guests (libvirt, software
@@ -23,7 +24,7 @@ func BenchmarkRealSandboxLogin(b *testing.B) {
 	url, format, sum := guestImage(b)
 	const br, gw = "bcbr0", "10.50.0.1" // the seeded IP pool's network
 	bridge(b, br, gw+"/22")
-	c := sandboxCluster(b, options{reconcilers: 1})
+	c := sandboxCluster(b, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHostWith(b, c, 4, "--bridge", br)
 	c.useImage(url, sum, format, 256)
 	signer, key := guestKey()

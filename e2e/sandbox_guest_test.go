@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // TestGuestSandboxHost boots two real guests through the libvirt runtime on
@@ -150,7 +151,7 @@ func TestRealSandbox(t *testing.T) {
 	const br, gw, other = "bcbr0", "10.50.0.1", "10.50.0.2" // the seeded IP pool's network
 	bridge(t, br, gw+"/22")
 	addAddr(t, br, other+"/22")
-	c := sandboxCluster(t, options{reconcilers: 1})
+	c := sandboxCluster(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHostWith(t, c, 4, "--bridge", br)
 	c.useImage(url, sum, format, 256)
 	signer, key := guestKey()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/testguest"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // guestSnapshotCluster runs the real processes with a libvirt host on a
@@ -21,7 +22,7 @@ func guestSnapshotCluster(t testing.TB, key string) (*cluster, string, string) {
 	url, format, sum := guestImage(t)
 	const br, gw = "bcbr0", "10.50.0.1" // the seeded IP pool's network
 	bridge(t, br, gw+"/22")
-	c := sandboxCluster(t, options{reconcilers: 1})
+	c := sandboxCluster(t, options{reconcilers: 1, poolRuntime: vps.RuntimeLibvirtKVM})
 	dir := libvirtHostWith(t, c, 4, "--bridge", br)
 	c.useImage(url, sum, format, 256)
 	return c, dir, c.sandboxTemplate("base", map[string]any{"sshKeys": []string{key}})

@@ -21,3 +21,24 @@ func CommandEnded(ctx context.Context, q *sqlc.Queries, command uuid.UUID) error
 	}
 	return nil
 }
+
+// WakePending hands a pool's PENDING instances to the reconciler, in q's
+// transaction: something changed that may let them be placed (an upgraded
+// host, an IP range added).
+func WakePending(ctx context.Context, q *sqlc.Queries, pool uuid.UUID) error {
+	pending, err := q.PendingInPool(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("list pending instances: %w", err)
+	}
+	return Wake(ctx, q, pending)
+}
+
+// Wake hands instances to the reconciler, in q's transaction.
+func Wake(ctx context.Context, q *sqlc.Queries, instances []uuid.UUID) error {
+	for _, id := range instances {
+		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
+			return fmt.Errorf("wake instance: %w", err)
+		}
+	}
+	return nil
+}

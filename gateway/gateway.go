@@ -74,6 +74,9 @@ type Gateway struct {
 	// unknownCommands holds, by host ID, the commands not its own it last
 	// reported, so each set is logged once.
 	unknownCommands sync.Map
+	// runtimeRefused holds, by host ID, why it was refused for its
+	// runtime, so each refusal is logged once, not on every retry.
+	runtimeRefused sync.Map
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.
@@ -113,7 +116,8 @@ func unknownProtocol(w http.ResponseWriter, r *http.Request) {
 type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int)
 
 // authenticated checks that the request's header names the version of its
-// path and finds the host by its credential.
+// path, finds the host by its credential and refuses it when it runs
+// another runtime than its pool's.
 func (g *Gateway) authenticated(version int, next hostHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get(hostproto.Header); v != strconv.Itoa(version) {
@@ -128,6 +132,10 @@ func (g *Gateway) authenticated(version int, next hostHandler) http.HandlerFunc 
 		}
 		if err != nil {
 			g.fail(w, r, "authenticate host", err)
+			return
+		}
+		if err := g.checkRuntime(r.Context(), host, r.Header.Get(hostproto.RuntimeHeader)); err != nil {
+			g.refuseRuntime(w, r, err)
 			return
 		}
 		next(w, r, host, version)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -43,18 +43,8 @@ func (g *Gateway) noteProtocol(ctx context.Context, host sqlc.Host, version int)
 		if err != nil {
 			return err
 		}
-		return wakeInstances(ctx, q, wake)
+		return events.Wake(ctx, q, wake)
 	})
-}
-
-// wakeInstances hands instances to the reconciler.
-func wakeInstances(ctx context.Context, q *sqlc.Queries, instances []uuid.UUID) error {
-	for _, id := range instances {
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
-			return fmt.Errorf("wake instance: %w", err)
-		}
-	}
-	return nil
 }
 
 // behindError refuses a spec to a host that holds instances needing a newer

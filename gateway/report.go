@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -128,7 +129,7 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, v
 	if err != nil {
 		return rec, err
 	}
-	if err := wakeInstances(ctx, q, append(wake, upgraded...)); err != nil {
+	if err := events.Wake(ctx, q, append(wake, upgraded...)); err != nil {
 		return rec, err
 	}
 	if rec.specChanged {

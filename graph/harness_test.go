@@ -19,9 +19,11 @@ import (
 	"github.com/better-compute/vps/app"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
 
@@ -71,7 +73,8 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		t: t, db: db, sealer: sealer, log: log,
 		// The settings checks the deployment wires in: the drivers', and an
 		// operator's endpoint policy that lists a Proxmox for tenants.
-		svc:    control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings(policy)}),
+		svc: control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings(policy),
+			Runtimes: []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}, Doctor: doctor.New(doctor.Config{DB: db})}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
 	e.url = e.serve(tune)

@@ -69,6 +69,7 @@ func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoo
 		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
 		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
 		ProviderAccountID: account, SharedSnapshotStore: deref(input.SharedSnapshotStore),
+		Runtime: deref(input.Runtime),
 	})
 	return model.PoolPayload{Pool: pool}, err
 }

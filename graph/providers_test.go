@@ -131,7 +131,7 @@ func TestProviderAccounts(t *testing.T) {
 	t.Run("delete is refused while instances use it", func(t *testing.T) {
 		var id string
 		e.db.QueryRow(context.Background(), "SELECT id FROM provider_accounts WHERE name = 'burst'").Scan(&id)
-		e.db.Exec(context.Background(), "UPDATE pools SET class = 'provider', provider_account_id = $1 WHERE name = 'alpha-pool'", id)
+		e.db.Exec(context.Background(), "UPDATE pools SET class = 'provider', runtime = NULL, provider_account_id = $1 WHERE name = 'alpha-pool'", id)
 		e.db.Exec(context.Background(), `UPDATE flavors SET provider_types = '{"hetzner": "cx22"}'`)
 		e.db.Exec(context.Background(), `UPDATE images SET provider_images = '{"hetzner": "debian-12"}'`)
 		e.must(a.member, createInstance, map[string]any{"in": a.input("on-cloud")}, nil)

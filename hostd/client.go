@@ -29,6 +29,9 @@ type gateway struct {
 	http       *http.Client
 	// version is the protocol version spoken: its paths and header.
 	version int
+	// runtime names the host's runtime (hostproto.RuntimeHeader); empty:
+	// not said.
+	runtime string
 }
 
 // spec long-polls for the NodeSpec whose generation is above after. ok is
@@ -87,10 +90,14 @@ func (g *gateway) report(ctx context.Context, r hostproto.Report) error {
 	return nil
 }
 
-// do sends req with the protocol header and the credential.
+// do sends req with the protocol header, the credential and, from
+// protocol 3 on, the runtime's name.
 func (g *gateway) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set(hostproto.Header, strconv.Itoa(g.version))
 	req.Header.Set("Authorization", "Bearer "+g.credential)
+	if g.runtime != "" && g.version >= hostproto.CommandsVersion {
+		req.Header.Set(hostproto.RuntimeHeader, g.runtime)
+	}
 	return g.http.Do(req)
 }
 

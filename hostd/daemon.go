@@ -116,6 +116,11 @@ type Config struct {
 	Credential string
 	// Runtime runs the host's domains.
 	Runtime Runtime
+	// RuntimeName is the name of Runtime the daemon tells the gateway
+	// (hostproto.RuntimeHeader), such as vps.RuntimeLibvirtKVM; the
+	// gateway refuses a host whose runtime is not its pool's. Empty: not
+	// told (tests that speak to no real gateway).
+	RuntimeName string
 	// HeartbeatInterval is the longest time between two reports. The daemon
 	// converges again at this pace, which is when it retries the calls that
 	// failed (but not a failed Define or Start) and restarts domains that
@@ -238,6 +243,7 @@ func New(cfg Config) *Daemon {
 			credential: cfg.Credential,
 			http:       cfg.HTTPClient,
 			version:    cfg.Protocol,
+			runtime:    cfg.RuntimeName,
 		},
 		conv:    newConverger(cfg.Runtime, cfg.ShutdownTimeout, cfg.ConvergeSlots, cfg.Logger, m),
 		metrics: m,

@@ -559,3 +559,23 @@ func TestRunChecksConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestNamesItsRuntime: the daemon names its runtime on every request it
+// makes, so the gateway can refuse a host of another runtime than its
+// pool's.
+func TestNamesItsRuntime(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t)
+	start(t, gw, newHypervisor(t, fake.Config{}), func(c *hostd.Config) { c.RuntimeName = "fake" })
+	waitReport(t, gw, "a first report", func(hostproto.Report) bool { return true })
+	seen := 0
+	for len(gw.runtimes) > 0 {
+		if rt := <-gw.runtimes; rt != "fake" {
+			t.Fatalf("a request named runtime %q, want fake", rt)
+		}
+		seen++
+	}
+	if seen == 0 {
+		t.Fatal("no request recorded before the report arrived")
+	}
+}

@@ -32,6 +32,9 @@ type gateway struct {
 	refused chan refusal
 	// unchanged receives the query of every long-poll answered 204.
 	unchanged chan map[string]string
+	// runtimes receives the runtime header of every request ("" when
+	// absent).
+	runtimes chan string
 }
 
 // refusal is a request the gateway refused.
@@ -54,6 +57,7 @@ func newGateway(t *testing.T) *gateway {
 		reports:    make(chan hostproto.Report, 10000),
 		refused:    make(chan refusal, 10000),
 		unchanged:  make(chan map[string]string, 10000),
+		runtimes:   make(chan string, 10000),
 	}
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -118,6 +122,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unsupported protocol", http.StatusBadRequest)
 		return
 	}
+	record(g.runtimes, r.Header.Get(hostproto.RuntimeHeader))
 	g.mu.Lock()
 	want, down := "Bearer "+g.credential, g.down
 	g.mu.Unlock()

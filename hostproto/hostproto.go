@@ -52,6 +52,12 @@ func ReportPathOf(version int) string { return PathPrefix(version) + "report" }
 // of the request's path, or the gateway answers 400.
 const Header = "BC-Host-Protocol"
 
+// RuntimeHeader names the runtime the host daemon runs (libvirt-kvm,
+// fake), on every request from protocol 3 on. The gateway records it on
+// the host and refuses (400) a host whose runtime is not its pool's. A
+// request without it (an older daemon) is served unchecked.
+const RuntimeHeader = "BC-Host-Runtime"
+
 // Power is what the host must hold an instance at. An instance whose power
 // is paused and whose domain is stopped is booted first and paused once its
 // guest has booted (a warm instance, ready to resume); until then it is

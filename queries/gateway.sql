@@ -77,3 +77,11 @@ ON CONFLICT (host_id) DO NOTHING;
 -- name: AdoptInventoryGPU :exec
 INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
 ON CONFLICT (host_id, address) DO NOTHING;
+
+-- PoolRuntime is the runtime a host's pool runs.
+-- name: PoolRuntime :one
+SELECT runtime FROM pools WHERE id = $1;
+
+-- SetHostRuntime records the runtime a host's daemon says it runs.
+-- name: SetHostRuntime :exec
+UPDATE hosts SET runtime = @runtime WHERE id = @id;

@@ -62,7 +62,16 @@ func setup(t *testing.T) *env {
 		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
 	e.check(err)
 	e.tenant, e.pool, e.flavor, e.image = tenant.ID, pool.ID, flavor.ID, img.ID
+	e.ranged(pool.ID)
 	return e
+}
+
+// ranged gives a hosted pool an IP range, without which nothing is placed
+// in it.
+func (e *env) ranged(pool uuid.UUID) {
+	e.t.Helper()
+	_, err := e.svc.CreateIPPool(e.ctx, control.IPPoolInput{PoolID: pool, CIDR: "10.200.0.0/22", Gateway: "10.200.0.1", RangeStart: "10.200.0.10", RangeEnd: "10.200.3.250"})
+	e.check(err)
 }
 
 func (e *env) check(err error) {
@@ -177,6 +186,7 @@ func (e *env) poolWith(name, placement string, singleTenant bool) {
 	e.t.Helper()
 	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: name, Class: vps.ClassHosted, Placement: placement, SingleTenant: singleTenant})
 	e.check(err)
+	e.ranged(p.ID)
 	e.pool = p.ID
 }
 

@@ -70,6 +70,9 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if errors.Is(err, errNoAddress) {
 		return false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
+	if errors.Is(err, errNoIPRange) {
+		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s has no IP range to give an address: an operator must add one (createIpPool)", pool.Name))
+	}
 	if err != nil {
 		return false, err
 	}
@@ -175,9 +178,13 @@ func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidates
 
 var errNoAddress = errors.New("no free address")
 
+// errNoIPRange: the pool has no IP range, so an instance placed there
+// would have no address; it waits until an operator adds one.
+var errNoIPRange = errors.New("no IP range")
+
 // lease returns the MAC of the instance's address: the lease it kept from
 // an earlier placement, or a new one from the pool's ranges. A pool with
-// no ranges gives no address, and a MAC derived from the instance.
+// no ranges has no address to give: errNoIPRange.
 func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (string, error) {
 	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
 	if err != nil {
@@ -191,7 +198,7 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return "", fmt.Errorf("read IP ranges: %w", err)
 	}
 	if !ranged {
-		return macFrom([4]byte(inst.ID[12:16])), nil
+		return "", errNoIPRange
 	}
 	free, err := q.FreeAddress(ctx, inst.PoolID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -210,10 +217,7 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 // macFor derives a locally administered MAC from an IPv4 address, so a
 // leased address always has the same MAC.
 func macFor(addr netip.Addr) string {
-	return macFrom(addr.As4())
-}
-
-func macFrom(b [4]byte) string {
+	b := addr.As4()
 	return fmt.Sprintf("02:bc:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
 }
 

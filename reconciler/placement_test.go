@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
 )
 
@@ -19,8 +20,6 @@ func TestConcurrentPlacement(t *testing.T) {
 	for i := range 3 {
 		e.host(fmt.Sprintf("hv-%d", i), 10)
 	}
-	_, err := e.svc.CreateIPPool(e.ctx, control.IPPoolInput{PoolID: e.pool, CIDR: "10.9.0.0/24", Gateway: "10.9.0.1", RangeStart: "10.9.0.10", RangeEnd: "10.9.0.59"})
-	e.check(err)
 	for i := range 100 {
 		e.create(fmt.Sprintf("vm-%d", i))
 	}
@@ -53,5 +52,34 @@ func TestConcurrentPlacement(t *testing.T) {
 	}
 	if len(spread) != 3 {
 		t.Fatalf("allocations per host = %v", spread)
+	}
+}
+
+// TestNoIPRange: an instance of a hosted pool without an IP range is not
+// placed without an address — it stays PENDING with a reason, holding
+// nothing — and is placed, with an address, once an operator adds a range.
+func TestNoIPRange(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "bare", Class: vps.ClassHosted})
+	e.check(err)
+	e.pool = p.ID
+	e.host("hv-1", 4)
+	id := e.create("vm")
+	e.reconcilers(1, func(c *reconciler.Config) { c.HostSilentAfter = time.Hour })
+
+	e.eventually(10*time.Second, "the instance PENDING with the reason", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'PENDING' AND state_reason = 'pool bare has no IP range to give an address: an operator must add one (createIpPool)'", id) == 1
+	})
+	if n := e.count("allocations WHERE instance_id = $1", id); n != 0 {
+		t.Fatalf("the waiting instance holds %d allocations", n)
+	}
+
+	e.ranged(p.ID)
+	e.eventually(10*time.Second, "the instance placed once the pool has a range", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'PROVISIONING'", id) == 1
+	})
+	if n := e.count("ip_leases WHERE instance_id = $1 AND released_at IS NULL", id); n != 1 {
+		t.Fatalf("the placed instance holds %d leases, want 1", n)
 	}
 }

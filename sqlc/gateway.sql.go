@@ -60,7 +60,7 @@ func (q *Queries) AdoptInventoryGPU(ctx context.Context, arg AdoptInventoryGPUPa
 }
 
 const hostByCredential = `-- name: HostByCredential :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE credential_hash = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE credential_hash = $1
 `
 
 func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (Host, error) {
@@ -78,12 +78,13 @@ func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }
 
 const hostByName = `-- name: HostByName :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE name = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE name = $1
 `
 
 func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
@@ -101,6 +102,7 @@ func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }
@@ -245,6 +247,18 @@ func (q *Queries) ObserveReported(ctx context.Context, arg ObserveReportedParams
 	return items, nil
 }
 
+const poolRuntime = `-- name: PoolRuntime :one
+SELECT runtime FROM pools WHERE id = $1
+`
+
+// PoolRuntime is the runtime a host's pool runs.
+func (q *Queries) PoolRuntime(ctx context.Context, id uuid.UUID) (*string, error) {
+	row := q.db.QueryRow(ctx, poolRuntime, id)
+	var runtime *string
+	err := row.Scan(&runtime)
+	return runtime, err
+}
+
 const recordReport = `-- name: RecordReport :exec
 UPDATE hosts SET last_seen_at = now(), reported_generation = greatest(reported_generation, $1),
     inventory = coalesce($2::jsonb, inventory)
@@ -265,7 +279,7 @@ func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) erro
 }
 
 const resetHostCredential = `-- name: ResetHostCredential :one
-UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
+UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
 `
 
 type ResetHostCredentialParams struct {
@@ -288,6 +302,7 @@ func (q *Queries) ResetHostCredential(ctx context.Context, arg ResetHostCredenti
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }
@@ -309,6 +324,21 @@ func (q *Queries) SetHostProtocol(ctx context.Context, arg SetHostProtocolParams
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const setHostRuntime = `-- name: SetHostRuntime :exec
+UPDATE hosts SET runtime = $1 WHERE id = $2
+`
+
+type SetHostRuntimeParams struct {
+	Runtime *string
+	ID      uuid.UUID
+}
+
+// SetHostRuntime records the runtime a host's daemon says it runs.
+func (q *Queries) SetHostRuntime(ctx context.Context, arg SetHostRuntimeParams) error {
+	_, err := q.db.Exec(ctx, setHostRuntime, arg.Runtime, arg.ID)
+	return err
 }
 
 const specDevices = `-- name: SpecDevices :many

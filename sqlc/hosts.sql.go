@@ -12,7 +12,7 @@ import (
 )
 
 const createHost = `-- name: CreateHost :one
-INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
+INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
 `
 
 type CreateHostParams struct {
@@ -42,6 +42,7 @@ func (q *Queries) CreateHost(ctx context.Context, arg CreateHostParams) (Host, e
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }
@@ -56,7 +57,7 @@ func (q *Queries) DeleteHostGPUs(ctx context.Context, hostID uuid.UUID) error {
 }
 
 const getHost = `-- name: GetHost :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE id = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE id = $1
 `
 
 func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
@@ -74,6 +75,7 @@ func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }
@@ -109,7 +111,7 @@ func (q *Queries) GetHostCapacities(ctx context.Context, ids []uuid.UUID) ([]Hos
 }
 
 const getHostsByIDs = `-- name: GetHostsByIDs :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts WHERE id = ANY($1::uuid[])
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, error) {
@@ -133,6 +135,7 @@ func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, e
 			&i.ReportedGeneration,
 			&i.Inventory,
 			&i.Protocol,
+			&i.Runtime,
 		); err != nil {
 			return nil, err
 		}
@@ -244,7 +247,7 @@ func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu,
 }
 
 const listHosts = `-- name: ListHosts :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol FROM hosts ORDER BY name
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts ORDER BY name
 `
 
 func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
@@ -268,6 +271,7 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 			&i.ReportedGeneration,
 			&i.Inventory,
 			&i.Protocol,
+			&i.Runtime,
 		); err != nil {
 			return nil, err
 		}
@@ -312,7 +316,7 @@ func (q *Queries) SetHostCapacity(ctx context.Context, arg SetHostCapacityParams
 }
 
 const setHostDraining = `-- name: SetHostDraining :one
-UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol
+UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
 `
 
 type SetHostDrainingParams struct {
@@ -335,6 +339,7 @@ func (q *Queries) SetHostDraining(ctx context.Context, arg SetHostDrainingParams
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.Runtime,
 	)
 	return i, err
 }

@@ -80,6 +80,7 @@ type Host struct {
 	ReportedGeneration int64
 	Inventory          []byte
 	Protocol           *int16
+	Runtime            *string
 }
 
 type HostCapacity struct {
@@ -239,6 +240,7 @@ type Pool struct {
 	CreatedAt            time.Time
 	ProviderAccountID    *uuid.UUID
 	SharedSnapshotStore  bool
+	Runtime              *string
 }
 
 type Principal struct {

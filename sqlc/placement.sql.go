@@ -167,7 +167,7 @@ func (q *Queries) InsertLease(ctx context.Context, arg InsertLeaseParams) (IpLea
 }
 
 const lockPool = `-- name: LockPool :one
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // LockPool serializes placement in a pool, so two reconcilers never give
@@ -186,6 +186,7 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.CreatedAt,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
+		&i.Runtime,
 	)
 	return i, err
 }

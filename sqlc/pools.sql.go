@@ -12,8 +12,8 @@ import (
 )
 
 const createPool = `-- name: CreatePool :one
-INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store, runtime)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime
 `
 
 type CreatePoolParams struct {
@@ -26,6 +26,7 @@ type CreatePoolParams struct {
 	RequireVerifiedImage bool
 	ProviderAccountID    *uuid.UUID
 	SharedSnapshotStore  bool
+	Runtime              *string
 }
 
 func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, error) {
@@ -39,6 +40,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		arg.RequireVerifiedImage,
 		arg.ProviderAccountID,
 		arg.SharedSnapshotStore,
+		arg.Runtime,
 	)
 	var i Pool
 	err := row.Scan(
@@ -52,12 +54,13 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		&i.CreatedAt,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
+		&i.Runtime,
 	)
 	return i, err
 }
 
 const getPool = `-- name: GetPool :one
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools WHERE id = $1
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1
 `
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
@@ -74,12 +77,13 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.CreatedAt,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
+		&i.Runtime,
 	)
 	return i, err
 }
 
 const getPoolsByIDs = `-- name: GetPoolsByIDs :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools WHERE id = ANY($1::uuid[])
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, error) {
@@ -102,6 +106,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 			&i.CreatedAt,
 			&i.ProviderAccountID,
 			&i.SharedSnapshotStore,
+			&i.Runtime,
 		); err != nil {
 			return nil, err
 		}
@@ -114,7 +119,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 }
 
 const listPools = `-- name: ListPools :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store FROM pools
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools
 WHERE $1::uuid IS NULL OR tenant_id IS NULL OR tenant_id = $1
 ORDER BY name
 `
@@ -140,6 +145,7 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 			&i.CreatedAt,
 			&i.ProviderAccountID,
 			&i.SharedSnapshotStore,
+			&i.Runtime,
 		); err != nil {
 			return nil, err
 		}
@@ -152,7 +158,7 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 }
 
 const setPoolSharedSnapshotStore = `-- name: SetPoolSharedSnapshotStore :one
-UPDATE pools SET shared_snapshot_store = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store
+UPDATE pools SET shared_snapshot_store = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime
 `
 
 type SetPoolSharedSnapshotStoreParams struct {
@@ -176,6 +182,7 @@ func (q *Queries) SetPoolSharedSnapshotStore(ctx context.Context, arg SetPoolSha
 		&i.CreatedAt,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
+		&i.Runtime,
 	)
 	return i, err
 }

@@ -75,6 +75,7 @@ func TestCommandHelp(t *testing.T) {
 		"token":     {"DATABASE_URL", "--name", "--tenant", "--expires"},
 		"reseal":    {"DATABASE_URL", "BC_SECRET", "BC_SECRET_PREVIOUS"},
 		"migrate":   {"DATABASE_URL"},
+		"doctor":    {"DATABASE_URL", "REDIS_URL", "BC_SECRET", "BC_RUNTIMES", "BC_HOST_SILENT_AFTER", "--json", "--stuck-after"},
 	} {
 		stdout, _, _ := runHere(t, name, "--help")
 		for _, w := range want {

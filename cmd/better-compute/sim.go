@@ -11,6 +11,7 @@ import (
 	"github.com/better-compute/vps/drivers/runtime/fake"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 type simInfo struct {
@@ -51,7 +52,7 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 		hostDir := filepath.Join(stateDir, "hosts", name)
 		h := fake.New(fake.Config{BootDelay: 500 * time.Millisecond, SnapshotDelay: time.Second, StateDir: hostDir})
 		d := hostd.New(hostd.Config{
-			ServerURL: "http://" + srv.Addr, Credential: cred, Runtime: h,
+			ServerURL: "http://" + srv.Addr, Credential: cred, Runtime: h, RuntimeName: vps.RuntimeFake,
 			HeartbeatInterval: 2 * time.Second, Logger: log.With("host", name), StateDir: hostDir,
 		})
 		go func() {

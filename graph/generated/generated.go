@@ -104,6 +104,18 @@ type ComplexityRoot struct {
 		Host       func(childComplexity int) int
 	}
 
+	Doctor struct {
+		Findings func(childComplexity int) int
+	}
+
+	DoctorFinding struct {
+		Code    func(childComplexity int) int
+		Level   func(childComplexity int) int
+		Message func(childComplexity int) int
+		Objects func(childComplexity int) int
+		Remedy  func(childComplexity int) int
+	}
+
 	Flavor struct {
 		DiskGB              func(childComplexity int) int
 		GPUCount            func(childComplexity int) int
@@ -138,6 +150,7 @@ type ComplexityRoot struct {
 		Pool               func(childComplexity int) int
 		ProtocolVersion    func(childComplexity int) int
 		ReportedGeneration func(childComplexity int) int
+		Runtime            func(childComplexity int) int
 		SpecGeneration     func(childComplexity int) int
 	}
 
@@ -282,6 +295,7 @@ type ComplexityRoot struct {
 		Placement            func(childComplexity int) int
 		ProviderAccount      func(childComplexity int) int
 		RequireVerifiedImage func(childComplexity int) int
+		Runtime              func(childComplexity int) int
 		SharedSnapshotStore  func(childComplexity int) int
 		SingleTenant         func(childComplexity int) int
 		Tenant               func(childComplexity int) int
@@ -313,6 +327,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		AuditEvents      func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
+		Doctor           func(childComplexity int) int
 		Flavors          func(childComplexity int) int
 		Hosts            func(childComplexity int) int
 		Images           func(childComplexity int) int
@@ -668,6 +683,7 @@ type QueryResolver interface {
 	Flavors(ctx context.Context) ([]domain.Flavor, error)
 	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
+	Doctor(ctx context.Context) (model.Doctor, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
 	SandboxSnapshots(ctx context.Context, first *int, after *string, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
@@ -934,6 +950,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreateHostPayload.Host(childComplexity), true
 
+	case "Doctor.findings":
+		if e.ComplexityRoot.Doctor.Findings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Doctor.Findings(childComplexity), true
+
+	case "DoctorFinding.code":
+		if e.ComplexityRoot.DoctorFinding.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Code(childComplexity), true
+	case "DoctorFinding.level":
+		if e.ComplexityRoot.DoctorFinding.Level == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Level(childComplexity), true
+	case "DoctorFinding.message":
+		if e.ComplexityRoot.DoctorFinding.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Message(childComplexity), true
+	case "DoctorFinding.objects":
+		if e.ComplexityRoot.DoctorFinding.Objects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Objects(childComplexity), true
+	case "DoctorFinding.remedy":
+		if e.ComplexityRoot.DoctorFinding.Remedy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DoctorFinding.Remedy(childComplexity), true
+
 	case "Flavor.diskGb":
 		if e.ComplexityRoot.Flavor.DiskGB == nil {
 			break
@@ -1081,6 +1135,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.ReportedGeneration(childComplexity), true
+	case "Host.runtime":
+		if e.ComplexityRoot.Host.Runtime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Runtime(childComplexity), true
 	case "Host.specGeneration":
 		if e.ComplexityRoot.Host.SpecGeneration == nil {
 			break
@@ -1840,6 +1900,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.RequireVerifiedImage(childComplexity), true
+	case "Pool.runtime":
+		if e.ComplexityRoot.Pool.Runtime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.Runtime(childComplexity), true
 	case "Pool.sharedSnapshotStore":
 		if e.ComplexityRoot.Pool.SharedSnapshotStore == nil {
 			break
@@ -1946,6 +2012,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.AuditEventFilter)), true
+	case "Query.doctor":
+		if e.ComplexityRoot.Query.Doctor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Doctor(childComplexity), true
 	case "Query.flavors":
 		if e.ComplexityRoot.Query.Flavors == nil {
 			break
@@ -3363,6 +3435,11 @@ type Pool implements Node {
   only on the one that took its snapshot. Class vps-host only.
   """
   sharedSnapshotStore: Boolean!
+  """
+  The runtime its hosts run (libvirt-kvm, fake), one the deployment lists in
+  BC_RUNTIMES; class vps-host only, null for other classes.
+  """
+  runtime: String
   ipPools: [IpPool!]!
   createdAt: DateTime!
 }
@@ -3401,6 +3478,11 @@ type Host implements Node {
   instance needs version 2.
   """
   protocolVersion: Int
+  """
+  The runtime its daemon runs, as it last said (libvirt-kvm, fake); null before
+  it said. The gateway refuses a host whose runtime is not its pool's.
+  """
+  runtime: String
   createdAt: DateTime!
 }
 
@@ -3435,6 +3517,8 @@ input CreatePoolInput {
   providerAccountId: ID
   "Every host of the pool mounts the same snapshot store (default false); class vps-host only."
   sharedSnapshotStore: Boolean
+  "Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first."
+  runtime: String
 }
 
 input SetPoolSharedSnapshotStoreInput {
@@ -3633,6 +3717,37 @@ type AuditEventEdge {
 
 extend type Query {
   auditEvents(first: Int, after: String, filter: AuditEventFilter): AuditEventConnection!
+}
+`, BuiltIn: false},
+	{Name: "../schema/doctor.graphqls", Input: `enum DoctorLevel {
+  "Something is broken or leaking: fix it. better-compute doctor exits 1."
+  ERROR
+  "Something needs a look, or will go wrong later."
+  WARNING
+}
+
+"One situation the doctor found (docs/operations.md lists every code)."
+type DoctorFinding {
+  "The kind of finding, such as vps.pools.ipam."
+  code: String!
+  level: DoctorLevel!
+  "The API IDs of the objects it is about."
+  objects: [ID!]!
+  "What is wrong."
+  message: String!
+  "What to do."
+  remedy: String!
+}
+
+"What an operator must look at: the same findings as better-compute doctor."
+type Doctor {
+  "Errors first, then warnings."
+  findings: [DoctorFinding!]!
+}
+
+extend type Query {
+  "Operators only."
+  doctor: Doctor!
 }
 `, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `extend type Subscription {
@@ -4315,6 +4430,30 @@ func (ec *executionContext) childFields_CreateHostPayload(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type CreateHostPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Doctor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "findings":
+		return ec.fieldContext_Doctor_findings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Doctor", field.Name)
+}
+
+func (ec *executionContext) childFields_DoctorFinding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_DoctorFinding_code(ctx, field)
+	case "level":
+		return ec.fieldContext_DoctorFinding_level(ctx, field)
+	case "objects":
+		return ec.fieldContext_DoctorFinding_objects(ctx, field)
+	case "message":
+		return ec.fieldContext_DoctorFinding_message(ctx, field)
+	case "remedy":
+		return ec.fieldContext_DoctorFinding_remedy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DoctorFinding", field.Name)
+}
+
 func (ec *executionContext) childFields_Flavor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4383,6 +4522,8 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_reportedGeneration(ctx, field)
 	case "protocolVersion":
 		return ec.fieldContext_Host_protocolVersion(ctx, field)
+	case "runtime":
+		return ec.fieldContext_Host_runtime(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -4607,6 +4748,8 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_providerAccount(ctx, field)
 	case "sharedSnapshotStore":
 		return ec.fieldContext_Pool_sharedSnapshotStore(ctx, field)
+	case "runtime":
+		return ec.fieldContext_Pool_runtime(ctx, field)
 	case "ipPools":
 		return ec.fieldContext_Pool_ipPools(ctx, field)
 	case "createdAt":
@@ -6811,6 +6954,153 @@ func (ec *executionContext) fieldContext_CreateHostPayload_credential(_ context.
 	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _Doctor_findings(ctx context.Context, field graphql.CollectedField, obj *model.Doctor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Doctor_findings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Findings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.DoctorFinding) graphql.Marshaler {
+			return ec.marshalNDoctorFinding2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFindingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Doctor_findings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Doctor",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DoctorFinding(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DoctorFinding_code(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _DoctorFinding_level(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_level(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Level, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.DoctorLevel) graphql.Marshaler {
+			return ec.marshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_level(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "DoctorLevel")
+}
+
+func (ec *executionContext) _DoctorFinding_objects(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_objects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Objects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_objects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DoctorFinding_message(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _DoctorFinding_remedy(ctx context.Context, field graphql.CollectedField, obj *model.DoctorFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DoctorFinding_remedy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Remedy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DoctorFinding_remedy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DoctorFinding", field, false, false, "String")
+}
+
 func (ec *executionContext) _Flavor_id(ctx context.Context, field graphql.CollectedField, obj *domain.Flavor) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7406,6 +7696,29 @@ func (ec *executionContext) _Host_protocolVersion(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Host_protocolVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Host_runtime(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_runtime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runtime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Host_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "String")
 }
 
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -10491,6 +10804,29 @@ func (ec *executionContext) fieldContext_Pool_sharedSnapshotStore(_ context.Cont
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Pool_runtime(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_runtime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runtime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, "String")
+}
+
 func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11222,6 +11558,38 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_doctor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_doctor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Doctor(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Doctor) graphql.Marshaler {
+			return ec.marshalNDoctor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_doctor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Doctor(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -16668,7 +17036,7 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore"}
+	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore", "runtime"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16731,6 +17099,13 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 				return it, err
 			}
 			it.SharedSnapshotStore = data
+		case "runtime":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("runtime"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Runtime = data
 		}
 	}
 	return it, nil
@@ -18879,6 +19254,92 @@ func (ec *executionContext) _CreateHostPayload(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var doctorImplementors = []string{"Doctor"}
+
+func (ec *executionContext) _Doctor(ctx context.Context, sel ast.SelectionSet, obj *model.Doctor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, doctorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Doctor")
+		case "findings":
+			out.Values[i] = ec._Doctor_findings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var doctorFindingImplementors = []string{"DoctorFinding"}
+
+func (ec *executionContext) _DoctorFinding(ctx context.Context, sel ast.SelectionSet, obj *model.DoctorFinding) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, doctorFindingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DoctorFinding")
+		case "code":
+			out.Values[i] = ec._DoctorFinding_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "level":
+			out.Values[i] = ec._DoctorFinding_level(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "objects":
+			out.Values[i] = ec._DoctorFinding_objects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._DoctorFinding_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "remedy":
+			out.Values[i] = ec._DoctorFinding_remedy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var flavorImplementors = []string{"Flavor", "Node"}
 
 func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, obj *domain.Flavor) graphql.Marshaler {
@@ -19099,6 +19560,11 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "protocolVersion":
 			out.Values[i] = ec._Host_protocolVersion(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "runtime":
+			out.Values[i] = ec._Host_runtime(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -20108,6 +20574,11 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "runtime":
+			out.Values[i] = ec._Pool_runtime(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "ipPools":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -20393,6 +20864,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
+				})
+		case "doctor":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_doctor(ctx, field)
 				})
 		case "providerAccounts":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -22431,6 +22908,40 @@ func (ec *executionContext) marshalNDesiredState2githubᚗcomᚋbetterᚑcompute
 	return v
 }
 
+func (ec *executionContext) marshalNDoctor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctor(ctx context.Context, sel ast.SelectionSet, v model.Doctor) graphql.Marshaler {
+	return ec._Doctor(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDoctorFinding2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFinding(ctx context.Context, sel ast.SelectionSet, v model.DoctorFinding) graphql.Marshaler {
+	return ec._DoctorFinding(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDoctorFinding2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFindingᚄ(ctx context.Context, sel ast.SelectionSet, v []model.DoctorFinding) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDoctorFinding2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorFinding(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx context.Context, v any) (model.DoctorLevel, error) {
+	var res model.DoctorLevel
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDoctorLevel2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDoctorLevel(ctx context.Context, sel ast.SelectionSet, v model.DoctorLevel) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNEnvVarInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐEnvVarInput(ctx context.Context, v any) (model.EnvVarInput, error) {
 	res, err := ec.unmarshalInputEnvVarInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -22549,6 +23060,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx context.Context, sel ast.SelectionSet, v domain.Image) graphql.Marshaler {

@@ -119,6 +119,8 @@ type CreatePoolInput struct {
 	ProviderAccountID *string `json:"providerAccountId,omitempty"`
 	// Every host of the pool mounts the same snapshot store (default false); class vps-host only.
 	SharedSnapshotStore *bool `json:"sharedSnapshotStore,omitempty"`
+	// Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first.
+	Runtime *string `json:"runtime,omitempty"`
 }
 
 type CreateProviderAccountInput struct {
@@ -191,6 +193,25 @@ type DeleteProviderAccountInput struct {
 
 type DeleteTenantInput struct {
 	ID string `json:"id"`
+}
+
+// What an operator must look at: the same findings as better-compute doctor.
+type Doctor struct {
+	// Errors first, then warnings.
+	Findings []DoctorFinding `json:"findings"`
+}
+
+// One situation the doctor found (docs/operations.md lists every code).
+type DoctorFinding struct {
+	// The kind of finding, such as vps.pools.ipam.
+	Code  string      `json:"code"`
+	Level DoctorLevel `json:"level"`
+	// The API IDs of the objects it is about.
+	Objects []string `json:"objects"`
+	// What is wrong.
+	Message string `json:"message"`
+	// What to do.
+	Remedy string `json:"remedy"`
 }
 
 type EnvVarInput struct {
@@ -642,6 +663,63 @@ func (e *DesiredState) UnmarshalJSON(b []byte) error {
 }
 
 func (e DesiredState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type DoctorLevel string
+
+const (
+	// Something is broken or leaking: fix it. better-compute doctor exits 1.
+	DoctorLevelError DoctorLevel = "ERROR"
+	// Something needs a look, or will go wrong later.
+	DoctorLevelWarning DoctorLevel = "WARNING"
+)
+
+var AllDoctorLevel = []DoctorLevel{
+	DoctorLevelError,
+	DoctorLevelWarning,
+}
+
+func (e DoctorLevel) IsValid() bool {
+	switch e {
+	case DoctorLevelError, DoctorLevelWarning:
+		return true
+	}
+	return false
+}
+
+func (e DoctorLevel) String() string {
+	return string(e)
+}
+
+func (e *DoctorLevel) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DoctorLevel(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DoctorLevel", str)
+	}
+	return nil
+}
+
+func (e DoctorLevel) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DoctorLevel) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DoctorLevel) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -43,3 +43,41 @@ const (
 	// before its instances are LOST.
 	DefaultHostSilentAfter = 30 * time.Second
 )
+
+// Runtimes a hosted pool's hosts may run, by the name a deployment lists in
+// BC_RUNTIMES, a pool names and a host daemon says it runs.
+const (
+	// RuntimeLibvirtKVM runs each guest in its own KVM virtual machine
+	// through libvirtd.
+	RuntimeLibvirtKVM = "libvirt-kvm"
+	// RuntimeFake simulates a hypervisor in the host daemon's process.
+	RuntimeFake = "fake"
+)
+
+// Runtime is what the control plane knows of a runtime.
+type Runtime struct {
+	// Name is its name, such as RuntimeLibvirtKVM.
+	Name string
+	// SharedKernel says its guests share the host's kernel (a container
+	// runtime): a pool of it must be single-tenant.
+	SharedKernel bool
+}
+
+// Runtimes are the runtimes this build knows.
+var Runtimes = []Runtime{
+	{Name: RuntimeLibvirtKVM},
+	{Name: RuntimeFake},
+}
+
+// LookupRuntime finds a known runtime by name.
+func LookupRuntime(name string) (Runtime, bool) {
+	for _, r := range Runtimes {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Runtime{}, false
+}
+
+// DefaultRuntimes is the default list of runtimes a deployment runs.
+func DefaultRuntimes() []string { return []string{RuntimeLibvirtKVM} }

@@ -16,7 +16,7 @@ import { sandboxesPage } from './pages/sandboxes.js';
 import { sandboxPage } from './pages/sandbox.js';
 import { sandboxNewPage } from './pages/sandbox-new.js';
 import { templatesPage } from './pages/templates.js';
-import { poolsPage, hostsPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
+import { poolsPage, hostsPage, doctorPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
 
@@ -40,6 +40,7 @@ const routes = [
   { path: /^\/audit$/, page: auditPage, nav: 'audit' },
   { path: /^\/ops\/pools$/, page: poolsPage, nav: 'pools', operator: true },
   { path: /^\/ops\/hosts$/, page: hostsPage, nav: 'hosts', operator: true },
+  { path: /^\/ops\/doctor$/, page: doctorPage, nav: 'doctor', operator: true },
   { path: /^\/ops\/flavors$/, page: flavorsPage, nav: 'flavors', operator: true },
   { path: /^\/ops\/images$/, page: imagesPage, nav: 'images', operator: true },
   { path: /^\/ops\/tenants$/, page: tenantsPage, nav: 'tenants', operator: true },
@@ -55,6 +56,7 @@ const NAV = [
 const OPS_NAV = [
   ['pools', '#/ops/pools', 'Pools'],
   ['hosts', '#/ops/hosts', 'Hosts'],
+  ['doctor', '#/ops/doctor', 'Doctor'],
   ['flavors', '#/ops/flavors', 'Flavors'],
   ['images', '#/ops/images', 'Images'],
   ['tenants', '#/ops/tenants', 'Tenants'],

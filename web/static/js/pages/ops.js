@@ -1,4 +1,4 @@
-// Operator pages: pools, hosts, flavors, images and tenants.
+// Operator pages: pools, hosts, doctor, flavors, images and tenants.
 import { h, replace, time, ago, mib, plural } from '../dom.js';
 import { gql, describe } from '../api.js';
 import { loading, failure, empty, pageHead, table, bar, tag, confirm } from '../ui.js';
@@ -44,7 +44,7 @@ const map = (m) => (m && Object.keys(m).length ? h('span', { class: 'mono small'
 export function poolsPage(ctx) {
   listPage(ctx, {
     title: 'Pools', what: 'pools', id: 'pools-body',
-    query: `query Pools { pools { id name class placement singleTenant requireVerifiedImage tenant { name }
+    query: `query Pools { pools { id name class runtime placement singleTenant requireVerifiedImage tenant { name }
       providerAccount { name provider } ipPools { id cidr gateway rangeStart rangeEnd size leased } createdAt } }`,
     render: ({ pools }, note) => {
       replace(note, pools.length ? plural(pools.length, 'pool') : '');
@@ -52,6 +52,7 @@ export function poolsPage(ctx) {
       return h('div', { class: 'cards' }, pools.map((p) => h('section', { class: 'card', 'aria-labelledby': `pool-${p.id}`, dataset: { id: p.id } },
         h('h2', { id: `pool-${p.id}` }, p.name, ' ', tag(p.class, 'idle')),
         h('dl', { class: 'facts' },
+          p.runtime && [h('dt', null, 'Runtime'), h('dd', { class: 'mono' }, p.runtime)],
           h('dt', null, 'Placement'), h('dd', null, p.placement.toLowerCase(), p.singleTenant ? ', single tenant' : ''),
           h('dt', null, 'Dedicated to'), h('dd', null, p.tenant?.name || none('all tenants')),
           h('dt', null, 'Images'), h('dd', null, p.requireVerifiedImage ? 'verified only' : 'any'),
@@ -71,7 +72,7 @@ export function hostsPage(ctx) {
   listPage(ctx, {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
     query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { model }
-      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion } }`,
+      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion runtime } }`,
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
       replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
@@ -85,6 +86,7 @@ export function hostsPage(ctx) {
           h('p', { class: 'small' }, `Pool ${x.pool.name} · ${plural(x.allocated.instances, 'instance')} · last report `,
             x.lastSeenAt ? h('time', { datetime: x.lastSeenAt, title: new Date(x.lastSeenAt).toLocaleString() }, ago(x.lastSeenAt)) : 'never',
             x.protocolVersion ? ` · host protocol ${x.protocolVersion}` : '',
+            x.runtime ? ` · runtime ${x.runtime}` : '',
             x.reportedGeneration < x.specGeneration ? ` · converging (spec ${x.specGeneration}, reported ${x.reportedGeneration})` : ''),
           c
             ? h('div', { class: 'bars' },
@@ -95,6 +97,27 @@ export function hostsPage(ctx) {
             : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'),
           drainButton(x, note, reload));
       }));
+    },
+  });
+}
+
+// doctorPage shows the doctor's findings, errors first, each with what to
+// do and the objects it names: what better-compute doctor prints.
+export function doctorPage(ctx) {
+  listPage(ctx, {
+    title: 'Doctor', what: 'findings', id: 'doctor-body', every: 15000,
+    query: `query Doctor { doctor { findings { code level objects message remedy } } }`,
+    render: ({ doctor: { findings } }, note) => {
+      const errors = findings.filter((f) => f.level === 'ERROR').length;
+      replace(note, `${plural(findings.length, 'finding')}, ${plural(errors, 'error')}. Refreshed every 15 s; last at ${new Date().toLocaleTimeString()}.`);
+      if (!findings.length) return empty('No findings.', h('p', null, 'Nothing needs an operator now.'));
+      return h('div', { class: 'cards' }, findings.map((f, i) => h('section', {
+        class: 'card finding', 'aria-labelledby': `finding-${i}`, dataset: { code: f.code, level: f.level.toLowerCase() },
+      },
+      h('h2', { id: `finding-${i}` }, h('span', { class: 'mono' }, f.code), ' ', f.level === 'ERROR' ? tag('error', 'bad') : tag('warning', 'warn')),
+      h('p', null, f.message),
+      h('p', { class: 'small' }, h('strong', null, 'What to do: '), f.remedy),
+      f.objects.length ? h('p', { class: 'mono small' }, f.objects.join(', ')) : null)));
     },
   });
 }

@@ -1,0 +1,60 @@
+-- The situations doctor reports, each a query of its own.
+
+-- name: DoctorHostedPools :many
+SELECT p.id, p.name, p.runtime, p.single_tenant,
+       EXISTS (SELECT 1 FROM ip_pools r WHERE r.pool_id = p.id) AS has_ip_range
+FROM pools p WHERE p.class = 'vps-host' ORDER BY p.name;
+
+-- name: DoctorHostsWithoutCapacity :many
+SELECT h.id, h.name FROM hosts h
+WHERE NOT EXISTS (SELECT 1 FROM host_capacity c WHERE c.host_id = h.id)
+ORDER BY h.name;
+
+-- DoctorSilentHosts are the hosts that reported once but not since before
+-- @since.
+-- name: DoctorSilentHosts :many
+SELECT id, name, last_seen_at::timestamptz AS last_seen_at FROM hosts
+WHERE last_seen_at IS NOT NULL AND last_seen_at < @since::timestamptz ORDER BY name;
+
+-- DoctorHeldByDeleted lists what DELETED instances still hold: live
+-- allocations, device claims and IP leases, by kind.
+-- name: DoctorHeldByDeleted :many
+SELECT 'allocation'::text AS kind, a.id, a.instance_id FROM allocations a
+  JOIN instances i ON i.id = a.instance_id
+  WHERE a.released_at IS NULL AND i.state = 'DELETED'
+UNION ALL
+SELECT 'device claim', d.id, d.instance_id FROM device_claims d
+  JOIN instances i ON i.id = d.instance_id
+  WHERE d.released_at IS NULL AND i.state = 'DELETED'
+UNION ALL
+SELECT 'IP lease', l.id, l.instance_id FROM ip_leases l
+  JOIN instances i ON i.id = l.instance_id
+  WHERE l.released_at IS NULL AND i.state = 'DELETED'
+ORDER BY 1, 3;
+
+-- DoctorStuckInstances are the instances in a transitional state that
+-- has not changed since before @since.
+-- name: DoctorStuckInstances :many
+SELECT id, state, state_reason, updated_at FROM instances
+WHERE state IN ('PENDING', 'PROVISIONING', 'STARTING', 'STOPPING', 'REBOOTING', 'DELETING')
+  AND updated_at < @since::timestamptz
+ORDER BY updated_at LIMIT 100;
+
+-- name: DoctorProviderOrphans :many
+SELECT account_id, server_id, instance_label, first_seen_at FROM provider_orphans
+ORDER BY first_seen_at LIMIT 100;
+
+-- DoctorStaleSealed counts, by kind, the sealed values another key than
+-- @key_id sealed (bytes 2 to 5 of a sealed value name its key).
+-- name: DoctorStaleSealed :many
+SELECT 'instance user data'::text AS kind, count(*) AS n FROM instances
+  WHERE user_data_sealed IS NOT NULL AND substring(user_data_sealed from 2 for 4) <> @key_id::bytea
+UNION ALL
+SELECT 'instance env', count(*) FROM instances
+  WHERE env_sealed IS NOT NULL AND substring(env_sealed from 2 for 4) <> @key_id::bytea
+UNION ALL
+SELECT 'provider account credentials', count(*) FROM provider_accounts
+  WHERE substring(credentials_sealed from 2 for 4) <> @key_id::bytea
+UNION ALL
+SELECT 'sandbox template env', count(*) FROM sandbox_templates
+  WHERE env IS NOT NULL AND substring(env from 2 for 4) <> @key_id::bytea;
