@@ -194,6 +194,12 @@ func TestSnapshotSettles(t *testing.T) {
 			snap := e.take(strings.ReplaceAll(c.name, " ", "-"))
 			e.finish(e.commandOf(snap, "command_id"), c.state, c.result, c.err, c.abandoned, true)
 			e.eventually(10*time.Second, "the snapshot to settle", func() bool { return e.row(snap).state != "PENDING" })
+			var purge uuid.UUID
+			if c.purge {
+				// Queuing the purge is a step of its own after the
+				// settle; the row is compared once both are done.
+				purge = e.commandOf(snap, "purge_command_id")
+			}
 			got := e.row(snap)
 			if got.state != c.want || !strings.HasPrefix(got.reason, c.reason) {
 				t.Fatalf("settled %s (%s), want %s (%s)", got.state, got.reason, c.want, c.reason)
@@ -202,7 +208,6 @@ func TestSnapshotSettles(t *testing.T) {
 				t.Errorf("READY without its size and sha256: %+v", got)
 			}
 			if c.purge {
-				purge := e.commandOf(snap, "purge_command_id")
 				if n := e.count("host_commands WHERE id = $1 AND kind = 'snapshot.purge' AND lane = 'interactive'", purge); n != 1 {
 					t.Errorf("the purge is not an interactive snapshot.purge")
 				}
