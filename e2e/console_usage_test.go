@@ -125,6 +125,12 @@ func TestConsoleUsage(t *testing.T) {
 		if want := usageCSV(t, dev, dev.member, from, to, "DAY"); string(got) != want {
 			t.Errorf("the page's CSV:\n%s\nthe API's:\n%s", got, want)
 		}
+
+		// A range ending before it starts is refused at its field, unsent.
+		b.do("ask for a range backwards", chromedp.Evaluate[chromedp.Void](`document.getElementById('f-from').value = '2026-03-02'; document.getElementById('f-to').value = '2026-03-01'`),
+			chromedp.Click(chromedp.ID("usage-show")))
+		b.wait("the error at To", `document.getElementById('f-to-error').textContent === 'is before the first day' &&
+			document.getElementById('f-to').getAttribute('aria-invalid') === 'true' && !location.hash.includes('2026-03')`)
 	})
 
 	step("the operator sees every tenant's usage by tenant and day, as the API says", func(t *testing.T) {

@@ -28,7 +28,7 @@ const iso = (ms) => new Date(ms).toISOString().slice(0, 10);
 const dayMs = (s) => (/^\d{4}-\d{2}-\d{2}$/.test(s || '') ? Date.parse(`${s}T00:00:00Z`) : NaN);
 
 // fmt shows hours: two decimals, or two significant digits below 0.01.
-export function fmt(v) {
+function fmt(v) {
   if (!v) return '0';
   return v < 0.01 ? v.toPrecision(2) : v.toFixed(2);
 }
