@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"log/slog"
+	"time"
 
 	"github.com/better-compute/vps/devenv"
 	"github.com/better-compute/vps/internal/conf"
@@ -30,6 +31,14 @@ type DevConfig struct {
 	// served, with a provider pool on it (--proxmox-emulator); "" for none.
 	// Default devenv.DefaultProxmoxAddr, or a free port when that is taken.
 	ProxmoxEmulator string
+	// UsageInterval is, with SimHosts, the length of the in-process
+	// reconciler's metered usage intervals (BC_USAGE_INTERVAL). Default
+	// reconciler.DefaultUsageInterval.
+	UsageInterval time.Duration
+	// UsageSettle is, with SimHosts, how long after an interval ends the
+	// in-process reconciler meters it (BC_USAGE_SETTLE). Default
+	// reconciler.DefaultUsageSettle.
+	UsageSettle time.Duration
 }
 
 // Defaults of DevConfig.
@@ -58,10 +67,19 @@ var devDefaults = map[string]string{
 	"BC_RUNTIMES":               vps.RuntimeLibvirtKVM + "," + vps.RuntimeFake,
 }
 
+// Reconciler is the configuration of the reconciler dev runs with
+// SimHosts: serve's shared settings and dev's usage metering.
+func (c *DevConfig) Reconciler() ReconcilerConfig {
+	rc := c.Config.Reconciler()
+	rc.UsageInterval, rc.UsageSettle = c.UsageInterval, c.UsageSettle
+	return rc
+}
+
 // Env returns the environment variables dev reads, bound to c's fields:
-// serve's, none of them required.
+// serve's, none of them required, and the in-process reconciler's usage
+// metering.
 func (c *DevConfig) Env() []conf.Var {
-	vars := c.Config.Env()
+	vars := append(c.Config.Env(), usageInterval(&c.UsageInterval), usageSettle(&c.UsageSettle))
 	for i, v := range vars {
 		if made, ok := devMakes[v.Name]; ok {
 			vars[i].Required, vars[i].Default = false, made

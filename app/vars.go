@@ -9,6 +9,7 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/reconciler"
 )
 
 // The environment variables more than one process reads, each declared
@@ -30,6 +31,16 @@ func redisPrefix(p *string) conf.Var {
 func hostSilentAfter(p *time.Duration) conf.Var {
 	return conf.Duration(p, "BC_HOST_SILENT_AFTER", vps.DefaultHostSilentAfter,
 		"how long a host may go without reporting before its instances are LOST; the same on serve and reconcile")
+}
+
+func usageInterval(p *time.Duration) conf.Var {
+	return conf.Duration(p, "BC_USAGE_INTERVAL", reconciler.DefaultUsageInterval,
+		"the length of one metered usage interval: one usage row per instance per interval, by all reconcilers together")
+}
+
+func usageSettle(p *time.Duration) conf.Var {
+	return conf.Duration(p, "BC_USAGE_SETTLE", reconciler.DefaultUsageSettle,
+		"how long after a usage interval ends it is metered, so every state change in it has committed")
 }
 
 func providers(p *[]string) conf.Var {

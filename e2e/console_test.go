@@ -828,14 +828,16 @@ func (b *browser) firstLoad() load {
 // own; it can be stopped and started again on the same address.
 type devServer struct {
 	bin, stateDir    string
+	env              []string // added to the test's environment
 	addr, url        string
 	operator, member string
 	cmd              *exec.Cmd
 	stderr           *bytes.Buffer
 }
 
-func startDev(t *testing.T) *devServer {
-	d := &devServer{bin: binary(t), stateDir: t.TempDir(), addr: "127.0.0.1:0"}
+// startDev starts dev with env (NAME=value) added to the test's environment.
+func startDev(t *testing.T, env ...string) *devServer {
+	d := &devServer{bin: binary(t), stateDir: t.TempDir(), addr: "127.0.0.1:0", env: env}
 	t.Cleanup(func() {
 		d.stop(t)
 		// dev made its own database on the local server, if one runs.
@@ -860,6 +862,7 @@ func (d *devServer) start(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, d.env...)
 	d.stderr = &bytes.Buffer{}
 	cmd.Stderr = d.stderr
 	stdout, err := cmd.StdoutPipe()

@@ -97,7 +97,7 @@ func runDev(ctx context.Context, dev *app.DevConfig) error {
 	url := "http://" + srv.Addr + "/graphql"
 	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s\n  Operator token:  %s\n", srv.Addr, url, cfg.BootstrapToken)
 	if dev.SimHosts > 0 {
-		sim, err := startSim(ctx, *cfg, srv, dev.SimHosts, stateDir, log)
+		sim, err := startSim(ctx, dev.Reconciler(), srv, dev.SimHosts, stateDir, log)
 		if err != nil {
 			return err
 		}

@@ -54,6 +54,7 @@ func TestMalformedEnvironment(t *testing.T) {
 		{"reconcile", "BC_HOST_SILENT_AFTER=5", `better-compute reconcile: BC_HOST_SILENT_AFTER: "5" has no unit`},
 		{"reconcile", "BC_HOST_SILENT_AFTER=soon", `better-compute reconcile: BC_HOST_SILENT_AFTER: "soon" is not a duration`},
 		{"dev", "BC_LIVE_BUFFER=abc", `better-compute dev: BC_LIVE_BUFFER: "abc" is not a whole number`},
+		{"dev", "BC_USAGE_INTERVAL=5", `better-compute dev: BC_USAGE_INTERVAL: "5" has no unit`},
 		{"serve", "BC_LOG_LEVEL=LOUD", `better-compute serve: BC_LOG_LEVEL: "LOUD" is not a level`},
 		{"reconcile", "BC_LOG_LEVEL=LOUD", `better-compute reconcile: BC_LOG_LEVEL: "LOUD" is not a level`},
 		{"host", "BC_LOG_LEVEL=verbose", `better-compute host: BC_LOG_LEVEL: "verbose" is not a level`},

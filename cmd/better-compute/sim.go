@@ -19,8 +19,9 @@ type simInfo struct {
 }
 
 // startSim seeds the demo, then runs a reconciler and n simulated hosts in
-// this process. The hosts speak the real protocol to the server over HTTP.
-func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, stateDir string, log *slog.Logger) (simInfo, error) {
+// this process. The hosts speak the real protocol to the server over HTTP;
+// rc configures the reconciler.
+func startSim(ctx context.Context, rc app.ReconcilerConfig, srv *app.Server, n int, stateDir string, log *slog.Logger) (simInfo, error) {
 	sim, err := devenv.Seed(ctx, srv.Service, n)
 	if err != nil {
 		return simInfo{}, err
@@ -37,7 +38,6 @@ func startSim(ctx context.Context, cfg app.Config, srv *app.Server, n int, state
 	}
 	info := simInfo{member: member, pool: ids.Encode(ids.Pool, sim.Pool), flavor: ids.Encode(ids.Flavor, sim.Flavor), image: ids.Encode(ids.Image, sim.Image)}
 	go func() {
-		rc := cfg.Reconciler()
 		rc.RescanInterval, rc.SweepInterval = 2*time.Second, 2*time.Second
 		err := app.RunReconciler(ctx, rc)
 		if err != nil {

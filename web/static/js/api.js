@@ -81,6 +81,31 @@ export async function gql(query, variables = {}, { signal, bearer } = {}) {
   return body.data;
 }
 
+// fetchFile GETs path (a file the API serves, such as /usage.csv) with the
+// token in Authorization, never in the URL, and returns its body as a
+// Blob, or throws an ApiError: the API's own errors ({"errors": [...]}) or
+// NETWORK.
+export async function fetchFile(path, { signal } = {}) {
+  let resp;
+  try {
+    resp = await fetch(path, { headers: { Authorization: `Bearer ${token()}` }, signal, cache: 'no-store', credentials: 'omit' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError([{ message: 'The server could not be reached. Check your connection and try again.', extensions: { code: 'NETWORK' } }], 0);
+  }
+  if (resp.ok) return resp.blob();
+  let errors;
+  try {
+    errors = (await resp.json()).errors;
+  } catch {
+    // Not the API's JSON: say what the server answered.
+  }
+  const err = new ApiError(errors?.length ? errors : [{ message: `The server answered ${resp.status} ${resp.statusText}.`, extensions: { code: 'INTERNAL' } }], resp.status);
+  err.requestId = resp.headers.get('X-Request-Id') || '';
+  if (err.code === 'UNAUTHENTICATED') listeners.forEach((fn) => fn(err));
+  throw err;
+}
+
 // describe turns any error into a sentence for the page.
 export function describe(err) {
   if (err instanceof ApiError) {

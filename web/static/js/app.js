@@ -16,6 +16,7 @@ import { sandboxesPage } from './pages/sandboxes.js';
 import { sandboxPage } from './pages/sandbox.js';
 import { sandboxNewPage } from './pages/sandbox-new.js';
 import { templatesPage } from './pages/templates.js';
+import { usagePage } from './pages/usage.js';
 import { poolsPage, hostsPage, doctorPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
@@ -38,6 +39,7 @@ const routes = [
   { path: /^\/sandboxes\/([^/]+)$/, page: sandboxPage, nav: 'sandboxes' },
   { path: /^\/templates$/, page: templatesPage, nav: 'templates' },
   { path: /^\/audit$/, page: auditPage, nav: 'audit' },
+  { path: /^\/usage$/, page: usagePage, nav: 'usage' },
   { path: /^\/ops\/pools$/, page: poolsPage, nav: 'pools', operator: true },
   { path: /^\/ops\/hosts$/, page: hostsPage, nav: 'hosts', operator: true },
   { path: /^\/ops\/doctor$/, page: doctorPage, nav: 'doctor', operator: true },
@@ -51,6 +53,7 @@ const NAV = [
   ['new', '#/instances/new', 'New instance'],
   ['sandboxes', '#/sandboxes', 'Sandboxes'],
   ['templates', '#/templates', 'Templates'],
+  ['usage', '#/usage', 'Usage'],
   ['audit', '#/audit', 'Audit log'],
 ];
 const OPS_NAV = [

@@ -1,4 +1,4 @@
-// A small line plot in SVG, framework-free: a title, a y axis from 0 to
+// Small plots in SVG, framework-free. linePlot: a title, a y axis from 0 to
 // its maximum with its unit, a time axis labelled with its first and last
 // times, and a text alternative (the SVG's desc, and a summary beside it)
 // saying what the line shows in words.
@@ -57,5 +57,60 @@ export function linePlot(points, { id, title, unit, max, fmt = (v) => v.toFixed(
   return h('figure', { class: 'plot-figure', id, dataset: { points: String(points.length) } },
     h('figcaption', null, h('strong', null, title)),
     svg,
+    h('p', { class: 'hint', 'aria-hidden': 'true' }, summary));
+}
+
+// barPlot draws values by day as bars, one stack per day with a segment
+// per series (series: [{key, label}], values: {day: {key: number}}, days:
+// the ISO days of the axis, oldest first). Each segment carries its day,
+// series and exact value as data attributes and says them in its title,
+// so hovering shows the number. opts: id, title, unit, fmt (a number as
+// text), by (what the series are, plural: "tenants").
+export function barPlot(days, series, values, { id, title, unit, fmt, by = 'series' }) {
+  const titleId = uid('plot-title');
+  const descId = uid('plot-desc');
+  const totals = days.map((d) => series.reduce((a, s) => a + (values[d]?.[s.key] || 0), 0));
+  const sum = totals.reduce((a, v) => a + v, 0);
+  const top = Math.max(...totals, 0) || 1;
+  const busiest = totals.indexOf(Math.max(...totals));
+  const summary = sum
+    ? `${fmt(sum)} ${unit} over ${days.length} days${series.length > 1 ? ` by ${series.length} ${by}` : ''}; the most on ${days[busiest]}: ${fmt(totals[busiest])} ${unit}.`
+    : `None over these ${days.length} days.`;
+  const x0 = PAD.left;
+  const x1 = W - PAD.right;
+  const y0 = H - PAD.bottom;
+  const y1 = PAD.top;
+  const slot = (x1 - x0) / Math.max(1, days.length);
+  const bw = Math.max(1, slot * 0.7);
+  const scale = (v) => (v / top) * (y0 - y1);
+  const bars = [];
+  days.forEach((d, i) => {
+    let base = y0;
+    series.forEach((ser, k) => {
+      const v = values[d]?.[ser.key] || 0;
+      if (!v) return;
+      const hgt = scale(v);
+      base -= hgt;
+      bars.push(s('rect', {
+        x: (x0 + i * slot + (slot - bw) / 2).toFixed(1), y: base.toFixed(1), width: bw.toFixed(1), height: Math.max(hgt, 0.5).toFixed(1),
+        class: `plot-bar plot-series-${k % 6}`, 'data-day': d, 'data-series': ser.key, 'data-value': String(v),
+      }, s('title', null, `${d}${series.length > 1 ? `, ${ser.label}` : ''}: ${fmt(v)} ${unit}`)));
+    });
+  });
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-labelledby': `${titleId} ${descId}` },
+    s('title', { id: titleId }, title),
+    s('desc', { id: descId }, summary),
+    s('line', { x1: x0, y1: y0, x2: x1, y2: y0, class: 'plot-axis' }),
+    s('line', { x1: x0, y1: y0, x2: x0, y2: y1, class: 'plot-axis' }),
+    s('line', { x1: x0, y1: y1, x2: x1, y2: y1, class: 'plot-grid' }),
+    s('text', { x: x0 - 4, y: y0, class: 'plot-label', 'text-anchor': 'end', 'dominant-baseline': 'middle' }, '0'),
+    s('text', { x: x0 - 4, y: y1 + 4, class: 'plot-label', 'text-anchor': 'end', 'dominant-baseline': 'middle' }, fmt(top)),
+    days.length && s('text', { x: x0, y: H - 6, class: 'plot-label' }, days[0]),
+    days.length > 1 && s('text', { x: x1, y: H - 6, class: 'plot-label', 'text-anchor': 'end' }, days[days.length - 1]),
+    ...bars);
+  return h('figure', { class: 'plot-figure', id, dataset: { total: String(sum) } },
+    h('figcaption', null, h('strong', null, title)),
+    svg,
+    series.length > 1 && h('ul', { class: 'plot-legend' }, series.map((ser, k) => h('li', { class: `plot-key plot-series-${k % 6}` }, ser.label))),
     h('p', { class: 'hint', 'aria-hidden': 'true' }, summary));
 }
