@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,18 +98,23 @@ func TestEnvRefuses(t *testing.T) {
 }
 
 // TestDevMakesWhatServeRequires: dev reads serve's variables but requires
-// none of them.
+// none of them, and then its in-process reconciler's usage metering.
 func TestDevMakesWhatServeRequires(t *testing.T) {
 	var serve Config
 	var dev DevConfig
 	serveVars, devVars := serve.Env(), dev.Env()
-	if len(serveVars) != len(devVars) {
-		t.Fatalf("dev reads %d variables, serve %d", len(devVars), len(serveVars))
-	}
+	var extra []string
 	for i, v := range devVars {
+		if i >= len(serveVars) {
+			extra = append(extra, v.Name)
+			continue
+		}
 		if v.Name != serveVars[i].Name || v.Required {
 			t.Errorf("dev's %s (required %v), serve's %s", v.Name, v.Required, serveVars[i].Name)
 		}
+	}
+	if want := []string{"BC_USAGE_INTERVAL", "BC_USAGE_SETTLE"}; !slices.Equal(extra, want) {
+		t.Errorf("dev reads %v beyond serve's variables, want %v", extra, want)
 	}
 	if err := conf.Read(devVars, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatalf("dev with nothing set: %v", err)
