@@ -180,6 +180,8 @@ func TestHostRuntimeErrorsCounted(t *testing.T) {
 		hosts: 1, hostVcpus: 2, reconcilers: 1,
 		hostArgs: []string{"--metrics-listen", hostMetrics, "--fake-fail-starts", "no disk"},
 	})
+	// Its metrics are served once the process has bound the address.
+	testenv.Eventually(t, 10*time.Second, "the host's metrics served", func() bool { return status("http://"+hostMetrics+"/healthz") == 200 })
 	c.create("doomed", "RUNNING")
 	testenv.Eventually(t, 20*time.Second, "the failed start counted", func() bool {
 		families := scrape(t, "http://"+hostMetrics)
