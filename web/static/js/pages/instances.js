@@ -1,9 +1,8 @@
 // The instances list: filters by pool and state, paging, and state badges
 // kept live by the instanceEvents subscription.
 import { h, replace, time, plural } from '../dom.js';
-import { gql } from '../api.js';
-import { badge, loading, failure, empty, pageHead, table, STATES } from '../ui.js';
-import { pager, hrefWith, pageSize } from './paging.js';
+import { badge, loading, empty, pageHead, table, STATES } from '../ui.js';
+import { pager, hrefWith, pageSize, listLoader } from './paging.js';
 
 const QUERY = `query Instances($first: Int, $after: String, $filter: InstanceFilter) {
   instances(first: $first, after: $after, filter: $filter) {
@@ -41,39 +40,15 @@ export function instancesPage(ctx) {
     filters, summary, body);
 
   let rows = new Map(); // id -> {tr, inst}
-  let loaded = null;
-  let reloadTimer = 0;
-  let inflight = false;
 
   const filter = {};
   if (pool) filter.poolId = pool;
   if (state) filter.state = state;
   if (state !== 'DELETED') filter.excludeDeleted = true; // a deleted one shows until the next read
 
-  async function load(quiet) {
-    if (inflight) { schedule(); return; }
-    inflight = true;
-    if (!quiet) main.setAttribute('aria-busy', 'true');
-    try {
-      const data = await gql(QUERY, { first: size, after: after || null, filter }, { signal: ctx.signal });
-      loaded = data;
-      render(data);
-      ctx.markUsable('instances');
-    } catch (err) {
-      if (err.name === 'AbortError') return;
-      if (!quiet || !loaded) replace(body, failure('instances', err, () => { replace(body, loading('instances')); load(false); }));
-      else replace(summary, 'Could not refresh the list; showing what was loaded before.');
-    } finally {
-      inflight = false;
-      main.removeAttribute('aria-busy');
-    }
-  }
-
-  function schedule() {
-    clearTimeout(reloadTimer);
-    reloadTimer = setTimeout(() => load(true), 400);
-  }
-  ctx.onDispose(() => clearTimeout(reloadTimer));
+  const { load, schedule } = listLoader(ctx, {
+    name: 'instances', query: QUERY, vars: { first: size, after: after || null, filter }, body, summary, render,
+  });
 
   function render(data) {
     // The pool filter's options.
@@ -129,7 +104,6 @@ export function instancesPage(ctx) {
       schedule(); // perhaps a new one on the first page
     }
   });
-  ctx.onResync(() => load(true));
   load(false);
 }
 

@@ -3,10 +3,9 @@
 // their states refined between steps by their instances' events, and the
 // time each has left counting down in the browser.
 import { h, replace, time, plural } from '../dom.js';
-import { gql } from '../api.js';
-import { loading, failure, empty, pageHead, table, timeLeft, tickTimeLeft, SANDBOX_STATES } from '../ui.js';
+import { loading, empty, pageHead, table, timeLeft, tickTimeLeft, SANDBOX_STATES } from '../ui.js';
 import { FIELDS, live, sandboxState, stateCell, startedTag, metadataList } from '../sandboxes.js';
-import { pager, hrefWith, pageSize } from './paging.js';
+import { pager, hrefWith, pageSize, listLoader } from './paging.js';
 
 const QUERY = `query Sandboxes($first: Int, $after: String, $filter: SandboxFilter) {
   sandboxes(first: $first, after: $after, filter: $filter) {
@@ -46,38 +45,14 @@ export function sandboxesPage(ctx) {
   ctx.onDispose(tickTimeLeft(body));
 
   let rows = new Map(); // instance id -> {tr, sbx}
-  let loaded = null;
-  let reloadTimer = 0;
-  let inflight = false;
 
   const filter = {};
   if (template) filter.templateId = template;
   if (state) filter.state = state;
 
-  async function load(quiet) {
-    if (inflight) { schedule(); return; }
-    inflight = true;
-    if (!quiet) main.setAttribute('aria-busy', 'true');
-    try {
-      const data = await gql(QUERY, { first: size, after: after || null, filter }, { signal: ctx.signal });
-      loaded = data;
-      render(data);
-      ctx.markUsable('sandboxes');
-    } catch (err) {
-      if (err.name === 'AbortError') return;
-      if (!quiet || !loaded) replace(body, failure('sandboxes', err, () => { replace(body, loading('sandboxes')); load(false); }));
-      else replace(summary, 'Could not refresh the list; showing what was loaded before.');
-    } finally {
-      inflight = false;
-      main.removeAttribute('aria-busy');
-    }
-  }
-
-  function schedule() {
-    clearTimeout(reloadTimer);
-    reloadTimer = setTimeout(() => load(true), 400);
-  }
-  ctx.onDispose(() => clearTimeout(reloadTimer));
+  const { load, schedule } = listLoader(ctx, {
+    name: 'sandboxes', query: QUERY, vars: { first: size, after: after || null, filter }, body, summary, render,
+  });
 
   function render(data) {
     if (templateSelect.options.length === 1) {
@@ -146,6 +121,5 @@ export function sandboxesPage(ctx) {
     // How it ended (deleted or expired) and when: the server says.
     if (sbx.state === 'DELETED' && !sbx.endedAt) schedule();
   });
-  ctx.onResync(() => load(true));
   load(false);
 }
