@@ -60,7 +60,7 @@ func (q *Queries) AdoptInventoryGPU(ctx context.Context, arg AdoptInventoryGPUPa
 }
 
 const hostByCredential = `-- name: HostByCredential :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE credential_hash = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE credential_hash = $1
 `
 
 func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (Host, error) {
@@ -78,13 +78,14 @@ func (q *Queries) HostByCredential(ctx context.Context, credentialHash []byte) (
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err
 }
 
 const hostByName = `-- name: HostByName :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE name = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE name = $1
 `
 
 func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
@@ -102,6 +103,7 @@ func (q *Queries) HostByName(ctx context.Context, name string) (Host, error) {
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err
@@ -279,7 +281,7 @@ func (q *Queries) RecordReport(ctx context.Context, arg RecordReportParams) erro
 }
 
 const resetHostCredential = `-- name: ResetHostCredential :one
-UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
+UPDATE hosts SET credential_hash = $2 WHERE id = $1 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime
 `
 
 type ResetHostCredentialParams struct {
@@ -302,6 +304,7 @@ func (q *Queries) ResetHostCredential(ctx context.Context, arg ResetHostCredenti
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err
@@ -372,7 +375,7 @@ func (q *Queries) SpecDevices(ctx context.Context, hostID uuid.UUID) ([]SpecDevi
 }
 
 const specInstances = `-- name: SpecInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
 `
 
 // SpecInstances lists what a host must run.
@@ -428,6 +431,8 @@ func (q *Queries) SpecInstances(ctx context.Context, hostID *uuid.UUID) ([]Insta
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err

@@ -12,7 +12,7 @@ import (
 )
 
 const createHost = `-- name: CreateHost :one
-INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
+INSERT INTO hosts (id, pool_id, name, credential_hash) VALUES ($1, $2, $3, $4) RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime
 `
 
 type CreateHostParams struct {
@@ -42,6 +42,7 @@ func (q *Queries) CreateHost(ctx context.Context, arg CreateHostParams) (Host, e
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err
@@ -57,7 +58,7 @@ func (q *Queries) DeleteHostGPUs(ctx context.Context, hostID uuid.UUID) error {
 }
 
 const getHost = `-- name: GetHost :one
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE id = $1
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE id = $1
 `
 
 func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
@@ -75,6 +76,7 @@ func (q *Queries) GetHost(ctx context.Context, id uuid.UUID) (Host, error) {
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err
@@ -111,7 +113,7 @@ func (q *Queries) GetHostCapacities(ctx context.Context, ids []uuid.UUID) ([]Hos
 }
 
 const getHostsByIDs = `-- name: GetHostsByIDs :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts WHERE id = ANY($1::uuid[])
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, error) {
@@ -135,6 +137,7 @@ func (q *Queries) GetHostsByIDs(ctx context.Context, ids []uuid.UUID) ([]Host, e
 			&i.ReportedGeneration,
 			&i.Inventory,
 			&i.Protocol,
+			&i.CertNotAfter,
 			&i.Runtime,
 		); err != nil {
 			return nil, err
@@ -218,7 +221,7 @@ func (q *Queries) InsertHostGPU(ctx context.Context, arg InsertHostGPUParams) er
 }
 
 const listHostGPUs = `-- name: ListHostGPUs :many
-SELECT host_id, address, vendor, model FROM host_gpus WHERE host_id = ANY($1::uuid[]) ORDER BY host_id, address
+SELECT host_id, address, vendor, model, unhealthy_since, health_reason, last_xid, last_xid_at FROM host_gpus WHERE host_id = ANY($1::uuid[]) ORDER BY host_id, address
 `
 
 func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu, error) {
@@ -235,6 +238,10 @@ func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu,
 			&i.Address,
 			&i.Vendor,
 			&i.Model,
+			&i.UnhealthySince,
+			&i.HealthReason,
+			&i.LastXid,
+			&i.LastXidAt,
 		); err != nil {
 			return nil, err
 		}
@@ -247,7 +254,7 @@ func (q *Queries) ListHostGPUs(ctx context.Context, ids []uuid.UUID) ([]HostGpu,
 }
 
 const listHosts = `-- name: ListHosts :many
-SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime FROM hosts ORDER BY name
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts ORDER BY name
 `
 
 func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
@@ -271,6 +278,7 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 			&i.ReportedGeneration,
 			&i.Inventory,
 			&i.Protocol,
+			&i.CertNotAfter,
 			&i.Runtime,
 		); err != nil {
 			return nil, err
@@ -316,7 +324,7 @@ func (q *Queries) SetHostCapacity(ctx context.Context, arg SetHostCapacityParams
 }
 
 const setHostDraining = `-- name: SetHostDraining :one
-UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, runtime
+UPDATE hosts SET draining = $1 WHERE id = $2 RETURNING id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime
 `
 
 type SetHostDrainingParams struct {
@@ -339,6 +347,7 @@ func (q *Queries) SetHostDraining(ctx context.Context, arg SetHostDrainingParams
 		&i.ReportedGeneration,
 		&i.Inventory,
 		&i.Protocol,
+		&i.CertNotAfter,
 		&i.Runtime,
 	)
 	return i, err

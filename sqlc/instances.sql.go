@@ -49,7 +49,7 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
@@ -104,6 +104,8 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err
@@ -117,7 +119,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -166,13 +168,15 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -226,13 +230,15 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
 }
 
 const getInstancesByIDs = `-- name: GetInstancesByIDs :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = ANY($1::uuid[])
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Instance, error) {
@@ -287,6 +293,8 @@ func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Ins
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err
@@ -306,7 +314,7 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type InsertInstanceParams struct {
@@ -397,6 +405,8 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
@@ -419,7 +429,7 @@ func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenPa
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -504,6 +514,8 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err
@@ -517,7 +529,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // LockInstance takes an instance's row lock for a step or a mutation. It is
@@ -570,6 +582,8 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
@@ -579,7 +593,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type SetDesiredStateParams struct {
@@ -635,13 +649,15 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
 }
 
 const watchInstances = `-- name: WatchInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR pool_id = $3)
@@ -722,6 +738,8 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err

@@ -80,7 +80,17 @@ type Host struct {
 	ReportedGeneration int64
 	Inventory          []byte
 	Protocol           *int16
+	CertNotAfter       *time.Time
 	Runtime            *string
+}
+
+type HostCa struct {
+	ID        uuid.UUID
+	CertPem   string
+	KeySealed []byte
+	NotAfter  time.Time
+	CreatedAt time.Time
+	RetiredAt *time.Time
 }
 
 type HostCapacity struct {
@@ -89,6 +99,16 @@ type HostCapacity struct {
 	MemoryMb  int64
 	DiskGb    int64
 	UpdatedAt time.Time
+}
+
+type HostCertificate struct {
+	Serial    string
+	HostID    uuid.UUID
+	CaID      uuid.UUID
+	NotBefore time.Time
+	NotAfter  time.Time
+	IssuedAt  time.Time
+	RevokedAt *time.Time
 }
 
 type HostCommand struct {
@@ -111,10 +131,22 @@ type HostCommand struct {
 }
 
 type HostGpu struct {
-	HostID  uuid.UUID
-	Address string
-	Vendor  string
-	Model   string
+	HostID         uuid.UUID
+	Address        string
+	Vendor         string
+	Model          string
+	UnhealthySince *time.Time
+	HealthReason   *string
+	LastXid        *int32
+	LastXidAt      *time.Time
+}
+
+type HostJoinToken struct {
+	TokenHash []byte
+	HostID    uuid.UUID
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	CreatedAt time.Time
 }
 
 type Image struct {
@@ -174,6 +206,8 @@ type Instance struct {
 	ClaimedAt           *time.Time
 	NetworkPolicy       []byte
 	WarmTemplateVersion *int64
+	HostCertified       bool
+	HostCertValidBefore *time.Time
 	EnvSealed           []byte
 }
 
@@ -230,17 +264,18 @@ type PeriodicRun struct {
 }
 
 type Pool struct {
-	ID                   uuid.UUID
-	Name                 string
-	Class                string
-	TenantID             *uuid.UUID
-	Placement            string
-	SingleTenant         bool
-	RequireVerifiedImage bool
-	CreatedAt            time.Time
-	ProviderAccountID    *uuid.UUID
-	SharedSnapshotStore  bool
-	Runtime              *string
+	ID                    uuid.UUID
+	Name                  string
+	Class                 string
+	TenantID              *uuid.UUID
+	Placement             string
+	SingleTenant          bool
+	RequireVerifiedImage  bool
+	CreatedAt             time.Time
+	RequireCertifiedHosts bool
+	ProviderAccountID     *uuid.UUID
+	SharedSnapshotStore   bool
+	Runtime               *string
 }
 
 type Principal struct {
@@ -260,6 +295,27 @@ type ProviderAccount struct {
 	Settings          []byte
 	CreatedAt         time.Time
 	DeletedAt         *time.Time
+}
+
+type ProviderBootstrap struct {
+	ID                uuid.UUID
+	ProviderAccountID uuid.UUID
+	PoolID            uuid.UUID
+	Name              string
+	ServerType        string
+	Image             string
+	State             string
+	StateReason       *string
+	ProviderServerID  *string
+	HostID            *uuid.UUID
+	JoinTokenHash     []byte
+	TokenExpiresAt    *time.Time
+	TokenUsedAt       *time.Time
+	Deadline          *time.Time
+	MachineDeleted    bool
+	Version           int64
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 type ProviderOrphan struct {
@@ -331,6 +387,8 @@ type SandboxSnapshot struct {
 	DeletedAt           *time.Time
 	PrincipalInstanceID *uuid.UUID
 	Purged              bool
+	HostCertified       bool
+	HostCertValidBefore *time.Time
 	CommandID           *uuid.UUID
 	PurgeCommandID      *uuid.UUID
 }

@@ -167,7 +167,7 @@ func (q *Queries) InsertLease(ctx context.Context, arg InsertLeaseParams) (IpLea
 }
 
 const lockPool = `-- name: LockPool :one
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // LockPool serializes placement in a pool, so two reconcilers never give
@@ -184,6 +184,7 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.SingleTenant,
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
+		&i.RequireCertifiedHosts,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
 		&i.Runtime,

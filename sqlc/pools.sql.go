@@ -13,7 +13,7 @@ import (
 
 const createPool = `-- name: CreatePool :one
 INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store, runtime)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime
 `
 
 type CreatePoolParams struct {
@@ -52,6 +52,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		&i.SingleTenant,
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
+		&i.RequireCertifiedHosts,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
 		&i.Runtime,
@@ -60,7 +61,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 }
 
 const getPool = `-- name: GetPool :one
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1
 `
 
 func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
@@ -75,6 +76,7 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.SingleTenant,
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
+		&i.RequireCertifiedHosts,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
 		&i.Runtime,
@@ -83,7 +85,7 @@ func (q *Queries) GetPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 }
 
 const getPoolsByIDs = `-- name: GetPoolsByIDs :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = ANY($1::uuid[])
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, error) {
@@ -104,6 +106,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 			&i.SingleTenant,
 			&i.RequireVerifiedImage,
 			&i.CreatedAt,
+			&i.RequireCertifiedHosts,
 			&i.ProviderAccountID,
 			&i.SharedSnapshotStore,
 			&i.Runtime,
@@ -119,7 +122,7 @@ func (q *Queries) GetPoolsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pool, e
 }
 
 const listPools = `-- name: ListPools :many
-SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime FROM pools
+SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime FROM pools
 WHERE $1::uuid IS NULL OR tenant_id IS NULL OR tenant_id = $1
 ORDER BY name
 `
@@ -143,6 +146,7 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 			&i.SingleTenant,
 			&i.RequireVerifiedImage,
 			&i.CreatedAt,
+			&i.RequireCertifiedHosts,
 			&i.ProviderAccountID,
 			&i.SharedSnapshotStore,
 			&i.Runtime,
@@ -158,7 +162,7 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 }
 
 const setPoolSharedSnapshotStore = `-- name: SetPoolSharedSnapshotStore :one
-UPDATE pools SET shared_snapshot_store = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, provider_account_id, shared_snapshot_store, runtime
+UPDATE pools SET shared_snapshot_store = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime
 `
 
 type SetPoolSharedSnapshotStoreParams struct {
@@ -180,6 +184,7 @@ func (q *Queries) SetPoolSharedSnapshotStore(ctx context.Context, arg SetPoolSha
 		&i.SingleTenant,
 		&i.RequireVerifiedImage,
 		&i.CreatedAt,
+		&i.RequireCertifiedHosts,
 		&i.ProviderAccountID,
 		&i.SharedSnapshotStore,
 		&i.Runtime,

@@ -35,7 +35,7 @@ func (q *Queries) CountSandboxSnapshots(ctx context.Context, arg CountSandboxSna
 const deleteSandboxSnapshot = `-- name: DeleteSandboxSnapshot :one
 UPDATE sandbox_snapshots SET deleted_at = now(), version = version + 1, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
-RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id
+RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id
 `
 
 func (q *Queries) DeleteSandboxSnapshot(ctx context.Context, id uuid.UUID) (SandboxSnapshot, error) {
@@ -59,6 +59,8 @@ func (q *Queries) DeleteSandboxSnapshot(ctx context.Context, id uuid.UUID) (Sand
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -94,7 +96,7 @@ func (q *Queries) DeleteTenantSnapshots(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getSandboxSnapshot = `-- name: GetSandboxSnapshot :one
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE id = $1
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots WHERE id = $1
 `
 
 // GetSandboxSnapshot reads a snapshot, deleted or not.
@@ -119,6 +121,8 @@ func (q *Queries) GetSandboxSnapshot(ctx context.Context, id uuid.UUID) (Sandbox
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -128,7 +132,7 @@ func (q *Queries) GetSandboxSnapshot(ctx context.Context, id uuid.UUID) (Sandbox
 const insertSandboxSnapshot = `-- name: InsertSandboxSnapshot :one
 INSERT INTO sandbox_snapshots (id, tenant_id, sandbox_id, template_id, name, host_id, principal_instance_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id
+RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id
 `
 
 type InsertSandboxSnapshotParams struct {
@@ -170,6 +174,8 @@ func (q *Queries) InsertSandboxSnapshot(ctx context.Context, arg InsertSandboxSn
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -177,7 +183,7 @@ func (q *Queries) InsertSandboxSnapshot(ctx context.Context, arg InsertSandboxSn
 }
 
 const listSandboxSnapshots = `-- name: ListSandboxSnapshots :many
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots
 WHERE deleted_at IS NULL
   AND ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR sandbox_id = $2)
@@ -230,6 +236,8 @@ func (q *Queries) ListSandboxSnapshots(ctx context.Context, arg ListSandboxSnaps
 			&i.DeletedAt,
 			&i.PrincipalInstanceID,
 			&i.Purged,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.CommandID,
 			&i.PurgeCommandID,
 		); err != nil {
@@ -244,7 +252,7 @@ func (q *Queries) ListSandboxSnapshots(ctx context.Context, arg ListSandboxSnaps
 }
 
 const lockSandboxSnapshot = `-- name: LockSandboxSnapshot :one
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE id = $1 FOR UPDATE
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockSandboxSnapshot(ctx context.Context, id uuid.UUID) (SandboxSnapshot, error) {
@@ -268,6 +276,8 @@ func (q *Queries) LockSandboxSnapshot(ctx context.Context, id uuid.UUID) (Sandbo
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -329,7 +339,7 @@ const settleSnapshot = `-- name: SettleSnapshot :one
 UPDATE sandbox_snapshots SET state = $1::text, state_reason = $2, size_bytes = $3,
     sha256 = $4, settled_at = now(), version = version + 1, updated_at = now()
 WHERE id = $5 AND state = 'PENDING'
-RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id
+RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id
 `
 
 type SettleSnapshotParams struct {
@@ -369,6 +379,8 @@ func (q *Queries) SettleSnapshot(ctx context.Context, arg SettleSnapshotParams) 
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -408,7 +420,7 @@ func (q *Queries) SharedStoreHost(ctx context.Context, arg SharedStoreHostParams
 }
 
 const snapshotByCommand = `-- name: SnapshotByCommand :one
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE command_id = $1
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots WHERE command_id = $1
 `
 
 func (q *Queries) SnapshotByCommand(ctx context.Context, commandID *uuid.UUID) (SandboxSnapshot, error) {
@@ -432,6 +444,8 @@ func (q *Queries) SnapshotByCommand(ctx context.Context, commandID *uuid.UUID) (
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)
@@ -439,7 +453,7 @@ func (q *Queries) SnapshotByCommand(ctx context.Context, commandID *uuid.UUID) (
 }
 
 const snapshotByPurgeCommand = `-- name: SnapshotByPurgeCommand :one
-SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, command_id, purge_command_id FROM sandbox_snapshots WHERE purge_command_id = $1 FOR UPDATE
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots WHERE purge_command_id = $1 FOR UPDATE
 `
 
 func (q *Queries) SnapshotByPurgeCommand(ctx context.Context, purgeCommandID *uuid.UUID) (SandboxSnapshot, error) {
@@ -463,6 +477,8 @@ func (q *Queries) SnapshotByPurgeCommand(ctx context.Context, purgeCommandID *uu
 		&i.DeletedAt,
 		&i.PrincipalInstanceID,
 		&i.Purged,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.CommandID,
 		&i.PurgeCommandID,
 	)

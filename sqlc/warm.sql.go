@@ -24,7 +24,7 @@ WHERE id = (
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ) AND claimed_at IS NULL
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type ClaimWarmInstanceParams struct {
@@ -90,6 +90,8 @@ func (q *Queries) ClaimWarmInstance(ctx context.Context, arg ClaimWarmInstancePa
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
@@ -107,7 +109,7 @@ WHERE id = (
     LIMIT 1
     FOR KEY SHARE SKIP LOCKED
 ) AND claimed_at IS NULL AND desired_state = 'PAUSED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type ClaimWarmInstanceBehindStepParams struct {
@@ -175,6 +177,8 @@ func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarm
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
@@ -183,7 +187,7 @@ func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarm
 const deleteFreeWarmInstances = `-- name: DeleteFreeWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
 WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 // DeleteFreeWarmInstances asks for a template's free warm instances to be
@@ -240,6 +244,8 @@ func (q *Queries) DeleteFreeWarmInstances(ctx context.Context, templateID uuid.U
 			&i.ClaimedAt,
 			&i.NetworkPolicy,
 			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
 			&i.EnvSealed,
 		); err != nil {
 			return nil, err
@@ -262,7 +268,7 @@ INSERT INTO instances (
     $9, $10, $11, $12, $13, $14, $15, $16,
     $17, 'PENDING', $18, $19, $20,
     $21, $22, $23
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, env_sealed
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type InsertTemplateInstanceParams struct {
@@ -364,6 +370,8 @@ func (q *Queries) InsertTemplateInstance(ctx context.Context, arg InsertTemplate
 		&i.ClaimedAt,
 		&i.NetworkPolicy,
 		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
 		&i.EnvSealed,
 	)
 	return i, err
