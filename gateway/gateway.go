@@ -113,7 +113,15 @@ func unknownProtocol(w http.ResponseWriter, r *http.Request) {
 }
 
 // hostHandler serves an authenticated host speaking protocol version.
-type hostHandler func(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int)
+type hostHandler func(w http.ResponseWriter, r *http.Request, host authenticatedHost, version int)
+
+// authenticatedHost is the host a request came from and how it proved it.
+type authenticatedHost struct {
+	sqlc.Host
+	// CertNotAfter is when the client certificate the host presented
+	// expires; nil when it proved itself with its bearer credential.
+	CertNotAfter *time.Time
+}
 
 // authenticated checks that the request's header names the version of its
 // path, finds the host by its credential and refuses it when it runs
@@ -138,7 +146,7 @@ func (g *Gateway) authenticated(version int, next hostHandler) http.HandlerFunc 
 			g.refuseRuntime(w, r, err)
 			return
 		}
-		next(w, r, host, version)
+		next(w, r, authenticatedHost{Host: host}, version)
 	}
 }
 
@@ -159,7 +167,8 @@ func (g *Gateway) Waiting() int { return g.hub.waiting() }
 // host speaks, once its generation passes after, or 204 when the wait ends
 // first. A host holding instances its version cannot honour is refused
 // (400): it keeps running what it has, untouched.
-func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int) {
+func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, auth authenticatedHost, version int) {
+	host := auth.Host
 	if err := g.noteProtocol(r.Context(), host, version); err != nil {
 		g.fail(w, r, "record host protocol", err)
 		return

@@ -27,7 +27,7 @@ import (
 //
 // It records the protocol version the host speaks, and accepts reports of
 // every version served, older ones without what they lack (stats).
-func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host sqlc.Host, version int) {
+func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host authenticatedHost, version int) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReport))
 	if err != nil {
 		refuse(w, &reportError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("a report is at most %d bytes", maxReport)})
@@ -87,8 +87,9 @@ type recorded struct {
 // The statuses of commands (version 3) are recorded whatever the report's
 // generation: a command's final state is never overwritten. Acknowledging
 // one bumps the host's spec generation, so the command leaves the spec.
-func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) (recorded, error) {
+func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, auth authenticatedHost, version int, rep hostproto.Report) (recorded, error) {
 	var rec recorded
+	host := auth.Host
 	state, err := q.HostReportState(ctx, host.ID)
 	if err != nil {
 		return rec, fmt.Errorf("read host: %w", err)
