@@ -22,6 +22,13 @@ import (
 // every server a driver makes.
 const Label = "better-compute-instance"
 
+// BootstrapLabel is the label (Hetzner) or tag (Proxmox) carrying a
+// provider bootstrap's ID on the machine a driver makes to become one of
+// our hosts. It is not Label: List and Find never return such a machine, so
+// the provider sweep never takes it for an orphaned instance's server;
+// FindBootstrap does.
+const BootstrapLabel = "better-compute-bootstrap"
+
 // Status is a server's power state as the provider reports it.
 type Status string
 
@@ -41,7 +48,10 @@ type Server struct {
 	ID string
 	// InstanceID is our instance's UUID, from the label.
 	InstanceID string
-	Status     Status
+	// BootstrapID is the provider bootstrap's UUID, from BootstrapLabel,
+	// on a bootstrap's machine (whose InstanceID is empty).
+	BootstrapID string
+	Status      Status
 	// Addresses are its public IPv4 and IPv6 addresses, when it has any.
 	Addresses []string
 	// Incomplete: the create that made it stopped before configuring it
@@ -53,6 +63,9 @@ type Server struct {
 // CreateRequest asks for a server for an instance.
 type CreateRequest struct {
 	InstanceID string
+	// BootstrapID, instead of InstanceID, makes a provider bootstrap's
+	// machine: it carries BootstrapLabel, not Label.
+	BootstrapID string
 	// Name becomes the server's name and hostname.
 	Name string
 	// ServerType is the flavor's server type at the provider (Hetzner) or
@@ -65,6 +78,11 @@ type CreateRequest struct {
 	Image    string
 	SSHKeys  []string
 	UserData string
+	// SeedURL is a cloud-init NoCloud seed (ds=nocloud-net) the machine
+	// fetches its user data and meta data from, for a provider whose API
+	// cannot take user data (Proxmox: the VM's SMBIOS serial). Drivers that
+	// take UserData refuse it as Invalid.
+	SeedURL string
 	// PowerOn starts the server once created.
 	PowerOn bool
 }
@@ -81,6 +99,9 @@ type Driver interface {
 	// or one), in as few calls as the provider allows: the look-up before
 	// a create.
 	Find(ctx context.Context, instanceID string) ([]Server, error)
+	// FindBootstrap returns the machines carrying a provider bootstrap's
+	// BootstrapLabel: the look-up before a bootstrap's create.
+	FindBootstrap(ctx context.Context, bootstrapID string) ([]Server, error)
 	// Start powers a server on.
 	Start(ctx context.Context, s Ref) error
 	// Stop shuts a server down, powering it off if it does not stop.
@@ -100,10 +121,12 @@ type Driver interface {
 type Ref struct {
 	ID         string
 	InstanceID string
+	// BootstrapID, instead of InstanceID, names a bootstrap's machine.
+	BootstrapID string
 }
 
 // Ref is the server as calls on it name it.
-func (s Server) Ref() Ref { return Ref{ID: s.ID, InstanceID: s.InstanceID} }
+func (s Server) Ref() Ref { return Ref{ID: s.ID, InstanceID: s.InstanceID, BootstrapID: s.BootstrapID} }
 
 // Budget is an account's rate limit as the provider's response headers last
 // stated it. The zero Budget means the provider states none (Proxmox).

@@ -10,6 +10,7 @@
 //	         server to run, only checks the create action did not fail.
 //	List     1 GET /servers?label_selector=…&per_page=50 per 50 servers.
 //	Find     1 GET /servers?label_selector=…=<instance ID>.
+//	FindBootstrap  the same, by cloud.BootstrapLabel.
 //	Start    1 POST poweron + 1 GET /actions/{id} per PollInterval until
 //	         the action finishes.
 //	Stop     1 POST shutdown + action polls + 1 GET /servers/{id} per
@@ -131,9 +132,15 @@ func New(cfg Config) (*Driver, error) {
 // Create makes a server for req, labelled with the instance ID, and returns
 // it as created (initializing); it does not wait for it to run.
 func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Server, error) {
+	label, owner := cloud.Label, req.InstanceID
+	if req.BootstrapID != "" {
+		label, owner = cloud.BootstrapLabel, req.BootstrapID
+	}
 	switch {
-	case req.InstanceID == "":
-		return cloud.Server{}, invalid("the instance ID is required")
+	case (req.InstanceID == "") == (req.BootstrapID == ""):
+		return cloud.Server{}, invalid("exactly one of the instance ID and the bootstrap ID is required")
+	case req.SeedURL != "":
+		return cloud.Server{}, invalid("a NoCloud seed URL is not needed on Hetzner Cloud: give the user data")
 	case req.Name == "":
 		return cloud.Server{}, invalid("the server name is required")
 	case req.ServerType == "":
@@ -153,7 +160,7 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 		SSHKeys:          keys,
 		UserData:         userData,
 		StartAfterCreate: &power,
-		Labels:           map[string]string{cloud.Label: req.InstanceID},
+		Labels:           map[string]string{label: owner},
 	}
 	if d.cfg.Location != "" {
 		opts.Location = &hcloud.Location{Name: d.cfg.Location}
@@ -187,6 +194,14 @@ func (d *Driver) Find(ctx context.Context, instanceID string) ([]cloud.Server, e
 		return nil, invalid("the instance ID is required")
 	}
 	return d.list(ctx, cloud.Label+"="+instanceID)
+}
+
+// FindBootstrap returns the servers labelled with bootstrapID: one call.
+func (d *Driver) FindBootstrap(ctx context.Context, bootstrapID string) ([]cloud.Server, error) {
+	if bootstrapID == "" {
+		return nil, invalid("the bootstrap ID is required")
+	}
+	return d.list(ctx, cloud.BootstrapLabel+"="+bootstrapID)
 }
 
 // list returns the servers matching a label selector, 50 a call.
@@ -345,9 +360,10 @@ func parseID(serverID string) (*hcloud.Server, error) {
 
 func toServer(s *hcloud.Server) cloud.Server {
 	out := cloud.Server{
-		ID:         strconv.FormatInt(s.ID, 10),
-		InstanceID: s.Labels[cloud.Label],
-		Status:     toStatus(s.Status),
+		ID:          strconv.FormatInt(s.ID, 10),
+		InstanceID:  s.Labels[cloud.Label],
+		BootstrapID: s.Labels[cloud.BootstrapLabel],
+		Status:      toStatus(s.Status),
 	}
 	if v4 := s.PublicNet.IPv4; !v4.IsUnspecified() {
 		out.Addresses = append(out.Addresses, v4.IP.String())

@@ -26,9 +26,15 @@ import (
 //
 // Proxmox uses the VM's name as the guest's hostname (cloud-init), so the
 // guest is called bc-<id>; CreateRequest.Name goes into the description.
+//
+// A provider bootstrap's machine is named BootstrapPrefix followed by the
+// bootstrap's ID and tagged BootstrapTag: a name List does not parse, so the
+// provider sweep never sees it; FindBootstrap finds it.
 const (
-	NamePrefix = "bc-"
-	Tag        = cloud.Label
+	NamePrefix      = "bc-"
+	Tag             = cloud.Label
+	BootstrapPrefix = "bcb-"
+	BootstrapTag    = cloud.BootstrapLabel
 )
 
 // idRE is the instance IDs a name can carry: lower-case letters and digits
@@ -58,11 +64,30 @@ func InstanceID(name string) (string, bool) {
 	return strings.ReplaceAll(strings.TrimPrefix(name, NamePrefix), "--", "_"), true
 }
 
+// BootstrapVMName returns the VM name that carries a bootstrap's ID (a
+// UUID), ok false when it cannot be carried.
+func BootstrapVMName(bootstrapID string) (name string, ok bool) {
+	name = BootstrapPrefix + bootstrapID
+	return name, bootstrapRE.MatchString(name)
+}
+
+// BootstrapID returns the bootstrap ID a VM name carries, if it is a
+// bootstrap's.
+func BootstrapID(name string) (string, bool) {
+	if !bootstrapRE.MatchString(name) {
+		return "", false
+	}
+	return strings.TrimPrefix(name, BootstrapPrefix), true
+}
+
+// bootstrapRE is the names BootstrapVMName makes: the prefix and a UUID.
+var bootstrapRE = regexp.MustCompile(`^bcb-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
 // hasTag reports whether a tags value (";"-separated, though pve also
-// splits on "," and spaces) holds Tag.
-func hasTag(tags string) bool {
+// splits on "," and spaces) holds tag.
+func hasTag(tags, tag string) bool {
 	for _, t := range strings.FieldsFunc(tags, func(c rune) bool { return c == ';' || c == ',' || c == ' ' }) {
-		if t == Tag {
+		if t == tag {
 			return true
 		}
 	}

@@ -33,7 +33,14 @@
 // User data: not supported. Proxmox takes custom cloud-init user data only
 // as a "snippets" file on a storage (cicustom=user=local:snippets/…), and
 // its API has no way to upload one, so Create refuses a request with
-// UserData as Invalid rather than drop it silently. The SSH keys go through
+// UserData as Invalid rather than drop it silently. A request with a
+// SeedURL instead gets it as the VM's SMBIOS serial (smbios1, SeedSMBIOS),
+// from which cloud-init's NoCloud datasource fetches the user data over
+// HTTP: how a provider bootstrap's machine gets its join script.
+//
+// Bootstraps: a CreateRequest with BootstrapID makes a VM named
+// "bcb-<bootstrap ID>" tagged "better-compute-bootstrap" (identity.go),
+// sized by its ServerType, "<vCPUs>x<memory MiB>". The SSH keys go through
 // Proxmox's own cloud-init (sshkeys), for the image's default user unless
 // Config.CIUser names another.
 //
@@ -304,6 +311,12 @@ func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
+	if ref.BootstrapID != "" {
+		if id, ours := BootstrapID(st.Name); !ours || id != ref.BootstrapID {
+			return 0, &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not bootstrap %s's", vmid, ref.BootstrapID)}
+		}
+		return vmid, nil
+	}
 	if id, ours := InstanceID(st.Name); !ours || id != ref.InstanceID {
 		return 0, &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not instance %s's", vmid, ref.InstanceID)}
 	}
@@ -323,8 +336,27 @@ type resource struct {
 	Lock     string             `json:"lock"`
 }
 
-// List returns our VMs on every node of the cluster, in one call.
+// List returns our instances' VMs on every node of the cluster, in one
+// call; bootstraps' VMs are not among them.
 func (d *Driver) List(ctx context.Context) ([]cloud.Server, error) {
+	return d.list(ctx, func(name string) (cloud.Server, bool) {
+		id, ours := InstanceID(name)
+		return cloud.Server{InstanceID: id}, ours
+	}, Tag)
+}
+
+// FindBootstrap returns the VMs carrying bootstrapID, in one call.
+func (d *Driver) FindBootstrap(ctx context.Context, bootstrapID string) ([]cloud.Server, error) {
+	return d.list(ctx, func(name string) (cloud.Server, bool) {
+		id, ours := BootstrapID(name)
+		return cloud.Server{BootstrapID: id}, ours && id == bootstrapID
+	}, BootstrapTag)
+}
+
+// list returns the non-template VMs of the cluster whose name owner
+// attributes (and fills the server's owner from), marked incomplete without
+// tag.
+func (d *Driver) list(ctx context.Context, owner func(name string) (cloud.Server, bool), tag string) ([]cloud.Server, error) {
 	var rs []resource
 	if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, "/cluster/resources?type=vm", &rs)
@@ -336,11 +368,12 @@ func (d *Driver) List(ctx context.Context) ([]cloud.Server, error) {
 		if r.Type != "qemu" || r.Template != 0 {
 			continue
 		}
-		id, ours := InstanceID(r.Name)
+		srv, ours := owner(r.Name)
 		if !ours {
 			continue
 		}
-		out = append(out, cloud.Server{ID: strconv.FormatUint(uint64(r.VMID), 10), InstanceID: id, Status: status(r), Incomplete: incomplete(r)})
+		srv.ID, srv.Status, srv.Incomplete = strconv.FormatUint(uint64(r.VMID), 10), status(r, tag), incomplete(r, tag)
+		out = append(out, srv)
 	}
 	slices.SortFunc(out, func(a, b cloud.Server) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
@@ -364,16 +397,16 @@ func (d *Driver) Find(ctx context.Context, instanceID string) ([]cloud.Server, e
 
 // incomplete: a clone not yet configured, still locked by its clone or
 // without our tag.
-func incomplete(r resource) bool {
-	return r.Lock == "clone" || r.Lock == "create" || !hasTag(r.Tags)
+func incomplete(r resource, tag string) bool {
+	return r.Lock == "clone" || r.Lock == "create" || !hasTag(r.Tags, tag)
 }
 
 // status maps a VM's pve status (see the package doc).
-func status(r resource) cloud.Status {
+func status(r resource, tag string) cloud.Status {
 	switch {
 	case r.Lock == "clone" || r.Lock == "create":
 		return cloud.StatusStarting
-	case !hasTag(r.Tags):
+	case !hasTag(r.Tags, tag):
 		return cloud.StatusUnknown
 	case r.Status == "running":
 		return cloud.StatusRunning
@@ -387,11 +420,25 @@ func status(r resource) cloud.Status {
 // when req.PowerOn. See the package doc for what it sets.
 func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Server, error) {
 	name, ok := VMName(req.InstanceID)
-	if !ok {
-		return cloud.Server{}, invalid("instance ID %q cannot be carried in a VM name", req.InstanceID)
+	owner, tag := "instance "+req.InstanceID, Tag
+	if req.BootstrapID != "" {
+		name, ok = BootstrapVMName(req.BootstrapID)
+		owner, tag = "bootstrap "+req.BootstrapID, BootstrapTag
 	}
-	if req.UserData != "" {
-		return cloud.Server{}, invalid("user data is not supported on Proxmox VE: its API cannot upload the cloud-init snippet it needs")
+	switch {
+	case req.InstanceID != "" && req.BootstrapID != "":
+		return cloud.Server{}, invalid("a VM is an instance's or a bootstrap's, not both")
+	case !ok:
+		return cloud.Server{}, invalid("%s cannot be carried in a VM name", owner)
+	case req.UserData != "":
+		return cloud.Server{}, invalid("user data is not supported on Proxmox VE: its API cannot upload the cloud-init snippet it needs; give a NoCloud seed URL")
+	}
+	if req.Vcpus == 0 && req.MemoryMB == 0 && req.ServerType != "" {
+		size, err := parseServerType(req.ServerType)
+		if err != nil {
+			return cloud.Server{}, err
+		}
+		req.Vcpus, req.MemoryMB = size.vcpus, size.memoryMB
 	}
 	if req.Vcpus < 1 || req.MemoryMB < 16 {
 		return cloud.Server{}, invalid("a VM needs at least 1 vCPU and 16 MiB of memory (got %d, %d)", req.Vcpus, req.MemoryMB)
@@ -408,7 +455,7 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 		return cloud.Server{}, invalid("no template to clone: the image and the account's template are unset")
 	}
 
-	desc := "better-compute instance " + req.InstanceID
+	desc := "better-compute " + owner
 	if req.Name != "" {
 		desc += " (" + req.Name + ")"
 	}
@@ -421,11 +468,11 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 	if err := d.run(ctx, clone, "clone of template "+strconv.Itoa(template)); err != nil {
 		return cloud.Server{}, createError(err)
 	}
-	if err := d.configure(ctx, vmid, req); err != nil {
+	if err := d.configure(ctx, vmid, req, tag); err != nil {
 		d.cleanup(ctx, vmid)
 		return cloud.Server{}, createError(err)
 	}
-	srv := cloud.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, Status: cloud.StatusStopped}
+	srv := cloud.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, BootstrapID: req.BootstrapID, Status: cloud.StatusStopped}
 	if req.PowerOn {
 		if err := d.call(ctx, func(ctx context.Context) error {
 			_, err := d.vm(vmid).Start(ctx)
@@ -473,7 +520,7 @@ func createError(err error) error {
 
 // configure resizes the clone's disk and sets its configuration, the tag
 // last of all (one config update holds everything).
-func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateRequest) error {
+func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateRequest, tag string) error {
 	if req.DiskGB > 0 {
 		var t *pve.Task
 		err := d.call(ctx, func(ctx context.Context) (err error) {
@@ -491,7 +538,10 @@ func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateReques
 		{Name: "cores", Value: req.Vcpus},
 		{Name: "memory", Value: req.MemoryMB},
 		{Name: "ipconfig0", Value: d.cfg.IPConfig},
-		{Name: "tags", Value: Tag},
+		{Name: "tags", Value: tag},
+	}
+	if req.SeedURL != "" {
+		opts = append(opts, pve.VirtualMachineOption{Name: "smbios1", Value: SeedSMBIOS(req.SeedURL)})
 	}
 	if d.cfg.CIUser != "" {
 		opts = append(opts, pve.VirtualMachineOption{Name: "ciuser", Value: d.cfg.CIUser})
