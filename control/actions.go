@@ -34,6 +34,8 @@ var (
 	ActDeleteProviderAccount = Action{"providerAccount.delete", "providerAccount"}
 	ActReseal                = Action{"secrets.reseal", "secrets"}
 
+	ActCreateProviderBootstrap = Action{"providerBootstrap.create", "providerBootstrap"}
+
 	ActCreateSandboxTemplate = Action{"sandboxTemplate.create", "sandboxTemplate"}
 	ActUpdateSandboxTemplate = Action{"sandboxTemplate.update", "sandboxTemplate"}
 	ActDeleteSandboxTemplate = Action{"sandboxTemplate.delete", "sandboxTemplate"}

@@ -108,6 +108,7 @@ var targetKinds = map[string]ids.Kind{
 	"instance": ids.Instance, "tenant": ids.Tenant, "pool": ids.Pool, "host": ids.Host,
 	"flavor": ids.Flavor, "image": ids.Image, "apiToken": ids.APIToken, "ipPool": ids.IPPool,
 	"providerAccount": ids.ProviderAccount, "sandboxTemplate": ids.SandboxTemplate, "sandbox": ids.Sandbox,
+	"providerBootstrap": ids.ProviderBootstrap,
 }
 
 // jsonMap decodes a JSON object column.

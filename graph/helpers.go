@@ -82,6 +82,8 @@ func (r *Resolver) node(ctx context.Context, id string) (model.Node, error) {
 		n, err = r.svc.Sandbox(ctx, uid)
 	case ids.SandboxSnapshot:
 		n, err = r.svc.SandboxSnapshot(ctx, uid)
+	case ids.ProviderBootstrap:
+		n, err = r.svc.ProviderBootstrap(ctx, uid)
 	default:
 		err = apierr.NotFoundf("id", "not found")
 	}

@@ -30,6 +30,8 @@ const (
 	Sandbox         Kind = "sbx"
 	SandboxTemplate Kind = "sbt"
 	SandboxSnapshot Kind = "snp"
+	// ProviderBootstrap names a machine on its way to becoming a host.
+	ProviderBootstrap Kind = "pbs"
 	// HostCommand names a host command in the host protocol.
 	HostCommand Kind = "cmd"
 )

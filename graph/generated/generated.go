@@ -40,6 +40,7 @@ type ResolverRoot interface {
 	Pool() PoolResolver
 	Principal() PrincipalResolver
 	ProviderAccount() ProviderAccountResolver
+	ProviderBootstrap() ProviderBootstrapResolver
 	Query() QueryResolver
 	Sandbox() SandboxResolver
 	SandboxSnapshot() SandboxSnapshotResolver
@@ -250,6 +251,7 @@ type ComplexityRoot struct {
 		CreateInstance             func(childComplexity int, input model.CreateInstanceInput) int
 		CreatePool                 func(childComplexity int, input model.CreatePoolInput) int
 		CreateProviderAccount      func(childComplexity int, input model.CreateProviderAccountInput) int
+		CreateProviderBootstrap    func(childComplexity int, input model.CreateProviderBootstrapInput) int
 		CreateSandbox              func(childComplexity int, input model.CreateSandboxInput) int
 		CreateSandboxSnapshot      func(childComplexity int, input model.CreateSandboxSnapshotInput) int
 		CreateSandboxTemplate      func(childComplexity int, input model.CreateSandboxTemplateInput) int
@@ -325,26 +327,47 @@ type ComplexityRoot struct {
 		ProviderAccount func(childComplexity int) int
 	}
 
+	ProviderBootstrap struct {
+		CreatedAt       func(childComplexity int) int
+		Deadline        func(childComplexity int) int
+		Host            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Image           func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Pool            func(childComplexity int) int
+		ProviderAccount func(childComplexity int) int
+		ServerType      func(childComplexity int) int
+		State           func(childComplexity int) int
+		StateReason     func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+	}
+
+	ProviderBootstrapPayload struct {
+		ProviderBootstrap func(childComplexity int) int
+	}
+
 	Query struct {
-		AuditEvents      func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
-		Doctor           func(childComplexity int) int
-		Flavors          func(childComplexity int) int
-		Hosts            func(childComplexity int) int
-		Images           func(childComplexity int) int
-		Instance         func(childComplexity int, id string) int
-		Instances        func(childComplexity int, first *int, after *string, filter *model.InstanceFilter) int
-		Node             func(childComplexity int, id string) int
-		Pools            func(childComplexity int) int
-		ProviderAccounts func(childComplexity int) int
-		Sandbox          func(childComplexity int, id string) int
-		SandboxSnapshot  func(childComplexity int, id string) int
-		SandboxSnapshots func(childComplexity int, first *int, after *string, filter *model.SandboxSnapshotFilter) int
-		SandboxTemplate  func(childComplexity int, id string) int
-		SandboxTemplates func(childComplexity int, first *int, after *string) int
-		Sandboxes        func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
-		Tenants          func(childComplexity int) int
-		Usage            func(childComplexity int, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) int
-		Viewer           func(childComplexity int) int
+		AuditEvents        func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
+		Doctor             func(childComplexity int) int
+		Flavors            func(childComplexity int) int
+		Hosts              func(childComplexity int) int
+		Images             func(childComplexity int) int
+		Instance           func(childComplexity int, id string) int
+		Instances          func(childComplexity int, first *int, after *string, filter *model.InstanceFilter) int
+		Node               func(childComplexity int, id string) int
+		Pools              func(childComplexity int) int
+		ProviderAccounts   func(childComplexity int) int
+		ProviderBootstrap  func(childComplexity int, id string) int
+		ProviderBootstraps func(childComplexity int) int
+		Sandbox            func(childComplexity int, id string) int
+		SandboxSnapshot    func(childComplexity int, id string) int
+		SandboxSnapshots   func(childComplexity int, first *int, after *string, filter *model.SandboxSnapshotFilter) int
+		SandboxTemplate    func(childComplexity int, id string) int
+		SandboxTemplates   func(childComplexity int, first *int, after *string) int
+		Sandboxes          func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
+		Tenants            func(childComplexity int) int
+		Usage              func(childComplexity int, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) int
+		Viewer             func(childComplexity int) int
 	}
 
 	Quota struct {
@@ -635,6 +658,7 @@ type MutationResolver interface {
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
+	CreateProviderBootstrap(ctx context.Context, input model.CreateProviderBootstrapInput) (model.ProviderBootstrapPayload, error)
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
 	UpdateProviderAccount(ctx context.Context, input model.UpdateProviderAccountInput) (model.ProviderAccountPayload, error)
 	DeleteProviderAccount(ctx context.Context, input model.DeleteProviderAccountInput) (model.ProviderAccountPayload, error)
@@ -672,6 +696,15 @@ type ProviderAccountResolver interface {
 	Tenant(ctx context.Context, obj *domain.ProviderAccount) (*domain.Tenant, error)
 	Settings(ctx context.Context, obj *domain.ProviderAccount) (map[string]any, error)
 }
+type ProviderBootstrapResolver interface {
+	ID(ctx context.Context, obj *domain.ProviderBootstrap) (string, error)
+
+	State(ctx context.Context, obj *domain.ProviderBootstrap) (model.ProviderBootstrapState, error)
+
+	ProviderAccount(ctx context.Context, obj *domain.ProviderBootstrap) (domain.ProviderAccount, error)
+	Pool(ctx context.Context, obj *domain.ProviderBootstrap) (domain.Pool, error)
+	Host(ctx context.Context, obj *domain.ProviderBootstrap) (*domain.Host, error)
+}
 type QueryResolver interface {
 	Viewer(ctx context.Context) (model.Viewer, error)
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -683,6 +716,8 @@ type QueryResolver interface {
 	Flavors(ctx context.Context) ([]domain.Flavor, error)
 	Images(ctx context.Context) ([]domain.Image, error)
 	AuditEvents(ctx context.Context, first *int, after *string, filter *model.AuditEventFilter) (model.AuditEventConnection, error)
+	ProviderBootstraps(ctx context.Context) ([]domain.ProviderBootstrap, error)
+	ProviderBootstrap(ctx context.Context, id string) (*domain.ProviderBootstrap, error)
 	Doctor(ctx context.Context) (model.Doctor, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
@@ -1566,6 +1601,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateProviderAccount(childComplexity, args["input"].(model.CreateProviderAccountInput)), true
+	case "Mutation.createProviderBootstrap":
+		if e.ComplexityRoot.Mutation.CreateProviderBootstrap == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createProviderBootstrap_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateProviderBootstrap(childComplexity, args["input"].(model.CreateProviderBootstrapInput)), true
 	case "Mutation.createSandbox":
 		if e.ComplexityRoot.Mutation.CreateSandbox == nil {
 			break
@@ -2001,6 +2047,86 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProviderAccountPayload.ProviderAccount(childComplexity), true
 
+	case "ProviderBootstrap.createdAt":
+		if e.ComplexityRoot.ProviderBootstrap.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.CreatedAt(childComplexity), true
+	case "ProviderBootstrap.deadline":
+		if e.ComplexityRoot.ProviderBootstrap.Deadline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Deadline(childComplexity), true
+	case "ProviderBootstrap.host":
+		if e.ComplexityRoot.ProviderBootstrap.Host == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Host(childComplexity), true
+	case "ProviderBootstrap.id":
+		if e.ComplexityRoot.ProviderBootstrap.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.ID(childComplexity), true
+	case "ProviderBootstrap.image":
+		if e.ComplexityRoot.ProviderBootstrap.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Image(childComplexity), true
+	case "ProviderBootstrap.name":
+		if e.ComplexityRoot.ProviderBootstrap.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Name(childComplexity), true
+	case "ProviderBootstrap.pool":
+		if e.ComplexityRoot.ProviderBootstrap.Pool == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Pool(childComplexity), true
+	case "ProviderBootstrap.providerAccount":
+		if e.ComplexityRoot.ProviderBootstrap.ProviderAccount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.ProviderAccount(childComplexity), true
+	case "ProviderBootstrap.serverType":
+		if e.ComplexityRoot.ProviderBootstrap.ServerType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.ServerType(childComplexity), true
+	case "ProviderBootstrap.state":
+		if e.ComplexityRoot.ProviderBootstrap.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.State(childComplexity), true
+	case "ProviderBootstrap.stateReason":
+		if e.ComplexityRoot.ProviderBootstrap.StateReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.StateReason(childComplexity), true
+	case "ProviderBootstrap.updatedAt":
+		if e.ComplexityRoot.ProviderBootstrap.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.UpdatedAt(childComplexity), true
+
+	case "ProviderBootstrapPayload.providerBootstrap":
+		if e.ComplexityRoot.ProviderBootstrapPayload.ProviderBootstrap == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrapPayload.ProviderBootstrap(childComplexity), true
+
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -2082,6 +2208,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ProviderAccounts(childComplexity), true
+	case "Query.providerBootstrap":
+		if e.ComplexityRoot.Query.ProviderBootstrap == nil {
+			break
+		}
+
+		args, err := ec.field_Query_providerBootstrap_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ProviderBootstrap(childComplexity, args["id"].(string)), true
+	case "Query.providerBootstraps":
+		if e.ComplexityRoot.Query.ProviderBootstraps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.ProviderBootstraps(childComplexity), true
 	case "Query.sandbox":
 		if e.ComplexityRoot.Query.Sandbox == nil {
 			break
@@ -3039,6 +3182,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateIpPoolInput", ec.unmarshalInputCreateIpPoolInput),
 			graphql.NewInputUnmarshaler("CreatePoolInput", ec.unmarshalInputCreatePoolInput),
 			graphql.NewInputUnmarshaler("CreateProviderAccountInput", ec.unmarshalInputCreateProviderAccountInput),
+			graphql.NewInputUnmarshaler("CreateProviderBootstrapInput", ec.unmarshalInputCreateProviderBootstrapInput),
 			graphql.NewInputUnmarshaler("CreateSandboxInput", ec.unmarshalInputCreateSandboxInput),
 			graphql.NewInputUnmarshaler("CreateSandboxSnapshotInput", ec.unmarshalInputCreateSandboxSnapshotInput),
 			graphql.NewInputUnmarshaler("CreateSandboxTemplateInput", ec.unmarshalInputCreateSandboxTemplateInput),
@@ -3717,6 +3861,69 @@ type AuditEventEdge {
 
 extend type Query {
   auditEvents(first: Int, after: String, filter: AuditEventFilter): AuditEventConnection!
+}
+`, BuiltIn: false},
+	{Name: "../schema/bootstraps.graphqls", Input: `enum ProviderBootstrapState {
+  "Recorded; the reconciler has not created its machine yet."
+  PENDING
+  "Its machine exists at the provider and has until the deadline to join."
+  PROVISIONING
+  "Its machine joined: host is the host it became."
+  JOINED
+  "It ended without a host (stateReason says why); its machine is deleted."
+  FAILED
+}
+
+"""
+A machine rented through an operators' provider account on its way to
+becoming a host of a hosted pool. Its one-time join token is never shown.
+Operators only.
+"""
+type ProviderBootstrap implements Node {
+  id: ID!
+  "The machine's and then its host's name."
+  name: String!
+  state: ProviderBootstrapState!
+  stateReason: String
+  providerAccount: ProviderAccount!
+  pool: Pool!
+  "The host it became, once JOINED."
+  host: Host
+  serverType: String!
+  image: String!
+  "When a machine that has not joined is deleted; null before it is created."
+  deadline: DateTime
+  createdAt: DateTime!
+  updatedAt: DateTime!
+}
+
+input CreateProviderBootstrapInput {
+  "An operators' (shared) provider account; a tenant's is refused."
+  providerAccountId: ID!
+  "A hosted pool (class vps-host)."
+  poolId: ID!
+  "The provider's server type (Hetzner, such as cx22), or <vCPUs>x<memory MiB> (Proxmox, such as 4x8192)."
+  serverType: String!
+  "The provider's image (Hetzner) or template VMID (Proxmox); it must carry the better-compute binary at /usr/local/bin/better-compute."
+  image: String!
+  "A lowercase slug no host or bootstrap has; the host's name."
+  name: String!
+}
+
+type ProviderBootstrapPayload {
+  providerBootstrap: ProviderBootstrap!
+}
+
+extend type Query {
+  "Provider bootstraps, newest first (at most 500). Operators only."
+  providerBootstraps: [ProviderBootstrap!]!
+  "A provider bootstrap. Operators only."
+  providerBootstrap(id: ID!): ProviderBootstrap
+}
+
+extend type Mutation {
+  "Rents a machine through a provider account and makes it a host of a hosted pool. Operators only."
+  createProviderBootstrap(input: CreateProviderBootstrapInput!): ProviderBootstrapPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/doctor.graphqls", Input: `enum DoctorLevel {
@@ -4806,6 +5013,44 @@ func (ec *executionContext) childFields_ProviderAccountPayload(ctx context.Conte
 	return nil, fmt.Errorf("no field named %q was found under type ProviderAccountPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_ProviderBootstrap(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ProviderBootstrap_id(ctx, field)
+	case "name":
+		return ec.fieldContext_ProviderBootstrap_name(ctx, field)
+	case "state":
+		return ec.fieldContext_ProviderBootstrap_state(ctx, field)
+	case "stateReason":
+		return ec.fieldContext_ProviderBootstrap_stateReason(ctx, field)
+	case "providerAccount":
+		return ec.fieldContext_ProviderBootstrap_providerAccount(ctx, field)
+	case "pool":
+		return ec.fieldContext_ProviderBootstrap_pool(ctx, field)
+	case "host":
+		return ec.fieldContext_ProviderBootstrap_host(ctx, field)
+	case "serverType":
+		return ec.fieldContext_ProviderBootstrap_serverType(ctx, field)
+	case "image":
+		return ec.fieldContext_ProviderBootstrap_image(ctx, field)
+	case "deadline":
+		return ec.fieldContext_ProviderBootstrap_deadline(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ProviderBootstrap_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_ProviderBootstrap_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderBootstrap", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderBootstrapPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "providerBootstrap":
+		return ec.fieldContext_ProviderBootstrapPayload_providerBootstrap(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderBootstrapPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Quota(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "instances":
@@ -5438,6 +5683,20 @@ func (ec *executionContext) field_Mutation_createProviderAccount_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createProviderBootstrap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateProviderBootstrapInput, error) {
+			return ec.unmarshalNCreateProviderBootstrapInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateProviderBootstrapInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createSandboxSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5849,6 +6108,20 @@ func (ec *executionContext) field_Query_instances_args(ctx context.Context, rawA
 }
 
 func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_providerBootstrap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -9892,6 +10165,50 @@ func (ec *executionContext) fieldContext_Mutation_registerImage(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createProviderBootstrap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createProviderBootstrap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateProviderBootstrap(ctx, fc.Args["input"].(model.CreateProviderBootstrapInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderBootstrapPayload) graphql.Marshaler {
+			return ec.marshalNProviderBootstrapPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createProviderBootstrap(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrapPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createProviderBootstrap_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createProviderAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11194,6 +11511,341 @@ func (ec *executionContext) fieldContext_ProviderAccountPayload_providerAccount(
 	return fc, nil
 }
 
+func (ec *executionContext) _ProviderBootstrap_id(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderBootstrap().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, true, true, "ID")
+}
+
+func (ec *executionContext) _ProviderBootstrap_name(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderBootstrap_state(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderBootstrap().State(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderBootstrapState) graphql.Marshaler {
+			return ec.marshalNProviderBootstrapState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, true, true, "ProviderBootstrapState")
+}
+
+func (ec *executionContext) _ProviderBootstrap_stateReason(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_stateReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StateReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_stateReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderBootstrap_providerAccount(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_providerAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderBootstrap().ProviderAccount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_providerAccount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderBootstrap",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderBootstrap_pool(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_pool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderBootstrap().Pool(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_pool(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderBootstrap",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderBootstrap_host(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_host(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ProviderBootstrap().Host(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.Host) graphql.Marshaler {
+			return ec.marshalOHost2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_host(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderBootstrap",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Host(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderBootstrap_serverType(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_serverType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ServerType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_serverType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderBootstrap_image(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderBootstrap_deadline(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_deadline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deadline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_deadline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderBootstrap_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderBootstrap_updatedAt(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderBootstrapPayload_providerBootstrap(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrapPayload_providerBootstrap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderBootstrap, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.ProviderBootstrap) graphql.Marshaler {
+			return ec.marshalNProviderBootstrap2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrapPayload_providerBootstrap(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderBootstrapPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11556,6 +12208,82 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_providerBootstraps(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_providerBootstraps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().ProviderBootstraps(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.ProviderBootstrap) graphql.Marshaler {
+			return ec.marshalNProviderBootstrap2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrapᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_providerBootstraps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_providerBootstrap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_providerBootstrap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ProviderBootstrap(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *domain.ProviderBootstrap) graphql.Marshaler {
+			return ec.marshalOProviderBootstrap2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_providerBootstrap(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrap(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_providerBootstrap_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17193,6 +17921,76 @@ func UnmarshalCreateProviderAccountInput(ctx context.Context, raw any) (model.Cr
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateProviderBootstrapInput(ctx context.Context, obj any) (model.CreateProviderBootstrapInput, error) {
+	var it model.CreateProviderBootstrapInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"providerAccountId", "poolId", "serverType", "image", "name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "providerAccountId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerAccountId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderAccountID = data
+		case "poolId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("poolId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PoolID = data
+		case "serverType":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("serverType"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ServerType = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateProviderBootstrapInput unmarshals raw into the CreateProviderBootstrapInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateProviderBootstrapInput(ctx context.Context, raw any) (model.CreateProviderBootstrapInput, error) {
+	var out model.CreateProviderBootstrapInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateProviderBootstrapInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateSandboxInput(ctx context.Context, obj any) (model.CreateSandboxInput, error) {
 	var it model.CreateSandboxInput
 	if obj == nil {
@@ -18818,6 +19616,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Sandbox(ctx, sel, obj)
+	case domain.ProviderBootstrap:
+		return ec._ProviderBootstrap(ctx, sel, &obj)
+	case *domain.ProviderBootstrap:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ProviderBootstrap(ctx, sel, obj)
 	case domain.ProviderAccount:
 		return ec._ProviderAccount(ctx, sel, &obj)
 	case *domain.ProviderAccount:
@@ -20325,6 +21130,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createProviderBootstrap":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createProviderBootstrap(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createProviderAccount":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createProviderAccount(ctx, field)
@@ -20786,6 +21598,132 @@ func (ec *executionContext) _ProviderAccountPayload(ctx context.Context, sel ast
 	return out
 }
 
+var providerBootstrapImplementors = []string{"ProviderBootstrap", "Node"}
+
+func (ec *executionContext) _ProviderBootstrap(ctx context.Context, sel ast.SelectionSet, obj *domain.ProviderBootstrap) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerBootstrapImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderBootstrap")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderBootstrap_id(ctx, field, obj)
+				})
+		case "name":
+			out.Values[i] = ec._ProviderBootstrap_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderBootstrap_state(ctx, field, obj)
+				})
+		case "stateReason":
+			out.Values[i] = ec._ProviderBootstrap_stateReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "providerAccount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderBootstrap_providerAccount(ctx, field, obj)
+				})
+		case "pool":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderBootstrap_pool(ctx, field, obj)
+				})
+		case "host":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ProviderBootstrap_host(ctx, field, obj)
+				})
+		case "serverType":
+			out.Values[i] = ec._ProviderBootstrap_serverType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "image":
+			out.Values[i] = ec._ProviderBootstrap_image(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deadline":
+			out.Values[i] = ec._ProviderBootstrap_deadline(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._ProviderBootstrap_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._ProviderBootstrap_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var providerBootstrapPayloadImplementors = []string{"ProviderBootstrapPayload"}
+
+func (ec *executionContext) _ProviderBootstrapPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ProviderBootstrapPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerBootstrapPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderBootstrapPayload")
+		case "providerBootstrap":
+			out.Values[i] = ec._ProviderBootstrapPayload_providerBootstrap(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -20864,6 +21802,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
+				})
+		case "providerBootstraps":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_providerBootstraps(ctx, field)
+				})
+		case "providerBootstrap":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_providerBootstrap(ctx, field)
 				})
 		case "doctor":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -22854,6 +23804,11 @@ func (ec *executionContext) unmarshalNCreateProviderAccountInput2githubᚗcomᚋ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateProviderBootstrapInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateProviderBootstrapInput(ctx context.Context, v any) (model.CreateProviderBootstrapInput, error) {
+	res, err := ec.unmarshalInputCreateProviderBootstrapInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateSandboxInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateSandboxInput(ctx context.Context, v any) (model.CreateSandboxInput, error) {
 	res, err := ec.unmarshalInputCreateSandboxInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -23364,6 +24319,40 @@ func (ec *executionContext) marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑc
 
 func (ec *executionContext) marshalNProviderAccountPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountPayload(ctx context.Context, sel ast.SelectionSet, v model.ProviderAccountPayload) graphql.Marshaler {
 	return ec._ProviderAccountPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderBootstrap2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx context.Context, sel ast.SelectionSet, v domain.ProviderBootstrap) graphql.Marshaler {
+	return ec._ProviderBootstrap(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderBootstrap2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrapᚄ(ctx context.Context, sel ast.SelectionSet, v []domain.ProviderBootstrap) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProviderBootstrap2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNProviderBootstrapPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapPayload(ctx context.Context, sel ast.SelectionSet, v model.ProviderBootstrapPayload) graphql.Marshaler {
+	return ec._ProviderBootstrapPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNProviderBootstrapState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapState(ctx context.Context, v any) (model.ProviderBootstrapState, error) {
+	var res model.ProviderBootstrapState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProviderBootstrapState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapState(ctx context.Context, sel ast.SelectionSet, v model.ProviderBootstrapState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNProviderKind2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderKind(ctx context.Context, v any) (model.ProviderKind, error) {
@@ -24340,6 +25329,13 @@ func (ec *executionContext) marshalOProviderAccount2ᚖgithubᚗcomᚋbetterᚑc
 	return ec._ProviderAccount(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOProviderBootstrap2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx context.Context, sel ast.SelectionSet, v *domain.ProviderBootstrap) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ProviderBootstrap(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOSandboxEventFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxEventFilter(ctx context.Context, v any) (*model.SandboxEventFilter, error) {
 	if v == nil {
 		return nil, nil
@@ -24401,6 +25397,18 @@ func (ec *executionContext) marshalOSandboxState2ᚖgithubᚗcomᚋbetterᚑcomp
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -133,6 +133,19 @@ type CreateProviderAccountInput struct {
 	Settings    map[string]any `json:"settings,omitempty"`
 }
 
+type CreateProviderBootstrapInput struct {
+	// An operators' (shared) provider account; a tenant's is refused.
+	ProviderAccountID string `json:"providerAccountId"`
+	// A hosted pool (class vps-host).
+	PoolID string `json:"poolId"`
+	// The provider's server type (Hetzner, such as cx22), or <vCPUs>x<memory MiB> (Proxmox, such as 4x8192).
+	ServerType string `json:"serverType"`
+	// The provider's image (Hetzner) or template VMID (Proxmox); it must carry the better-compute binary at /usr/local/bin/better-compute.
+	Image string `json:"image"`
+	// A lowercase slug no host or bootstrap has; the host's name.
+	Name string `json:"name"`
+}
+
 type CreateSandboxInput struct {
 	// Operators name the tenant; members may leave it out.
 	TenantID *string `json:"tenantId,omitempty"`
@@ -338,6 +351,10 @@ type PoolPayload struct {
 
 type ProviderAccountPayload struct {
 	ProviderAccount domain.ProviderAccount `json:"providerAccount"`
+}
+
+type ProviderBootstrapPayload struct {
+	ProviderBootstrap domain.ProviderBootstrap `json:"providerBootstrap"`
 }
 
 type Query struct {
@@ -1019,6 +1036,69 @@ func (e *Placement) UnmarshalJSON(b []byte) error {
 }
 
 func (e Placement) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ProviderBootstrapState string
+
+const (
+	// Recorded; the reconciler has not created its machine yet.
+	ProviderBootstrapStatePending ProviderBootstrapState = "PENDING"
+	// Its machine exists at the provider and has until the deadline to join.
+	ProviderBootstrapStateProvisioning ProviderBootstrapState = "PROVISIONING"
+	// Its machine joined: host is the host it became.
+	ProviderBootstrapStateJoined ProviderBootstrapState = "JOINED"
+	// It ended without a host (stateReason says why); its machine is deleted.
+	ProviderBootstrapStateFailed ProviderBootstrapState = "FAILED"
+)
+
+var AllProviderBootstrapState = []ProviderBootstrapState{
+	ProviderBootstrapStatePending,
+	ProviderBootstrapStateProvisioning,
+	ProviderBootstrapStateJoined,
+	ProviderBootstrapStateFailed,
+}
+
+func (e ProviderBootstrapState) IsValid() bool {
+	switch e {
+	case ProviderBootstrapStatePending, ProviderBootstrapStateProvisioning, ProviderBootstrapStateJoined, ProviderBootstrapStateFailed:
+		return true
+	}
+	return false
+}
+
+func (e ProviderBootstrapState) String() string {
+	return string(e)
+}
+
+func (e *ProviderBootstrapState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProviderBootstrapState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProviderBootstrapState", str)
+	}
+	return nil
+}
+
+func (e ProviderBootstrapState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProviderBootstrapState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProviderBootstrapState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

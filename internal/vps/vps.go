@@ -24,6 +24,9 @@ const (
 	// TopicEvents is the topic of an outbox row that is an event only:
 	// the relay publishes it and hands no work to the reconciler.
 	TopicEvents = "vps.events"
+	// TopicBootstraps is the topic of the vps.bootstraps reconciler, whose
+	// keys are provider bootstraps: woken to create a bootstrap's machine.
+	TopicBootstraps = "vps.bootstraps"
 )
 
 // Pool classes that take instances.
