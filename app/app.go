@@ -139,7 +139,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	stats := control.NewStatsRecorder(s.db, control.StatsConfig{Interval: cfg.SandboxStatsInterval, Keep: cfg.SandboxStatsKeep, Logger: cfg.Logger})
 	gw := gateway.New(gateway.Config{
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
-		Stats: statsSink{stats},
+		Stats: statsSink{stats}, HostGatewayURL: cfg.HostGatewayURL,
 	})
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	limiter := ratelimit.New(ratelimit.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Rates: cfg.RateLimits, Logger: cfg.Logger})

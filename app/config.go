@@ -84,6 +84,11 @@ type Config struct {
 	// SandboxStatsKeep is how long a sandbox's stats are kept after it
 	// ended (BC_SANDBOX_STATS_KEEP). Default control.DefaultStatsKeep.
 	SandboxStatsKeep time.Duration
+	// HostGatewayURL is the base URL at which provider bootstraps'
+	// machines reach the host gateway (BC_HOST_GATEWAY_URL): the gateway
+	// serves NoCloud seeds whose join script names it. Default: none (no
+	// seeds served).
+	HostGatewayURL string
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
 	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
@@ -142,6 +147,7 @@ func (c *Config) Env() []conf.Var {
 			"how often the latest CPU and memory use hosts report of each sandbox is written"),
 		conf.Duration(&c.SandboxStatsKeep, "BC_SANDBOX_STATS_KEEP", control.DefaultStatsKeep,
 			"how long a sandbox's CPU and memory use is kept after it ended"),
+		hostGatewayURL(&c.HostGatewayURL),
 		logLevel(&c.LogLevel),
 	}
 }

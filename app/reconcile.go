@@ -67,6 +67,16 @@ type ReconcilerConfig struct {
 	// UsageSettle is how long after an interval ends it is metered
 	// (BC_USAGE_SETTLE). Default reconciler.DefaultUsageSettle.
 	UsageSettle time.Duration
+	// HostGatewayURL is the base URL at which provider bootstraps'
+	// machines reach the host gateway (BC_HOST_GATEWAY_URL). Default: none,
+	// and bootstraps wait.
+	HostGatewayURL string
+	// BootstrapTokenTTL is how long a bootstrap's join token can be used
+	// (BC_BOOTSTRAP_TOKEN_TTL). Default reconciler.DefaultBootstrapTokenTTL.
+	BootstrapTokenTTL time.Duration
+	// BootstrapTimeout is how long a bootstrap's machine has to join
+	// (BC_BOOTSTRAP_TIMEOUT). Default reconciler.DefaultBootstrapTimeout.
+	BootstrapTimeout time.Duration
 	// Drivers tune the provider drivers (--provider-poll,
 	// --provider-timeout, --shutdown-timeout). Zero fields: the drivers'
 	// own defaults. Their Endpoints are the operator's policy on where
@@ -93,7 +103,7 @@ func (c Config) Reconciler() ReconcilerConfig {
 		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL,
 		Secret: c.Secret, PreviousSecrets: c.PreviousSecrets,
 		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, Logger: c.Logger,
-		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints},
+		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints}, HostGatewayURL: c.HostGatewayURL,
 	}
 }
 
@@ -113,6 +123,11 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 			"how long a host has to take a sandbox snapshot before it fails"),
 		usageInterval(&c.UsageInterval),
 		usageSettle(&c.UsageSettle),
+		hostGatewayURL(&c.HostGatewayURL),
+		conf.Duration(&c.BootstrapTokenTTL, "BC_BOOTSTRAP_TOKEN_TTL", reconciler.DefaultBootstrapTokenTTL,
+			"how long a provider bootstrap's one-time join token can be used"),
+		conf.Duration(&c.BootstrapTimeout, "BC_BOOTSTRAP_TIMEOUT", reconciler.DefaultBootstrapTimeout,
+			"how long a provider bootstrap's machine has to join before it is deleted and the bootstrap FAILED"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
 		logLevel(&c.LogLevel),
@@ -209,6 +224,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 		UsageInterval: cfg.UsageInterval, UsageSettle: cfg.UsageSettle,
 		SnapshotTimeout: cfg.SnapshotTimeout,
+		HostGatewayURL:  cfg.HostGatewayURL, BootstrapTokenTTL: cfg.BootstrapTokenTTL, BootstrapTimeout: cfg.BootstrapTimeout,
 	})
 	reg := server.NewRegistry()
 	reg.MustRegister(r.Collectors()...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/hostjoin"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
@@ -31,6 +32,18 @@ func redisPrefix(p *string) conf.Var {
 func hostSilentAfter(p *time.Duration) conf.Var {
 	return conf.Duration(p, "BC_HOST_SILENT_AFTER", vps.DefaultHostSilentAfter,
 		"how long a host may go without reporting before its instances are LOST; the same on serve and reconcile")
+}
+
+func hostGatewayURL(p *string) conf.Var {
+	return conf.Func("BC_HOST_GATEWAY_URL", "",
+		"base URL at which provider bootstraps' machines reach the host gateway (their join script's BC_SERVER; Proxmox: their NoCloud seed's base); the same on serve and reconcile",
+		func(s string) error {
+			if err := hostjoin.CheckServer(s); err != nil {
+				return err
+			}
+			*p = strings.TrimRight(s, "/")
+			return nil
+		})
 }
 
 func usageInterval(p *time.Duration) conf.Var {

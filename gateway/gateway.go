@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/hostjoin"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
@@ -41,6 +42,10 @@ type Config struct {
 	// counts as silent; a report after that wakes its instances. Default
 	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// HostGatewayURL is the base URL at which provider bootstraps'
+	// machines reach this gateway; the NoCloud seeds it serves name it.
+	// Empty: no seeds are served.
+	HostGatewayURL string
 	// Stats takes the domain stats of every accepted report. Nil: they are
 	// dropped.
 	Stats StatsSink
@@ -101,6 +106,7 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("GET "+hostproto.SpecPathOf(v), g.authenticated(v, g.spec))
 		mux.HandleFunc("POST "+hostproto.ReportPathOf(v), g.authenticated(v, g.report))
 	}
+	mux.HandleFunc("GET "+hostjoin.SeedPathPrefix+"{token}/{file}", g.seed)
 	mux.HandleFunc("/host/", unknownProtocol)
 	return mux
 }

@@ -70,3 +70,8 @@ SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at DESC,
 -- since.
 -- name: ProviderAccountOfBootstrap :one
 SELECT * FROM provider_accounts WHERE id = $1;
+
+-- NoteBootstrapRetry keeps why an open bootstrap is being retried.
+-- name: NoteBootstrapRetry :execrows
+UPDATE provider_bootstraps SET state_reason = @reason, version = version + 1, updated_at = now()
+WHERE id = @id AND state IN ('PENDING', 'PROVISIONING') AND state_reason IS DISTINCT FROM @reason;

@@ -9,10 +9,11 @@ import (
 
 // topicKinds are the kinds of object the keys of the work topics name.
 var topicKinds = map[string]ids.Kind{
-	vps.TopicInstances: ids.Instance,
-	vps.TopicSandboxes: ids.SandboxTemplate,
-	vps.TopicSnapshots: ids.SandboxSnapshot,
-	vps.TopicCommands:  ids.HostCommand,
+	vps.TopicInstances:  ids.Instance,
+	vps.TopicSandboxes:  ids.SandboxTemplate,
+	vps.TopicSnapshots:  ids.SandboxSnapshot,
+	vps.TopicCommands:   ids.HostCommand,
+	vps.TopicBootstraps: ids.ProviderBootstrap,
 }
 
 // keyID is a work entry's key as logs name it: the API ID of the object

@@ -85,6 +85,19 @@ type Config struct {
 	// state changes recorded in it have committed (BC_USAGE_SETTLE).
 	// Default 10s.
 	UsageSettle time.Duration
+	// HostGatewayURL is the base URL at which a provider bootstrap's
+	// machine reaches the host gateway (BC_HOST_GATEWAY_URL): its join
+	// script's BC_SERVER, and on Proxmox the base of its NoCloud seed.
+	// Without it, bootstraps wait and then fail at their timeout.
+	HostGatewayURL string
+	// BootstrapTokenTTL is how long a bootstrap's join token can be used
+	// (BC_BOOTSTRAP_TOKEN_TTL). Default 1h.
+	BootstrapTokenTTL time.Duration
+	// BootstrapTimeout is how long a bootstrap's machine has to join
+	// before it is deleted and the bootstrap FAILED, and how long its
+	// machine's creation may be retried (BC_BOOTSTRAP_TIMEOUT). Default
+	// 15m.
+	BootstrapTimeout time.Duration
 	// Warm adds instances to warm pools. Without it, pools are trimmed
 	// and rolled over but not filled.
 	Warm WarmPools
@@ -106,6 +119,9 @@ const (
 	DefaultSnapshotTimeout = time.Hour
 	DefaultUsageInterval   = 5 * time.Minute
 	DefaultUsageSettle     = 10 * time.Second
+
+	DefaultBootstrapTokenTTL = time.Hour
+	DefaultBootstrapTimeout  = 15 * time.Minute
 )
 
 func (c *Config) applyDefaults() {
@@ -155,6 +171,12 @@ func (c *Config) applyDefaults() {
 	if c.UsageSettle <= 0 {
 		c.UsageSettle = DefaultUsageSettle
 	}
+	if c.BootstrapTokenTTL <= 0 {
+		c.BootstrapTokenTTL = DefaultBootstrapTokenTTL
+	}
+	if c.BootstrapTimeout <= 0 {
+		c.BootstrapTimeout = DefaultBootstrapTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -177,7 +199,7 @@ type Reconciler struct {
 }
 
 // New returns a Reconciler running the vps.instances, vps.sandboxes,
-// vps.snapshots and vps.commands kinds, the rescan, the provider sweeps and the sandbox loop; Register and
+// vps.snapshots, vps.commands and vps.bootstraps kinds, the rescan, the provider sweeps and the sandbox loop; Register and
 // Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
@@ -194,6 +216,7 @@ func New(cfg Config) *Reconciler {
 	r.Register(vps.TopicSandboxes, &sandboxes{r: r})
 	r.Register(vps.TopicSnapshots, &snapshots{r: r})
 	r.Register(vps.TopicCommands, &commands{r: r})
+	r.Register(vps.TopicBootstraps, &bootstraps{r: r})
 	r.Every("vps.rescan", cfg.RescanInterval, r.rescan)
 	// Each account's sweep is claimed once a SweepInterval (stretched
 	// while its rate-limit budget runs low); this looks for due ones.

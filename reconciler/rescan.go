@@ -8,8 +8,8 @@ import (
 	"github.com/better-compute/vps/sqlc"
 )
 
-// rescan hands every instance not at rest, and every instance on a silent
-// host, to the work stream. It is what makes Redis a hint: a Redis that
+// rescan hands every instance not at rest, every instance on a silent
+// host, and every provider bootstrap under way to the work stream. It is what makes Redis a hint: a Redis that
 // lost its data only delays work until the next rescan.
 func (r *Reconciler) rescan(ctx context.Context) error {
 	if err := r.stream.ensureGroup(ctx); err != nil {
@@ -23,5 +23,16 @@ func (r *Reconciler) rescan(ctx context.Context) error {
 	for i, id := range ids {
 		keys[i] = id.String()
 	}
-	return r.stream.add(ctx, vps.TopicInstances, keys...)
+	if err := r.stream.add(ctx, vps.TopicInstances, keys...); err != nil {
+		return err
+	}
+	open, err := sqlc.New(r.db).OpenProviderBootstraps(ctx)
+	if err != nil {
+		return fmt.Errorf("list open provider bootstraps: %w", err)
+	}
+	keys = keys[:0]
+	for _, id := range open {
+		keys = append(keys, id.String())
+	}
+	return r.stream.add(ctx, vps.TopicBootstraps, keys...)
 }

@@ -309,6 +309,25 @@ func (q *Queries) LockProviderBootstrap(ctx context.Context, id uuid.UUID) (Prov
 	return i, err
 }
 
+const noteBootstrapRetry = `-- name: NoteBootstrapRetry :execrows
+UPDATE provider_bootstraps SET state_reason = $1, version = version + 1, updated_at = now()
+WHERE id = $2 AND state IN ('PENDING', 'PROVISIONING') AND state_reason IS DISTINCT FROM $1
+`
+
+type NoteBootstrapRetryParams struct {
+	Reason *string
+	ID     uuid.UUID
+}
+
+// NoteBootstrapRetry keeps why an open bootstrap is being retried.
+func (q *Queries) NoteBootstrapRetry(ctx context.Context, arg NoteBootstrapRetryParams) (int64, error) {
+	result, err := q.db.Exec(ctx, noteBootstrapRetry, arg.Reason, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const openProviderBootstraps = `-- name: OpenProviderBootstraps :many
 SELECT id FROM provider_bootstraps WHERE state IN ('PENDING', 'PROVISIONING')
 `
