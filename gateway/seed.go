@@ -59,4 +59,3 @@ func (g *Gateway) seed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(body))
 }
-
