@@ -185,6 +185,9 @@ type options struct {
 	// hostServer maps the URL a host is told to talk to (a serve's,
 	// round-robin); default as it is.
 	hostServer func(i int, url string) string
+	// hostGateway gives serve and reconcile BC_HOST_GATEWAY_URL, the first
+	// serve's URL, for provider bootstraps' join scripts.
+	hostGateway bool
 	// poolRuntime is the runtime of the seeded hosted pool; default fake,
 	// the runtime of the fake hosts. A cluster of libvirt hosts sets
 	// vps.RuntimeLibvirtKVM.
@@ -232,8 +235,15 @@ func start(t testing.TB, o options) *cluster {
 		// runtime beside libvirt-kvm, and the hosted pool is of it.
 		"BC_RUNTIMES=libvirt-kvm,fake",
 	}
-	for i := range o.serves {
-		addr, name := freeAddr(t), "serve"
+	addrs := make([]string, o.serves)
+	for i := range addrs {
+		addrs[i] = freeAddr(t)
+	}
+	if o.hostGateway {
+		c.env = append(c.env, "BC_HOST_GATEWAY_URL=http://"+addrs[0])
+	}
+	for i, addr := range addrs {
+		name := "serve"
 		if i > 0 {
 			name = fmt.Sprintf("serve-%d", i+1)
 		}

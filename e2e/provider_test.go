@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,6 +58,18 @@ type cloud struct {
 	listRoute string
 	// wrongCredentials are refused by the provider.
 	wrongCredentials string
+	// bootstrapType is a server type a provider bootstrap may name.
+	bootstrapType string
+	// machines lists the provider bootstraps' machines.
+	machines func() []machine
+}
+
+// machine is a provider bootstrap's machine as its provider has it.
+type machine struct {
+	id, bootstrap, name string
+	// userData is what the provider hands the machine's cloud-init;
+	// seedURL is the NoCloud seed its SMBIOS serial points at.
+	userData, seedURL string
 }
 
 // holder wraps an emulator's handler: it counts the status codes served
@@ -184,6 +197,16 @@ func hetznerCloudWith(t testing.TB, cfg hetznertest.Config) *cloud {
 				t.Fatal(err)
 			}
 		},
+		bootstrapType: "cx22",
+		machines: func() []machine {
+			var out []machine
+			for _, s := range em.Servers() {
+				if id := s.Labels["better-compute-bootstrap"]; id != "" {
+					out = append(out, machine{id: fmt.Sprint(s.ID), bootstrap: id, name: s.Name, userData: s.UserData})
+				}
+			}
+			return out
+		},
 		limit: em.SetServerLimit, refusal: "server limit reached",
 		block: h.set, before: h.setBefore, after: h.setAfter,
 		served: h.served, arrivedWithin: h.arrivedWithin,
@@ -220,6 +243,17 @@ func proxmoxCloud(t testing.TB) *cloud {
 		add: func(label string) {
 			name, _ := proxmox.VMName(label)
 			em.AddVM(name, []string{proxmox.Tag})
+		},
+		bootstrapType: "2x2048",
+		machines: func() []machine {
+			var out []machine
+			for _, v := range em.VMs() {
+				if id, ok := proxmox.BootstrapID(v.Name); ok && slices.Contains(v.Tags, proxmox.BootstrapTag) {
+					seed, _ := proxmox.SeedFromSMBIOS(v.Config["smbios1"])
+					out = append(out, machine{id: fmt.Sprint(v.VMID), bootstrap: id, name: v.Name, seedURL: seed})
+				}
+			}
+			return out
 		},
 		limit: em.SetMaxVMs, refusal: "clone failed: quota exceeded",
 		block: h.set, before: h.setBefore, after: h.setAfter,

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // SeedSMBIOS is the smbios1 value that points a VM's cloud-init at a
@@ -14,6 +15,21 @@ import (
 // end with "/".
 func SeedSMBIOS(seedURL string) string {
 	return "base64=1,serial=" + base64.StdEncoding.EncodeToString([]byte("ds=nocloud-net;s="+seedURL))
+}
+
+// SeedFromSMBIOS returns the NoCloud seed URL an smbios1 value made by
+// SeedSMBIOS points at.
+func SeedFromSMBIOS(smbios1 string) (string, bool) {
+	for _, kv := range strings.Split(smbios1, ",") {
+		if v, ok := strings.CutPrefix(kv, "serial="); ok {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return "", false
+			}
+			return strings.CutPrefix(string(b), "ds=nocloud-net;s=")
+		}
+	}
+	return "", false
 }
 
 // size is a VM's size as a provider bootstrap's server type names it.

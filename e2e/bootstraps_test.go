@@ -1,0 +1,404 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/better-compute/vps/hostjoin"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
+)
+
+// bootstrapCluster starts a control plane whose operators share an account
+// on cl, which also serves a provider pool, with a host gateway URL for
+// join scripts, and returns it with the account's ID. env is extra reconcile environment.
+func bootstrapCluster(t *testing.T, cl *cloud, env ...string) (*cluster, string) {
+	t.Helper()
+	c := start(t, options{reconcilers: 1, reconcileArgs: providerArgs, reconcileEnv: env, hostGateway: true})
+	acct := c.must(c.operator, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+		map[string]any{"in": map[string]any{"name": "ops-" + strings.ToLower(cl.kind), "provider": cl.kind, "credentials": cl.credentials, "settings": cl.settings}},
+		"createProviderAccount", "providerAccount", "id")
+	// The account serves a provider pool too, so the sweep lists it.
+	c.must(c.operator, `mutation($a: ID!) { createPool(input: {name: "shared-cloud", class: "provider", providerAccountId: $a}) { pool { id } } }`,
+		map[string]any{"a": acct}, "createPool", "pool", "id")
+	c.ensureHostCA()
+	return c, acct
+}
+
+// ensureHostCA waits briefly for serve's host CA and, when this build's
+// serve makes none, records a test CA: a join script pins whichever is
+// newest.
+func (c *cluster) ensureHostCA() {
+	c.t.Helper()
+	if testenv.Within(2*time.Second, func() bool { return c.count("host_cas WHERE retired_at IS NULL") > 0 }) {
+		return
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e host CA"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if _, err := c.db.Exec(context.Background(), `INSERT INTO host_cas (id, cert_pem, key_sealed, not_after) VALUES (gen_random_uuid(), $1, '\x00', $2)`,
+		string(certPEM), tmpl.NotAfter); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// caSHA256 is the pin of the newest live host CA.
+func (c *cluster) caSHA256() string {
+	c.t.Helper()
+	var certPEM string
+	if err := c.db.QueryRow(context.Background(), `SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1`).Scan(&certPEM); err != nil {
+		c.t.Fatal(err)
+	}
+	sum, err := hostjoin.CASHA256([]byte(certPEM))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return sum
+}
+
+const bootstrapFields = `id name state stateReason serverType image deadline createdAt updatedAt
+	providerAccount { id name } pool { id name } host { id name }`
+
+// bootstrap asks for a host named name from the account into the seeded
+// hosted pool and returns the bootstrap's ID.
+func (c *cluster) bootstrap(cl *cloud, acct, name string) string {
+	c.t.Helper()
+	return c.must(c.operator, `mutation($in: CreateProviderBootstrapInput!) { createProviderBootstrap(input: $in) { providerBootstrap { id } } }`,
+		map[string]any{"in": map[string]any{"providerAccountId": acct, "poolId": c.pool, "serverType": cl.bootstrapType, "image": cl.image, "name": name}},
+		"createProviderBootstrap", "providerBootstrap", "id")
+}
+
+// bootstrapOf reads a bootstrap as operators see it.
+func (c *cluster) bootstrapOf(id string) map[string]any {
+	c.t.Helper()
+	data, errs := c.gql(c.operator, `query($id: ID!) { providerBootstrap(id: $id) { `+bootstrapFields+` } }`, map[string]any{"id": id})
+	if len(errs) > 0 {
+		c.t.Fatal(errs)
+	}
+	b, _ := data["providerBootstrap"].(map[string]any)
+	return b
+}
+
+// waitBootstrap waits for the bootstrap to reach state and returns it.
+func (c *cluster) waitBootstrap(id, state string, timeout time.Duration) map[string]any {
+	c.t.Helper()
+	var b map[string]any
+	testenv.Eventually(c.t, timeout, "bootstrap "+state, func() bool {
+		b = c.bootstrapOf(id)
+		return b["state"] == state
+	})
+	return b
+}
+
+// machineOf waits for the bootstrap's machine at the provider.
+func machineOf(t *testing.T, cl *cloud, c *cluster, id string) machine {
+	t.Helper()
+	uid, ok := ids.Decode(ids.ProviderBootstrap, id)
+	if !ok {
+		t.Fatalf("bootstrap ID %q", id)
+	}
+	var m machine
+	testenv.Eventually(t, 15*time.Second, "the bootstrap's machine at the provider", func() bool {
+		for _, x := range cl.machines() {
+			if x.bootstrap == uid.String() {
+				m = x
+				return true
+			}
+		}
+		return false
+	})
+	return m
+}
+
+// fetch GETs url and returns the status and body.
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// userData is what the machine's cloud-init runs: the user data the
+// provider hands it (Hetzner), or the user-data of the NoCloud seed its
+// SMBIOS serial names, served by the gateway (Proxmox).
+func userData(t *testing.T, m machine) string {
+	t.Helper()
+	if m.seedURL == "" {
+		return m.userData
+	}
+	code, body := fetch(t, m.seedURL+"user-data")
+	if code != http.StatusOK {
+		t.Fatalf("seed user-data: %d %s", code, body)
+	}
+	if code, meta := fetch(t, m.seedURL+"meta-data"); code != http.StatusOK || !strings.Contains(meta, "local-hostname: ") {
+		t.Fatalf("seed meta-data: %d %q", code, meta)
+	}
+	return body
+}
+
+// writtenFile returns the content a #cloud-config's write_files gives path,
+// as cloud-init writes it (a literal block indented six spaces).
+func writtenFile(t *testing.T, cloudConfig, path string) string {
+	t.Helper()
+	if !strings.HasPrefix(cloudConfig, "#cloud-config\n") {
+		t.Fatalf("user data is not a #cloud-config:\n%s", cloudConfig)
+	}
+	_, rest, found := strings.Cut(cloudConfig, "  - path: "+path+"\n")
+	if !found {
+		t.Fatalf("user data writes no %s:\n%s", path, cloudConfig)
+	}
+	_, rest, _ = strings.Cut(rest, "    content: |\n")
+	var b strings.Builder
+	for line := range strings.Lines(rest) {
+		body, ok := strings.CutPrefix(line, "      ")
+		if !ok {
+			break
+		}
+		b.WriteString(body)
+	}
+	return b.String()
+}
+
+// TestProviderBootstrap: on each provider, a bootstrap creates a machine
+// carrying the join script (Hetzner: in its user data; Proxmox: in the
+// NoCloud seed its SMBIOS serial names, which the gateway serves), and the
+// provider-pool sweep leaves the machine alone.
+func TestProviderBootstrap(t *testing.T) {
+	t.Parallel()
+	for _, p := range clouds {
+		t.Run(p.name, func(t *testing.T) {
+			cl := p.make(t)
+			c, acct := bootstrapCluster(t, cl)
+			id := c.bootstrap(cl, acct, "rented-1")
+			m := machineOf(t, cl, c, id)
+			b := c.waitBootstrap(id, "PROVISIONING", 10*time.Second)
+			if b["deadline"] == nil || b["host"] != nil || b["name"] != "rented-1" {
+				t.Errorf("provisioning bootstrap: %v", b)
+			}
+
+			script := userData(t, m)
+			env := hostjoin.ParseEnv(writtenFile(t, script, hostjoin.EnvPath))
+			token := env["BC_JOIN_TOKEN"]
+			t.Run("the join script", func(t *testing.T) {
+				if env["BC_SERVER"] != c.url {
+					t.Errorf("BC_SERVER = %q, want the gateway's %q", env["BC_SERVER"], c.url)
+				}
+				if !strings.HasPrefix(token, hostjoin.TokenPrefix) || len(token) < 40 {
+					t.Errorf("BC_JOIN_TOKEN = %q, want a %s token", token, hostjoin.TokenPrefix)
+				}
+				if env["BC_CA_SHA256"] != c.caSHA256() {
+					t.Errorf("BC_CA_SHA256 = %q, want the host CA's %q", env["BC_CA_SHA256"], c.caSHA256())
+				}
+				unit := writtenFile(t, script, hostjoin.UnitPath)
+				if !strings.Contains(unit, "EnvironmentFile="+hostjoin.EnvPath) || !strings.Contains(unit, "ExecStart="+hostjoin.BinaryPath+" host --server ${BC_SERVER}") {
+					t.Errorf("unit:\n%s", unit)
+				}
+				if !strings.Contains(script, "[systemctl, enable, --now, better-compute-host.service]") {
+					t.Errorf("the script does not start the daemon:\n%s", script)
+				}
+				if n := c.count("provider_bootstraps WHERE join_token_hash = sha256($1::bytea)", []byte(token)); n != 1 {
+					t.Errorf("%d bootstraps hold the token's hash, want 1", n)
+				}
+			})
+
+			t.Run("the sweep leaves the machine alone", func(t *testing.T) {
+				before := cl.faults.Calls()[cl.listRoute]
+				// The orphan grace is 1s and sweeps come every 200ms.
+				testenv.Eventually(t, 15*time.Second, "ten sweeps", func() bool { return cl.faults.Calls()[cl.listRoute] >= before+10 })
+				if got := machineOf(t, cl, c, id); got.id != m.id {
+					t.Errorf("machine %s, then %s", m.id, got.id)
+				}
+				if n := c.count("audit_events WHERE action = 'providerAccount.deleteOrphan'"); n != 0 {
+					t.Errorf("%d orphans deleted", n)
+				}
+				if n := len(cl.machines()); n != 1 {
+					t.Errorf("%d machines, want 1", n)
+				}
+			})
+
+			t.Run("the token is nowhere else", func(t *testing.T) {
+				c.scanFor(token)
+			})
+		})
+	}
+}
+
+// scanFor fails if secret appears in what the API answers operators and
+// members (bootstraps, hosts, the audit log), in the audit rows, or in any
+// process's log.
+func (c *cluster) scanFor(secret string) {
+	c.t.Helper()
+	for _, q := range []struct{ token, query string }{
+		{c.operator, `{ providerBootstraps { ` + bootstrapFields + ` } }`},
+		{c.operator, `{ hosts { id name pool { name } } }`},
+		{c.operator, `{ auditEvents(first: 500) { nodes { action targetType targetId details errorCode } } }`},
+		{c.member, `{ auditEvents(first: 500) { nodes { action targetType targetId details errorCode } } }`},
+		{c.member, `{ providerBootstraps { id } }`},
+	} {
+		data, errs := c.gql(q.token, q.query, nil)
+		if all := fmt.Sprint(data, errs); strings.Contains(all, secret) {
+			c.t.Errorf("the token is in the answer to %s", q.query)
+		}
+	}
+	if n := c.count("audit_events WHERE details::text LIKE '%' || $1 || '%'", secret); n != 0 {
+		c.t.Errorf("the token is in %d audit rows", n)
+	}
+	for _, p := range c.procs {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if strings.Contains(string(b), secret) {
+			c.t.Errorf("the token is in %s's log (%s)", p.name, filepath.Base(p.log))
+		}
+	}
+}
+
+// TestProviderBootstrapTimeout: a machine that never joins is deleted at
+// the provider at the bootstrap's timeout, the bootstrap is FAILED with
+// the reason, the deletion audited, and its token is dead (its seed is no
+// longer served).
+func TestProviderBootstrapTimeout(t *testing.T) {
+	t.Parallel()
+	for _, p := range clouds {
+		t.Run(p.name, func(t *testing.T) {
+			cl := p.make(t)
+			c, acct := bootstrapCluster(t, cl, "BC_BOOTSTRAP_TIMEOUT=3s")
+			id := c.bootstrap(cl, acct, "never-joins")
+			m := machineOf(t, cl, c, id)
+			token := hostjoin.ParseEnv(writtenFile(t, userData(t, m), hostjoin.EnvPath))["BC_JOIN_TOKEN"]
+			b := c.waitBootstrap(id, "FAILED", 15*time.Second)
+			if reason, _ := b["stateReason"].(string); !strings.Contains(reason, "did not join within 3s") {
+				t.Errorf("stateReason %q", reason)
+			}
+			if n := len(cl.machines()); n != 0 {
+				t.Errorf("%d machines left at the provider", n)
+			}
+			if n := c.count("provider_bootstraps WHERE machine_deleted AND token_expires_at <= now()"); n != 1 {
+				t.Errorf("%d failed bootstraps with their machine deleted and token dead, want 1", n)
+			}
+			if n := c.count("audit_events WHERE action = 'providerBootstrap.deleteMachine' AND details->>'serverId' = $1", m.id); n != 1 {
+				t.Errorf("%d audited deletions of machine %s, want 1", n, m.id)
+			}
+			if code, _ := fetch(t, hostjoin.SeedURL(c.url, token)+"user-data"); code != http.StatusNotFound {
+				t.Errorf("a failed bootstrap's seed: %d, want 404", code)
+			}
+			c.scanFor(token)
+		})
+	}
+}
+
+// TestProviderBootstrapTokenLifetime: a join token outlived by its
+// bootstrap's deadline is refused after its lifetime: its seed is no
+// longer served.
+func TestProviderBootstrapTokenLifetime(t *testing.T) {
+	t.Parallel()
+	cl := proxmoxCloud(t)
+	c, acct := bootstrapCluster(t, cl, "BC_BOOTSTRAP_TOKEN_TTL=2s")
+	id := c.bootstrap(cl, acct, "slow-boot")
+	m := machineOf(t, cl, c, id)
+	c.waitBootstrap(id, "PROVISIONING", 10*time.Second)
+	if code, _ := fetch(t, m.seedURL+"user-data"); code != http.StatusOK {
+		t.Fatalf("a fresh seed: %d", code)
+	}
+	testenv.Eventually(t, 10*time.Second, "the seed refused after the token's lifetime", func() bool {
+		code, _ := fetch(t, m.seedURL+"user-data")
+		return code == http.StatusNotFound
+	})
+	if code, _ := fetch(t, strings.Replace(m.seedURL, hostjoin.TokenPrefix, hostjoin.TokenPrefix+"x", 1)+"user-data"); code != http.StatusNotFound {
+		t.Errorf("an unknown token's seed: %d, want 404", code)
+	}
+}
+
+// TestProviderBootstrapBadInput: bad requests are refused with a coded
+// error naming the field, and nothing is written but the failure's audit.
+func TestProviderBootstrapBadInput(t *testing.T) {
+	t.Parallel()
+	cl := hetznerCloud(t)
+	c, acct := bootstrapCluster(t, cl)
+	tenantAcct, providerPool := c.providerPoolOf(c.tenant, c.member, cl, "tenant-cloud", cl.credentials)
+	deleted := c.must(c.operator, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+		map[string]any{"in": map[string]any{"name": "gone", "provider": cl.kind, "credentials": cl.credentials, "settings": cl.settings}},
+		"createProviderAccount", "providerAccount", "id")
+	c.must(c.operator, `mutation($id: ID!) { deleteProviderAccount(input: {id: $id}) { providerAccount { id } } }`, map[string]any{"id": deleted})
+	c.adopt("taken-host", 1)
+	c.bootstrap(cl, acct, "taken-bootstrap")
+	unknownAcct := ids.Encode(ids.ProviderAccount, [16]byte{1})
+	unknownPool := ids.Encode(ids.Pool, [16]byte{2})
+
+	good := func() map[string]any {
+		return map[string]any{"providerAccountId": acct, "poolId": c.pool, "serverType": "cx22", "image": "debian-12", "name": "fresh"}
+	}
+	for _, tc := range []struct {
+		name, field, value     any
+		token, code, wantField string
+	}{
+		{name: "a tenant's provider account", field: "providerAccountId", value: tenantAcct, code: "INVALID_INPUT", wantField: "providerAccountId"},
+		{name: "a provider pool", field: "poolId", value: providerPool, code: "INVALID_INPUT", wantField: "poolId"},
+		{name: "an unknown account", field: "providerAccountId", value: unknownAcct, code: "NOT_FOUND", wantField: "providerAccountId"},
+		{name: "a deleted account", field: "providerAccountId", value: deleted, code: "NOT_FOUND", wantField: "providerAccountId"},
+		{name: "an unknown pool", field: "poolId", value: unknownPool, code: "NOT_FOUND", wantField: "poolId"},
+		{name: "a malformed account ID", field: "providerAccountId", value: "pa_!", code: "INVALID_INPUT", wantField: "providerAccountId"},
+		{name: "an empty name", field: "name", value: "", code: "INVALID_INPUT", wantField: "name"},
+		{name: "an oversized name", field: "name", value: strings.Repeat("a", 64), code: "INVALID_INPUT", wantField: "name"},
+		{name: "a name that is no slug", field: "name", value: "Rented One", code: "INVALID_INPUT", wantField: "name"},
+		{name: "a host's name", field: "name", value: "taken-host", code: "CONFLICT", wantField: "name"},
+		{name: "a bootstrap's name", field: "name", value: "taken-bootstrap", code: "CONFLICT", wantField: "name"},
+		{name: "an empty server type", field: "serverType", value: "", code: "INVALID_INPUT", wantField: "serverType"},
+		{name: "an oversized image", field: "image", value: strings.Repeat("i", 101), code: "INVALID_INPUT", wantField: "image"},
+		{name: "an image with a newline", field: "image", value: "debian\n12", code: "INVALID_INPUT", wantField: "image"},
+		{name: "a member", token: c.member, code: "FORBIDDEN"},
+	} {
+		t.Run(tc.name.(string), func(t *testing.T) {
+			in := good()
+			if tc.field != nil {
+				in[tc.field.(string)] = tc.value
+			}
+			token := tc.token
+			if token == "" {
+				token = c.operator
+			}
+			bootstraps, audits := c.count("provider_bootstraps"), c.count("audit_events WHERE action = 'providerBootstrap.create' AND outcome = 'success'")
+			_, errs := c.gql(token, `mutation($in: CreateProviderBootstrapInput!) { createProviderBootstrap(input: $in) { providerBootstrap { id } } }`, map[string]any{"in": in})
+			if len(errs) != 1 {
+				t.Fatalf("errors %v, want one", errs)
+			}
+			ext, _ := errs[0]["extensions"].(map[string]any)
+			if ext["code"] != tc.code || (tc.wantField != "" && ext["field"] != tc.wantField) {
+				t.Errorf("error %v, want %s on %s", errs[0], tc.code, tc.wantField)
+			}
+			if n := c.count("provider_bootstraps"); n != bootstraps {
+				t.Errorf("%d bootstraps, were %d", n, bootstraps)
+			}
+			if n := c.count("audit_events WHERE action = 'providerBootstrap.create' AND outcome = 'success'"); n != audits {
+				t.Errorf("%d successful creates audited, were %d", n, audits)
+			}
+		})
+	}
+	if n := c.count("outbox WHERE topic = 'vps.bootstraps'") + len(cl.machines()); n > 1 {
+		t.Errorf("%d machines or pending wakes beyond taken-bootstrap's", n)
+	}
+}
