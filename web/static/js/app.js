@@ -18,6 +18,7 @@ import { sandboxNewPage } from './pages/sandbox-new.js';
 import { templatesPage } from './pages/templates.js';
 import { usagePage } from './pages/usage.js';
 import { poolsPage, hostsPage, doctorPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
+import { bootstrapsPage } from './pages/bootstraps.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
 
@@ -42,6 +43,7 @@ const routes = [
   { path: /^\/usage$/, page: usagePage, nav: 'usage' },
   { path: /^\/ops\/pools$/, page: poolsPage, nav: 'pools', operator: true },
   { path: /^\/ops\/hosts$/, page: hostsPage, nav: 'hosts', operator: true },
+  { path: /^\/ops\/bootstraps$/, page: bootstrapsPage, nav: 'bootstraps', operator: true },
   { path: /^\/ops\/doctor$/, page: doctorPage, nav: 'doctor', operator: true },
   { path: /^\/ops\/flavors$/, page: flavorsPage, nav: 'flavors', operator: true },
   { path: /^\/ops\/images$/, page: imagesPage, nav: 'images', operator: true },
@@ -59,6 +61,7 @@ const NAV = [
 const OPS_NAV = [
   ['pools', '#/ops/pools', 'Pools'],
   ['hosts', '#/ops/hosts', 'Hosts'],
+  ['bootstraps', '#/ops/bootstraps', 'Bootstraps'],
   ['doctor', '#/ops/doctor', 'Doctor'],
   ['flavors', '#/ops/flavors', 'Flavors'],
   ['images', '#/ops/images', 'Images'],
