@@ -163,6 +163,8 @@ type cluster struct {
 	hosts    []*proc
 	// hostDirs are the hosts' state directories, by host name.
 	hostDirs map[string]string
+	// joins are what the certified hosts joined with, by host name.
+	joins map[string]join
 	reconcs  []*proc
 	procs    []*proc
 }
@@ -217,7 +219,7 @@ func start(t testing.TB, o options) *cluster {
 	o.applyDefaults()
 	bin := binary(t)
 	dir := t.TempDir()
-	c := &cluster{t: t, hostDirs: map[string]string{}}
+	c := &cluster{t: t, hostDirs: map[string]string{}, joins: map[string]join{}}
 	c.redisURL, c.redis = startRedis(t, dir)
 	dbURL := o.databaseURL
 	if dbURL == "" {
@@ -267,6 +269,7 @@ func start(t testing.TB, o options) *cluster {
 		c.hostDirs[name] = filepath.Join(dir, name)
 		if o.certified {
 			j := c.adoptCertified(name, o.hostVcpus)
+			c.joins[name] = j
 			c.hosts = append(c.hosts, c.startJoined(fmt.Sprintf("host-%d", i), c.hostURLs[i%len(c.hostURLs)], j, c.hostDirs[name], o.hostArgs...))
 			continue
 		}
