@@ -4,9 +4,12 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/hostca"
+	"github.com/better-compute/vps/hostjoin"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
@@ -67,10 +70,13 @@ type ReconcilerConfig struct {
 	// UsageSettle is how long after an interval ends it is metered
 	// (BC_USAGE_SETTLE). Default reconciler.DefaultUsageSettle.
 	UsageSettle time.Duration
-	// HostGatewayURL is the base URL at which provider bootstraps'
-	// machines reach the host gateway (BC_HOST_GATEWAY_URL). Default: none,
-	// and bootstraps wait.
-	HostGatewayURL string
+	// HostURL is serve's host listener as provider bootstraps' machines
+	// reach it (BC_HOST_URL, as on serve), their join script's BC_SERVER.
+	// Default: none, and bootstraps wait.
+	HostURL string
+	// SeedURL is where Proxmox bootstraps' machines fetch their NoCloud
+	// seed from serve (BC_BOOTSTRAP_SEED_URL). Default HostURL.
+	SeedURL string
 	// BootstrapTokenTTL is how long a bootstrap's join token can be used
 	// (BC_BOOTSTRAP_TOKEN_TTL). Default reconciler.DefaultBootstrapTokenTTL.
 	BootstrapTokenTTL time.Duration
@@ -103,7 +109,7 @@ func (c Config) Reconciler() ReconcilerConfig {
 		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL,
 		Secret: c.Secret, PreviousSecrets: c.PreviousSecrets,
 		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, Logger: c.Logger,
-		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints}, HostGatewayURL: c.HostGatewayURL,
+		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints}, HostURL: c.HostURL,
 	}
 }
 
@@ -123,7 +129,16 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 			"how long a host has to take a sandbox snapshot before it fails"),
 		usageInterval(&c.UsageInterval),
 		usageSettle(&c.UsageSettle),
-		hostGatewayURL(&c.HostGatewayURL),
+		hostURL(&c.HostURL, "https URL provider bootstraps' machines reach serve's host listener at (BC_HOST_URL of serve): their join script's BC_SERVER; empty: bootstraps wait"),
+		conf.Func("BC_BOOTSTRAP_SEED_URL", "BC_HOST_URL",
+			"base URL Proxmox bootstraps' machines fetch their cloud-init NoCloud seed from serve at: plain http or a publicly trusted https, as cloud-init cannot pin the host CA",
+			func(s string) error {
+				if err := hostjoin.CheckServer(s); err != nil {
+					return err
+				}
+				c.SeedURL = strings.TrimRight(s, "/")
+				return nil
+			}),
 		conf.Duration(&c.BootstrapTokenTTL, "BC_BOOTSTRAP_TOKEN_TTL", reconciler.DefaultBootstrapTokenTTL,
 			"how long a provider bootstrap's one-time join token can be used"),
 		conf.Duration(&c.BootstrapTimeout, "BC_BOOTSTRAP_TIMEOUT", reconciler.DefaultBootstrapTimeout,
@@ -217,6 +232,10 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	// Warm instances are made by the API's own code, so they are sealed and
 	// counted against their owner's quota as every instance is.
 	warm := control.New(db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter})
+	var hostCA *hostca.Authority // pins provider bootstraps' join scripts
+	if sealer != nil {
+		hostCA = hostca.New(hostca.Config{DB: db, Sealer: sealer, Logger: cfg.Logger})
+	}
 	r := reconciler.New(reconciler.Config{
 		DB: db, Redis: rdb, Prefix: cfg.RedisPrefix, Workers: cfg.Workers,
 		HostSilentAfter: cfg.HostSilentAfter, RescanInterval: cfg.RescanInterval, ClaimIdle: cfg.ClaimIdle,
@@ -224,7 +243,8 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 		UsageInterval: cfg.UsageInterval, UsageSettle: cfg.UsageSettle,
 		SnapshotTimeout: cfg.SnapshotTimeout,
-		HostGatewayURL:  cfg.HostGatewayURL, BootstrapTokenTTL: cfg.BootstrapTokenTTL, BootstrapTimeout: cfg.BootstrapTimeout,
+		HostURL:         cfg.HostURL, SeedURL: cfg.SeedURL, HostCA: hostCA,
+		BootstrapTokenTTL: cfg.BootstrapTokenTTL, BootstrapTimeout: cfg.BootstrapTimeout,
 	})
 	reg := server.NewRegistry()
 	reg.MustRegister(r.Collectors()...)

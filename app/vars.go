@@ -34,9 +34,10 @@ func hostSilentAfter(p *time.Duration) conf.Var {
 		"how long a host may go without reporting before its instances are LOST; the same on serve and reconcile")
 }
 
-func hostGatewayURL(p *string) conf.Var {
-	return conf.Func("BC_HOST_GATEWAY_URL", "",
-		"base URL at which provider bootstraps' machines reach the host gateway (their join script's BC_SERVER; Proxmox: their NoCloud seed's base); the same on serve and reconcile",
+// hostURL is serve's host listener as hosts reach it: join commands and
+// provider bootstraps' join scripts name it.
+func hostURL(p *string, doc string) conf.Var {
+	return conf.Func("BC_HOST_URL", "", doc,
 		func(s string) error {
 			if err := hostjoin.CheckServer(s); err != nil {
 				return err

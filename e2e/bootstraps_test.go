@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +15,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/hostjoin"
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
 )
@@ -28,51 +25,30 @@ import (
 // join scripts, and returns it with the account's ID. env is extra reconcile environment.
 func bootstrapCluster(t *testing.T, cl *cloud, env ...string) (*cluster, string) {
 	t.Helper()
-	c := start(t, options{reconcilers: 1, reconcileArgs: providerArgs, reconcileEnv: env, hostGateway: true})
+	c := start(t, options{reconcilers: 1, reconcileArgs: providerArgs, reconcileEnv: env, certified: true, hostGateway: true})
 	acct := c.must(c.operator, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
 		map[string]any{"in": map[string]any{"name": "ops-" + strings.ToLower(cl.kind), "provider": cl.kind, "credentials": cl.credentials, "settings": cl.settings}},
 		"createProviderAccount", "providerAccount", "id")
 	// The account serves a provider pool too, so the sweep lists it.
 	c.must(c.operator, `mutation($a: ID!) { createPool(input: {name: "shared-cloud", class: "provider", providerAccountId: $a}) { pool { id } } }`,
 		map[string]any{"a": acct}, "createPool", "pool", "id")
-	c.ensureHostCA()
 	return c, acct
 }
 
-// ensureHostCA waits briefly for serve's host CA and, when this build's
-// serve makes none, records a test CA: a join script pins whichever is
-// newest.
-func (c *cluster) ensureHostCA() {
-	c.t.Helper()
-	if testenv.Within(2*time.Second, func() bool { return c.count("host_cas WHERE retired_at IS NULL") > 0 }) {
-		return
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e host CA"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if _, err := c.db.Exec(context.Background(), `INSERT INTO host_cas (id, cert_pem, key_sealed, not_after) VALUES (gen_random_uuid(), $1, '\x00', $2)`,
-		string(certPEM), tmpl.NotAfter); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// caSHA256 is the pin of the newest live host CA.
+// caSHA256 is what a joining host pins: the SHA-256 of the DER of the
+// host CA that signs serve's host listener (the oldest live one).
 func (c *cluster) caSHA256() string {
 	c.t.Helper()
 	var certPEM string
-	if err := c.db.QueryRow(context.Background(), `SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1`).Scan(&certPEM); err != nil {
+	if err := c.db.QueryRow(context.Background(), `SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at, id LIMIT 1`).Scan(&certPEM); err != nil {
 		c.t.Fatal(err)
 	}
-	sum, err := hostjoin.CASHA256([]byte(certPEM))
-	if err != nil {
-		c.t.Fatal(err)
+	block, _ := pem.Decode([]byte(certPEM))
+	if block == nil {
+		c.t.Fatalf("host CA certificate %q", certPEM)
 	}
-	return sum
+	sum := sha256.Sum256(block.Bytes)
+	return hex.EncodeToString(sum[:])
 }
 
 const bootstrapFields = `id name state stateReason serverType image deadline createdAt updatedAt
@@ -185,7 +161,10 @@ func writtenFile(t *testing.T, cloudConfig, path string) string {
 // TestProviderBootstrap: on each provider, a bootstrap creates a machine
 // carrying the join script (Hetzner: in its user data; Proxmox: in the
 // NoCloud seed its SMBIOS serial names, which the gateway serves), and the
-// provider-pool sweep leaves the machine alone.
+// provider-pool sweep leaves the machine alone. The test plays the
+// machine: it runs the host daemon with the environment the script
+// writes; the host joins, the bootstrap is JOINED with it, and the host
+// serves an instance. The token is then refused, and found nowhere.
 func TestProviderBootstrap(t *testing.T) {
 	t.Parallel()
 	for _, p := range clouds {
@@ -203,11 +182,11 @@ func TestProviderBootstrap(t *testing.T) {
 			env := hostjoin.ParseEnv(writtenFile(t, script, hostjoin.EnvPath))
 			token := env["BC_JOIN_TOKEN"]
 			t.Run("the join script", func(t *testing.T) {
-				if env["BC_SERVER"] != c.url {
-					t.Errorf("BC_SERVER = %q, want the gateway's %q", env["BC_SERVER"], c.url)
+				if env["BC_SERVER"] != c.hostURLs[0] {
+					t.Errorf("BC_SERVER = %q, want serve's host listener %q", env["BC_SERVER"], c.hostURLs[0])
 				}
-				if !strings.HasPrefix(token, hostjoin.TokenPrefix) || len(token) < 40 {
-					t.Errorf("BC_JOIN_TOKEN = %q, want a %s token", token, hostjoin.TokenPrefix)
+				if !strings.HasPrefix(token, hostproto.JoinTokenPrefix) || len(token) < 40 {
+					t.Errorf("BC_JOIN_TOKEN = %q, want a %s token", token, hostproto.JoinTokenPrefix)
 				}
 				if env["BC_CA_SHA256"] != c.caSHA256() {
 					t.Errorf("BC_CA_SHA256 = %q, want the host CA's %q", env["BC_CA_SHA256"], c.caSHA256())
@@ -236,6 +215,38 @@ func TestProviderBootstrap(t *testing.T) {
 				}
 				if n := len(cl.machines()); n != 1 {
 					t.Errorf("%d machines, want 1", n)
+				}
+			})
+
+			t.Run("the machine joins and its host serves an instance", func(t *testing.T) {
+				c.proc("machine", []string{"BC_JOIN_TOKEN=" + env["BC_JOIN_TOKEN"], "BC_CA_SHA256=" + env["BC_CA_SHA256"]},
+					binary(t), "host", "--runtime", "fake", "--server", env["BC_SERVER"], "--heartbeat", "500ms", "--state-dir", t.TempDir())
+				b := c.waitBootstrap(id, "JOINED", 30*time.Second)
+				host, _ := b["host"].(map[string]any)
+				if host == nil || host["name"] != "rented-1" || b["stateReason"] != "" {
+					t.Fatalf("joined bootstrap: %v", b)
+				}
+				if n := c.count("hosts WHERE name = 'rented-1' AND pool_id = (SELECT pool_id FROM provider_bootstraps WHERE name = 'rented-1') AND cert_not_after > now()"); n != 1 {
+					t.Fatalf("%d certified hosts rented-1 in the bootstrap's pool", n)
+				}
+				c.must(c.operator, `mutation($h: ID!) { setHostCapacity(input: {hostId: $h, vcpus: 2, memoryMb: 2048, diskGb: 100}) { host { id } } }`,
+					map[string]any{"h": host["id"]})
+				c.create("on-rented", "RUNNING")
+				c.settle(30 * time.Second)
+				if n := c.count("instances i JOIN hosts h ON h.id = i.host_id WHERE h.name = 'rented-1' AND i.state = 'RUNNING'"); n != 1 {
+					t.Fatalf("%d instances running on rented-1", n)
+				}
+			})
+
+			t.Run("the token is refused a second time", func(t *testing.T) {
+				if status, body := c.joinRequest(token, csrFor(t, "")); status != http.StatusUnauthorized || !strings.Contains(body, "join_token") {
+					t.Fatalf("second join: %d %s, want 401 join_token", status, body)
+				}
+				if code, _ := fetch(t, hostjoin.SeedURL(c.url, token)+"user-data"); code != http.StatusNotFound {
+					t.Errorf("a spent token's seed: %d, want 404", code)
+				}
+				if n := c.count("hosts"); n != 1 {
+					t.Errorf("%d hosts, want rented-1 alone", n)
 				}
 			})
 
@@ -289,6 +300,7 @@ func TestProviderBootstrapTimeout(t *testing.T) {
 			c, acct := bootstrapCluster(t, cl, "BC_BOOTSTRAP_TIMEOUT=3s")
 			id := c.bootstrap(cl, acct, "never-joins")
 			m := machineOf(t, cl, c, id)
+			c.waitBootstrap(id, "PROVISIONING", 10*time.Second)
 			token := hostjoin.ParseEnv(writtenFile(t, userData(t, m), hostjoin.EnvPath))["BC_JOIN_TOKEN"]
 			b := c.waitBootstrap(id, "FAILED", 15*time.Second)
 			if reason, _ := b["stateReason"].(string); !strings.Contains(reason, "did not join within 3s") {
@@ -306,6 +318,9 @@ func TestProviderBootstrapTimeout(t *testing.T) {
 			if code, _ := fetch(t, hostjoin.SeedURL(c.url, token)+"user-data"); code != http.StatusNotFound {
 				t.Errorf("a failed bootstrap's seed: %d, want 404", code)
 			}
+			if status, body := c.joinRequest(token, csrFor(t, "")); status != http.StatusUnauthorized {
+				t.Errorf("a failed bootstrap's join: %d %s, want 401", status, body)
+			}
 			c.scanFor(token)
 		})
 	}
@@ -313,7 +328,7 @@ func TestProviderBootstrapTimeout(t *testing.T) {
 
 // TestProviderBootstrapTokenLifetime: a join token outlived by its
 // bootstrap's deadline is refused after its lifetime: its seed is no
-// longer served.
+// longer served and a join with it is refused.
 func TestProviderBootstrapTokenLifetime(t *testing.T) {
 	t.Parallel()
 	cl := proxmoxCloud(t)
@@ -324,11 +339,18 @@ func TestProviderBootstrapTokenLifetime(t *testing.T) {
 	if code, _ := fetch(t, m.seedURL+"user-data"); code != http.StatusOK {
 		t.Fatalf("a fresh seed: %d", code)
 	}
+	token := hostjoin.ParseEnv(writtenFile(t, userData(t, m), hostjoin.EnvPath))["BC_JOIN_TOKEN"]
 	testenv.Eventually(t, 10*time.Second, "the seed refused after the token's lifetime", func() bool {
 		code, _ := fetch(t, m.seedURL+"user-data")
 		return code == http.StatusNotFound
 	})
-	if code, _ := fetch(t, strings.Replace(m.seedURL, hostjoin.TokenPrefix, hostjoin.TokenPrefix+"x", 1)+"user-data"); code != http.StatusNotFound {
+	if status, body := c.joinRequest(token, csrFor(t, "")); status != http.StatusUnauthorized || !strings.Contains(body, "join_token") {
+		t.Errorf("a join past the token's lifetime: %d %s, want 401 join_token", status, body)
+	}
+	if b := c.bootstrapOf(id); b["state"] != "PROVISIONING" || b["host"] != nil {
+		t.Errorf("the bootstrap after a refused join: %v", b)
+	}
+	if code, _ := fetch(t, strings.Replace(m.seedURL, hostproto.JoinTokenPrefix, hostproto.JoinTokenPrefix+"x", 1)+"user-data"); code != http.StatusNotFound {
 		t.Errorf("an unknown token's seed: %d, want 404", code)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/hostjoin"
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 )
 
@@ -20,7 +21,7 @@ import (
 // logged.
 func (g *Gateway) seed(w http.ResponseWriter, r *http.Request) {
 	token, file := r.PathValue("token"), r.PathValue("file")
-	if g.cfg.HostGatewayURL == "" || !strings.HasPrefix(token, hostjoin.TokenPrefix) || len(token) > 100 {
+	if g.cfg.HostURL == "" || g.cfg.Authority == nil || !strings.HasPrefix(token, hostproto.JoinTokenPrefix) || len(token) > 100 {
 		http.NotFound(w, r)
 		return
 	}
@@ -38,17 +39,12 @@ func (g *Gateway) seed(w http.ResponseWriter, r *http.Request) {
 	case "meta-data":
 		body = hostjoin.MetaData(b.Name)
 	case "user-data":
-		caPEM, err := g.q.BootstrapCA(r.Context())
+		pin, err := g.cfg.Authority.ServerFingerprint(r.Context())
 		if err != nil {
 			g.fail(w, r, "read host CA", err)
 			return
 		}
-		sum, err := hostjoin.CASHA256([]byte(caPEM))
-		if err != nil {
-			g.fail(w, r, "read host CA", err)
-			return
-		}
-		body = hostjoin.Script{Server: g.cfg.HostGatewayURL, Token: token, CASHA256: sum}.UserData()
+		body = hostjoin.Script{Server: g.cfg.HostURL, Token: token, CASHA256: pin}.UserData()
 	case "vendor-data", "network-config":
 		body = "" // cloud-init asks; there is none
 	default:

@@ -12,19 +12,13 @@
 package hostjoin
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 )
-
-// TokenPrefix starts every join token.
-const TokenPrefix = "bcj_"
 
 // Where the join script puts things on the machine.
 const (
@@ -41,7 +35,7 @@ const (
 
 // NewToken returns a fresh join token and the hash stored for it: the
 // token itself is stored nowhere but in the machine's user data.
-func NewToken() (token string, hash []byte) { return iam.NewSecret(TokenPrefix) }
+func NewToken() (token string, hash []byte) { return iam.NewSecret(hostproto.JoinTokenPrefix) }
 
 // Script is what a join script says.
 type Script struct {
@@ -118,17 +112,6 @@ const SeedPathPrefix = "/host/seed/"
 // SeedURL is the NoCloud seed URL of token at the gateway at server.
 func SeedURL(server, token string) string {
 	return strings.TrimRight(server, "/") + SeedPathPrefix + token + "/"
-}
-
-// CASHA256 is the hex SHA-256 of the DER of the first certificate in
-// certPEM.
-func CASHA256(certPEM []byte) (string, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return "", errors.New("the host CA's certificate is not PEM")
-	}
-	sum := sha256.Sum256(block.Bytes)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // CheckServer checks a gateway URL a join script can carry: absolute

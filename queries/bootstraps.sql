@@ -60,11 +60,6 @@ SET state = 'JOINED', state_reason = NULL, host_id = @host_id, token_used_at = n
 WHERE id = @id AND state = 'PROVISIONING'
 RETURNING *;
 
--- BootstrapCA is the certificate of the host CA that signs host
--- certificates now (the newest live one), which a bootstrap's join script
--- pins.
--- name: BootstrapCA :one
-SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1;
 
 -- ProviderAccountOfBootstrap reads a bootstrap's account, even deleted
 -- since.

@@ -84,19 +84,12 @@ func (k *bootstraps) step(ctx context.Context, q *sqlc.Queries, b sqlc.ProviderB
 // one machine.
 func (k *bootstraps) provision(ctx context.Context, q *sqlc.Queries, b sqlc.ProviderBootstrap) (Result, error) {
 	cfg := k.r.cfg
-	if cfg.HostGatewayURL == "" {
-		return Result{}, errors.New("this reconciler has no host gateway URL (BC_HOST_GATEWAY_URL) to put in a join script")
+	if cfg.HostURL == "" || cfg.HostCA == nil {
+		return Result{}, errors.New("this reconciler has no host listener URL (BC_HOST_URL) to put in a join script")
 	}
-	caPEM, err := q.BootstrapCA(ctx)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Result{}, errors.New("there is no host CA yet for a join script to pin: serve makes it")
-	}
+	pin, err := cfg.HostCA.ServerFingerprint(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("read host CA: %w", err)
-	}
-	caSum, err := hostjoin.CASHA256([]byte(caPEM))
-	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("host CA: %w", err)
 	}
 	a, gone, err := k.account(ctx, q, b)
 	if gone || err != nil {
@@ -110,9 +103,9 @@ func (k *bootstraps) provision(ctx context.Context, q *sqlc.Queries, b sqlc.Prov
 	token, hash := hostjoin.NewToken()
 	req := cloud.CreateRequest{BootstrapID: b.ID.String(), Name: b.Name, ServerType: b.ServerType, Image: b.Image, PowerOn: true}
 	if a.provider == "proxmox" {
-		req.SeedURL = hostjoin.SeedURL(cfg.HostGatewayURL, token)
+		req.SeedURL = hostjoin.SeedURL(cfg.SeedURL, token)
 	} else {
-		req.UserData = hostjoin.Script{Server: cfg.HostGatewayURL, Token: token, CASHA256: caSum}.UserData()
+		req.UserData = hostjoin.Script{Server: cfg.HostURL, Token: token, CASHA256: pin}.UserData()
 	}
 	var srv cloud.Server
 	err = a.call(callCtx, "create bootstrap machine", func(ctx context.Context) (err error) {

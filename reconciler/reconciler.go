@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 )
@@ -85,11 +86,15 @@ type Config struct {
 	// state changes recorded in it have committed (BC_USAGE_SETTLE).
 	// Default 10s.
 	UsageSettle time.Duration
-	// HostGatewayURL is the base URL at which a provider bootstrap's
-	// machine reaches the host gateway (BC_HOST_GATEWAY_URL): its join
-	// script's BC_SERVER, and on Proxmox the base of its NoCloud seed.
-	// Without it, bootstraps wait and then fail at their timeout.
-	HostGatewayURL string
+	// HostURL is serve's host listener as a provider bootstrap's machine
+	// reaches it (BC_HOST_URL): its join script's BC_SERVER. Without it,
+	// or without HostCA, bootstraps wait and then fail at their timeout.
+	HostURL string
+	// SeedURL is where a Proxmox bootstrap's machine fetches its NoCloud
+	// seed from serve (BC_BOOTSTRAP_SEED_URL). Default HostURL.
+	SeedURL string
+	// HostCA is the host CA whose fingerprint join scripts pin.
+	HostCA *hostca.Authority
 	// BootstrapTokenTTL is how long a bootstrap's join token can be used
 	// (BC_BOOTSTRAP_TOKEN_TTL). Default 1h.
 	BootstrapTokenTTL time.Duration
@@ -170,6 +175,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.UsageSettle <= 0 {
 		c.UsageSettle = DefaultUsageSettle
+	}
+	if c.SeedURL == "" {
+		c.SeedURL = c.HostURL
 	}
 	if c.BootstrapTokenTTL <= 0 {
 		c.BootstrapTokenTTL = DefaultBootstrapTokenTTL

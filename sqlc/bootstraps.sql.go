@@ -48,20 +48,6 @@ func (q *Queries) BootstrapByToken(ctx context.Context, tokenHash []byte) (Provi
 	return i, err
 }
 
-const bootstrapCA = `-- name: BootstrapCA :one
-SELECT cert_pem FROM host_cas WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1
-`
-
-// BootstrapCA is the certificate of the host CA that signs host
-// certificates now (the newest live one), which a bootstrap's join script
-// pins.
-func (q *Queries) BootstrapCA(ctx context.Context) (string, error) {
-	row := q.db.QueryRow(ctx, bootstrapCA)
-	var cert_pem string
-	err := row.Scan(&cert_pem)
-	return cert_pem, err
-}
-
 const createProviderBootstrap = `-- name: CreateProviderBootstrap :one
 INSERT INTO provider_bootstraps (id, provider_account_id, pool_id, name, server_type, image)
 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, provider_account_id, pool_id, name, server_type, image, state, state_reason, provider_server_id, host_id, join_token_hash, token_expires_at, token_used_at, deadline, machine_deleted, version, created_at, updated_at
