@@ -130,8 +130,8 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		usageInterval(&c.UsageInterval),
 		usageSettle(&c.UsageSettle),
 		hostURL(&c.HostURL, "https URL provider bootstraps' machines reach serve's host listener at (BC_HOST_URL of serve): their join script's BC_SERVER; empty: bootstraps wait"),
-		conf.Func("BC_BOOTSTRAP_SEED_URL", "BC_HOST_URL",
-			"base URL Proxmox bootstraps' machines fetch their cloud-init NoCloud seed from serve at: plain http or a publicly trusted https, as cloud-init cannot pin the host CA",
+		conf.Func("BC_BOOTSTRAP_SEED_URL", "",
+			"base URL Proxmox bootstraps' machines fetch their cloud-init NoCloud seed from serve at: plain http or a publicly trusted https, as cloud-init cannot pin the host CA; empty: BC_HOST_URL",
 			func(s string) error {
 				if err := hostjoin.CheckServer(s); err != nil {
 					return err
@@ -197,6 +197,12 @@ func (c *ReconcilerConfig) applyDefaults() {
 	}
 	if c.SnapshotTimeout <= 0 {
 		c.SnapshotTimeout = reconciler.DefaultSnapshotTimeout
+	}
+	if c.BootstrapTokenTTL <= 0 {
+		c.BootstrapTokenTTL = reconciler.DefaultBootstrapTokenTTL
+	}
+	if c.BootstrapTimeout <= 0 {
+		c.BootstrapTimeout = reconciler.DefaultBootstrapTimeout
 	}
 	if c.UsageInterval <= 0 {
 		c.UsageInterval = reconciler.DefaultUsageInterval

@@ -121,11 +121,11 @@ func CheckServer(server string) error {
 	u, err := url.Parse(server)
 	switch {
 	case err != nil:
-		return fmt.Errorf("the host gateway URL %q: %w", server, err)
+		return fmt.Errorf("the URL %q: %w", server, err)
 	case u.Scheme != "https" && u.Scheme != "http", u.Host == "":
-		return fmt.Errorf("the host gateway URL %q must be an absolute https URL", server)
+		return fmt.Errorf("the URL %q must be an absolute https URL", server)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(server, " \t\r\n'\"$\\"):
-		return fmt.Errorf("the host gateway URL %q must have no user, query, fragment, spaces or quotes", server)
+		return fmt.Errorf("the URL %q must have no user, query, fragment, spaces or quotes", server)
 	}
 	return nil
 }
