@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -422,5 +424,50 @@ func TestProviderBootstrapBadInput(t *testing.T) {
 	}
 	if n := c.count("outbox WHERE topic = 'vps.bootstraps'") + len(cl.machines()); n > 1 {
 		t.Errorf("%d machines or pending wakes beyond taken-bootstrap's", n)
+	}
+}
+
+// TestProviderBootstrapCrash: a reconciler killed after the provider made
+// a bootstrap's machine, before the machine was recorded, leaves one
+// machine in the end, not two: the next pass finds the machine by its
+// label, deletes it (its token is known nowhere) and makes the one it
+// records, whose join script joins.
+func TestProviderBootstrapCrash(t *testing.T) {
+	t.Parallel()
+	for _, p := range clouds {
+		t.Run(p.name, func(t *testing.T) {
+			cl := p.make(t)
+			c, acct := bootstrapCluster(t, cl)
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			cl.block(func() {
+				once.Do(func() { close(held) })
+				<-release
+			})
+			id := c.bootstrap(cl, acct, "crashed")
+			<-held // the provider has made the machine; the reply is held
+			c.reconcs[0].signal(syscall.SIGKILL)
+			cl.block(nil)
+			close(release)
+			if n := len(cl.servers()); n != 1 {
+				t.Fatalf("%d servers at the provider after the held create, want 1", n)
+			}
+			c.reconcs[0].start()
+			c.waitBootstrap(id, "PROVISIONING", 30*time.Second)
+			machines := cl.machines()
+			if len(machines) != 1 || len(cl.servers()) != 1 {
+				t.Fatalf("machines %+v (of servers %v), want exactly one", machines, cl.servers())
+			}
+			if n := c.count("audit_events WHERE action = 'providerBootstrap.deleteMachine' AND details->>'reason' LIKE '%record was lost%'"); n != 1 {
+				t.Errorf("%d audited deletions of the unrecorded machine, want 1", n)
+			}
+			if n := c.count("provider_bootstraps WHERE provider_server_id = $1", machines[0].id); n != 1 {
+				t.Fatalf("the bootstrap does not record machine %s", machines[0].id)
+			}
+			env := hostjoin.ParseEnv(writtenFile(t, userData(t, machines[0]), hostjoin.EnvPath))
+			c.proc("machine", []string{"BC_JOIN_TOKEN=" + env["BC_JOIN_TOKEN"], "BC_CA_SHA256=" + env["BC_CA_SHA256"]},
+				binary(t), "host", "--runtime", "fake", "--server", env["BC_SERVER"], "--heartbeat", "500ms", "--state-dir", t.TempDir())
+			c.waitBootstrap(id, "JOINED", 30*time.Second)
+		})
 	}
 }
