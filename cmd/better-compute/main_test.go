@@ -1,13 +1,14 @@
 package main
 
 import (
-	"github.com/google/uuid"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
