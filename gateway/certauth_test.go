@@ -212,6 +212,25 @@ func TestCertificateRefusals(t *testing.T) {
 	}
 }
 
+// TestJoinOnlyOverTLS: the plain listener refuses join and renew, so a
+// join token never travels in clear.
+func TestJoinOnlyOverTLS(t *testing.T) {
+	e := setupCerts(t)
+	for _, path := range []string{hostproto.JoinPath, hostproto.RenewPath} {
+		req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(`{"csr": ""}`))
+		req.Header.Set("Authorization", "Bearer "+hostproto.JoinTokenPrefix+"x")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "FORBIDDEN") {
+			t.Errorf("%s on the plain listener: %d %s, want 403 FORBIDDEN", path, resp.StatusCode, b)
+		}
+	}
+}
+
 type rollback struct{}
 
 func (rollback) Error() string { return "roll back" }
