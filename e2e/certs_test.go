@@ -108,6 +108,16 @@ func TestHostJoinRefusals(t *testing.T) {
 		})
 		c.settle(30 * time.Second)
 	})
+	t.Run("no join token in the audit log or any process's log", func(t *testing.T) {
+		if n := c.count("audit_events WHERE details::text LIKE '%bcj_%'"); n != 0 {
+			t.Fatalf("%d audit events hold a join token", n)
+		}
+		for _, p := range c.procs {
+			if b, _ := os.ReadFile(p.log); bytes.Contains(b, []byte(hostproto.JoinTokenPrefix)) {
+				t.Fatalf("%s's log holds a join token", p.name)
+			}
+		}
+	})
 }
 
 // TestHostRenews: with 12 s certificates a host renews its own at two

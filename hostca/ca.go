@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/sqlc"
@@ -110,6 +111,8 @@ type CA struct {
 	ID   uuid.UUID
 	Cert *x509.Certificate
 	key  crypto.Signer
+	// CreatedAt is when it was made.
+	CreatedAt time.Time
 	// RetiredAt is when it stopped being trusted; nil while it is.
 	RetiredAt *time.Time
 }
@@ -220,7 +223,7 @@ func (a *Authority) open(r sqlc.HostCa) (CA, error) {
 	if len(seed) != ed25519.SeedSize {
 		return CA{}, fmt.Errorf("host CA %s: key is %d bytes, not an Ed25519 seed", r.ID, len(seed))
 	}
-	return CA{ID: r.ID, Cert: cert, key: ed25519.NewKeyFromSeed(seed), RetiredAt: r.RetiredAt}, nil
+	return CA{ID: r.ID, Cert: cert, key: ed25519.NewKeyFromSeed(seed), CreatedAt: r.CreatedAt, RetiredAt: r.RetiredAt}, nil
 }
 
 // create makes a CA and stores it with q.
@@ -341,8 +344,10 @@ func (a *Authority) Rotate(ctx context.Context) (CA, error) {
 			return err
 		}
 		var err error
-		row, err = a.create(ctx, q)
-		return err
+		if row, err = a.create(ctx, q); err != nil {
+			return err
+		}
+		return audit.Write(ctx, q, audit.Event{Action: "hostCA.rotate", TargetType: "hostCA", TargetID: row.ID, RequestID: audit.RequestID(ctx)})
 	})
 	if err != nil {
 		return CA{}, fmt.Errorf("rotate host CA: %w", err)
@@ -375,7 +380,7 @@ func (a *Authority) Retire(ctx context.Context, id uuid.UUID) error {
 			}
 			return err
 		}
-		return nil
+		return audit.Write(ctx, q, audit.Event{Action: "hostCA.retire", TargetType: "hostCA", TargetID: id, RequestID: audit.RequestID(ctx)})
 	})
 	if err != nil {
 		return fmt.Errorf("retire host CA: %w", err)

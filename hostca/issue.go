@@ -84,9 +84,15 @@ func (a *Authority) Issue(ctx context.Context, q *sqlc.Queries, hostID uuid.UUID
 	if err != nil {
 		return Issued{}, fmt.Errorf("sign host certificate: %w", err)
 	}
-	serial := tmpl.SerialNumber.Text(16)
+	// Recorded as the certificate says, to the second, as the gateway
+	// reads it.
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return Issued{}, fmt.Errorf("read host certificate: %w", err)
+	}
+	serial := SerialHex(cert)
 	if err := q.InsertHostCertificate(ctx, sqlc.InsertHostCertificateParams{
-		Serial: serial, HostID: hostID, CaID: ca.ID, NotBefore: tmpl.NotBefore, NotAfter: tmpl.NotAfter,
+		Serial: serial, HostID: hostID, CaID: ca.ID, NotBefore: cert.NotBefore, NotAfter: cert.NotAfter,
 	}); err != nil {
 		return Issued{}, fmt.Errorf("record host certificate: %w", err)
 	}
@@ -97,6 +103,6 @@ func (a *Authority) Issue(ctx context.Context, q *sqlc.Queries, hostID uuid.UUID
 		Certificate: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		Bundle:      c.bundle(),
 		Serial:      serial,
-		NotAfter:    tmpl.NotAfter,
+		NotAfter:    cert.NotAfter,
 	}, nil
 }
