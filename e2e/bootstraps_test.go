@@ -471,3 +471,23 @@ func TestProviderBootstrapCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderBootstrapWaits: a reconciler that cannot write a join script
+// (no BC_HOST_URL) makes no machine; the bootstrap waits PENDING, saying
+// what for.
+func TestProviderBootstrapWaits(t *testing.T) {
+	t.Parallel()
+	cl := hetznerCloud(t)
+	c := start(t, options{reconcilers: 1, reconcileArgs: providerArgs, certified: true})
+	acct := c.must(c.operator, `mutation($in: CreateProviderAccountInput!) { createProviderAccount(input: $in) { providerAccount { id } } }`,
+		map[string]any{"in": map[string]any{"name": "ops", "provider": cl.kind, "credentials": cl.credentials, "settings": cl.settings}},
+		"createProviderAccount", "providerAccount", "id")
+	id := c.bootstrap(cl, acct, "waits")
+	testenv.Eventually(t, 15*time.Second, "the bootstrap's reason", func() bool {
+		reason, _ := c.bootstrapOf(id)["stateReason"].(string)
+		return strings.Contains(reason, "BC_HOST_URL")
+	})
+	if b := c.bootstrapOf(id); b["state"] != "PENDING" || len(cl.machines()) != 0 {
+		t.Errorf("bootstrap %v with %d machines, want PENDING with none", b, len(cl.machines()))
+	}
+}

@@ -55,6 +55,10 @@ func (k *bootstraps) Reconcile(ctx context.Context, req Request) (Result, error)
 	})
 	if err != nil && !IsTerminal(err) && ctx.Err() == nil {
 		reason, wait := retryReason(err)
+		var w waiting
+		if errors.As(err, &w) {
+			reason = string(w)
+		}
 		k.noteRetry(ctx, id, reason)
 		return Result{RequeueAfter: wait}, err
 	}
@@ -85,7 +89,7 @@ func (k *bootstraps) step(ctx context.Context, q *sqlc.Queries, b sqlc.ProviderB
 func (k *bootstraps) provision(ctx context.Context, q *sqlc.Queries, b sqlc.ProviderBootstrap) (Result, error) {
 	cfg := k.r.cfg
 	if cfg.HostURL == "" || cfg.HostCA == nil {
-		return Result{}, errors.New("this reconciler has no host listener URL (BC_HOST_URL) to put in a join script")
+		return Result{}, waiting("waiting for a reconciler configured with BC_HOST_URL (serve's host listener) and BC_SECRET to write its join script")
 	}
 	pin, err := cfg.HostCA.ServerFingerprint(ctx)
 	if err != nil {
@@ -215,3 +219,9 @@ func (k *bootstraps) noteRetry(ctx context.Context, id uuid.UUID, reason string)
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// waiting is an error that says, in words for operators, what a bootstrap
+// waits for: its stateReason while it is retried.
+type waiting string
+
+func (w waiting) Error() string { return string(w) }
