@@ -108,7 +108,7 @@ func machineOf(t *testing.T, cl *cloud, c *cluster, id string) machine {
 }
 
 // fetch GETs url and returns the status and body.
-func fetch(t *testing.T, url string) (int, string) {
+func fetch(t testing.TB, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -260,8 +260,8 @@ func TestProviderBootstrap(t *testing.T) {
 }
 
 // scanFor fails if secret appears in what the API answers operators and
-// members (bootstraps, hosts, the audit log), in the audit rows, or in any
-// process's log.
+// members (bootstraps, hosts, the audit log), serve's metrics, the audit
+// rows, or any process's log.
 func (c *cluster) scanFor(secret string) {
 	c.t.Helper()
 	for _, q := range []struct{ token, query string }{
@@ -275,6 +275,9 @@ func (c *cluster) scanFor(secret string) {
 		if all := fmt.Sprint(data, errs); strings.Contains(all, secret) {
 			c.t.Errorf("the token is in the answer to %s", q.query)
 		}
+	}
+	if _, body := fetch(c.t, c.url+"/metrics"); strings.Contains(body, secret) {
+		c.t.Errorf("the token is in serve's metrics")
 	}
 	if n := c.count("audit_events WHERE details::text LIKE '%' || $1 || '%'", secret); n != 0 {
 		c.t.Errorf("the token is in %d audit rows", n)
