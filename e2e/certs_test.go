@@ -21,6 +21,12 @@ import (
 	"github.com/better-compute/vps/internal/testenv"
 )
 
+// The host certificate tests, through the real processes. Each was seen to
+// fail with the code broken: the gateway ignoring client certificates
+// (TestHostJoinsByCertificate), a join token not spent by its join and the
+// revocation check dropped (TestHostJoinRefusals), the daemon not renewing
+// or reusing connections made under its old certificate (TestHostRenews).
+
 // TestHostJoinsByCertificate: a host given only a join token joins over
 // the TLS host listener, gets its certificate and serves an instance by
 // certificate alone; it has no bearer credential.
