@@ -173,9 +173,11 @@ func TestProviderBootstrap(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
 			c, acct := bootstrapCluster(t, cl)
+			asked := time.Now()
 			id := c.bootstrap(cl, acct, "rented-1")
 			m := machineOf(t, cl, c, id)
 			b := c.waitBootstrap(id, "PROVISIONING", 10*time.Second)
+			t.Logf("%s: machine created and recorded %v after the bootstrap was asked for", p.name, time.Since(asked).Round(time.Millisecond))
 			if b["deadline"] == nil || b["host"] != nil || b["name"] != "rented-1" {
 				t.Errorf("provisioning bootstrap: %v", b)
 			}
@@ -221,9 +223,11 @@ func TestProviderBootstrap(t *testing.T) {
 			})
 
 			t.Run("the machine joins and its host serves an instance", func(t *testing.T) {
+				started := time.Now()
 				c.proc("machine", []string{"BC_JOIN_TOKEN=" + env["BC_JOIN_TOKEN"], "BC_CA_SHA256=" + env["BC_CA_SHA256"]},
 					binary(t), "host", "--runtime", "fake", "--server", env["BC_SERVER"], "--heartbeat", "500ms", "--state-dir", t.TempDir())
 				b := c.waitBootstrap(id, "JOINED", 30*time.Second)
+				t.Logf("%s: JOINED %v after the daemon started", p.name, time.Since(started).Round(time.Millisecond))
 				host, _ := b["host"].(map[string]any)
 				if host == nil || host["name"] != "rented-1" || b["stateReason"] != "" {
 					t.Fatalf("joined bootstrap: %v", b)
