@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -66,8 +65,6 @@ type HostCapacityInput struct {
 	GPUs     []domain.GPU
 }
 
-var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-
 // SetHostCapacity replaces a host's capacity and GPU inventory. Operators only.
 func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (domain.Host, error) {
 	var host sqlc.Host
@@ -97,7 +94,7 @@ func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (do
 		}
 		for i, g := range in.GPUs {
 			g.Address = strings.ToLower(strings.TrimSpace(g.Address))
-			if !pciAddress.MatchString(g.Address) {
+			if !domain.IsPCIAddress(g.Address) {
 				return apierr.Invalid(fmt.Sprintf("gpus[%d].address", i), "must be a PCI address such as 0000:65:00.0")
 			}
 			if strings.TrimSpace(g.Model) == "" {

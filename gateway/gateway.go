@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/audit"
@@ -46,6 +47,10 @@ type Config struct {
 	Stats StatsSink
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// failHandler names a report handler made to fail after it ran, its
+	// writes made (tests only: export_test.go).
+	failHandler string
 }
 
 func (c *Config) applyDefaults() {
@@ -77,12 +82,28 @@ type Gateway struct {
 	// runtimeRefused holds, by host ID, why it was refused for its
 	// runtime, so each refusal is logged once, not on every retry.
 	runtimeRefused sync.Map
+	// chain are the report handlers (handlers), in order.
+	chain []reportHandler
+	// handlerFailures counts, by handler, the reports whose handler failed
+	// and was rolled back.
+	handlerFailures *prometheus.CounterVec
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.
 func New(cfg Config) *Gateway {
 	cfg.applyDefaults()
-	return &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{})}
+	g := &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{}),
+		handlerFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bc_gateway_report_handler_failures_total",
+			Help: "Host reports whose handler failed, by handler: its writes were rolled back, the other handlers' kept, and the report accepted.",
+		}, []string{"handler"})}
+	g.chain = g.handlers()
+	for i, h := range g.chain {
+		if h.name == cfg.failHandler {
+			g.chain[i].handle = failAfter(h.handle)
+		}
+	}
+	return g
 }
 
 // Run holds the process's one Redis subscription for spec changes until
