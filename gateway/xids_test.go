@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/better-compute/vps/gateway"
 	"github.com/better-compute/vps/hostproto"
