@@ -72,7 +72,9 @@ func TestGPUXid(t *testing.T) {
 			return state == "RUNNING"
 		})
 	}
-	wantReason := func(address string) string { return "GPU " + address + " on host hv-0 is unhealthy (Xid 79: GPU has fallen off the bus.)" }
+	wantReason := func(address string) string {
+		return "GPU " + address + " on host hv-0 is unhealthy (Xid 79: GPU has fallen off the bus.)"
+	}
 
 	a := c.createOf(gpuFlavor, "gpu-a", "RUNNING")
 	running(a)
