@@ -1,7 +1,9 @@
 // Package gateway is the host gateway in `serve`: hosts authenticate with
-// their credential, long-poll their NodeSpec and post runtime reports. The
-// report handler (the instance status handler) records what a host
-// saw and wakes the reconciler; it never changes an instance's state.
+// their credential, long-poll their NodeSpec and post runtime reports. A
+// report runs a chain of handlers, each in a savepoint of its own: the
+// instance status handler records what a host saw and wakes the reconciler
+// (it never changes an instance's state), and the Xid handler turns its
+// GPUs' Xid events into device health.
 package gateway
 
 import (
