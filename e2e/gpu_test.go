@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/drivers/runtime/fake"
@@ -17,6 +18,27 @@ import (
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
 )
+
+// gpuCluster starts a cluster of one fake host with 2 fake GPUs and
+// returns it with a function that writes an Xid line of a device into the
+// host's kernel log.
+func gpuCluster(t *testing.T) (*cluster, func(address string, code int, msg string)) {
+	kmsg := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 16, hostArgs: []string{"--fake-gpus", "2", "--fake-kmsg", kmsg}})
+	return c, func(address string, code int, msg string) {
+		t.Helper()
+		f, err := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		now := time.Now()
+		fmt.Fprintf(f, "4,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=4242, name=python3, %s\n", now.UnixNano(), now.UnixMicro(), strings.TrimSuffix(address, ".0"), code, msg)
+	}
+}
 
 // TestGPUXid: through the real processes, a fake host with 2 fake GPUs
 // whose kernel log the test writes. An Xid 79 on one GPU marks it
@@ -28,11 +50,7 @@ import (
 // device placeable again: the waiting instance is placed on it.
 func TestGPUXid(t *testing.T) {
 	t.Parallel()
-	kmsg := filepath.Join(t.TempDir(), "kmsg")
-	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 16, hostArgs: []string{"--fake-gpus", "2", "--fake-kmsg", kmsg}})
+	c, xid := gpuCluster(t)
 	gpuFlavor := c.must(c.operator, `mutation($m: String!) { createFlavor(input: {name: "gpu", vcpus: 1, memoryMb: 1024, diskGb: 10, gpuModel: $m, gpuCount: 1}) { flavor { id } } }`,
 		map[string]any{"m": fake.GPUModel}, "createFlavor", "flavor", "id")
 	data, _ := c.gql(c.operator, `{ hosts { id } }`, nil)
@@ -47,15 +65,6 @@ func TestGPUXid(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	xid := func(address string, code int, msg string) {
-		t.Helper()
-		f, err := os.OpenFile(kmsg, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		fmt.Fprintf(f, "4,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=4242, name=python3, %s\n", time.Now().UnixNano(), time.Now().UnixNano()/1000, strings.TrimSuffix(address, ".0"), code, msg)
-	}
 	device := func(instance string) string {
 		t.Helper()
 		var addr string
@@ -193,4 +202,36 @@ func TestGPUXid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConsoleGPUHealth: the hosts page shows a GPU a fatal Xid marked
+// unhealthy, with the Xid, and its "Clear mark" action (confirmed) clears
+// the mark, as the API then says.
+func TestConsoleGPUHealth(t *testing.T) {
+	chrome := chromium(t)
+	c, xid := gpuCluster(t)
+	bad := fake.GPUAddress(1)
+	testenv.Eventually(t, 30*time.Second, "the host's 2 GPUs adopted", func() bool { return c.count("host_gpus") == 2 })
+	xid(bad, 79, "GPU has fallen off the bus.")
+	testenv.Eventually(t, 30*time.Second, "the device marked", func() bool { return c.count("host_gpus WHERE unhealthy_since IS NOT NULL") == 1 })
+
+	b := newBrowser(t, chrome)
+	b.do("open the console", chromedp.Navigate(c.url+"/"))
+	b.wait("the login form", `document.documentElement.dataset.usable === 'login'`)
+	b.do("log in as the operator", chromedp.SendKeys(chromedp.ID("login-token"), c.operator), chromedp.Click(chromedp.ID("login-submit")))
+	b.wait("logged in", `!!document.querySelector('a[href="#/ops/hosts"]')`)
+	b.do("open hosts", chromedp.Click(chromedp.CSS(`a[href="#/ops/hosts"]`)))
+	b.waitFor(30*time.Second, "the unhealthy GPU with its Xid, the healthy one without", fmt.Sprintf(`(() => {
+		const bad = document.querySelector('.gpu[data-address=%q]'), good = document.querySelector('.gpu[data-address=%q]');
+		return !!bad && !!good && bad.dataset.healthy === 'false' && bad.textContent.includes('Xid 79: GPU has fallen off the bus.') &&
+			bad.textContent.includes('last Xid 79') && good.dataset.healthy === 'true' && !good.querySelector('button');
+	})()`, bad, fake.GPUAddress(0)))
+	b.do("clear the mark", chromedp.Click(chromedp.CSS(fmt.Sprintf(`.gpu[data-address=%q] button`, bad))))
+	b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+	b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+	b.waitFor(30*time.Second, "the GPU healthy", fmt.Sprintf(`document.querySelector('.gpu[data-address=%q]')?.dataset.healthy === 'true'`, bad))
+	if n := c.count("host_gpus WHERE unhealthy_since IS NOT NULL"); n != 0 {
+		t.Fatalf("%d devices still unhealthy after the console cleared the mark", n)
+	}
+	b.noErrors()
 }
