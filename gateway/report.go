@@ -79,12 +79,17 @@ type hostReport struct {
 type reportHandler struct {
 	// name labels its failures in the log and the metrics.
 	name   string
-	handle func(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error)
+	handle handleFunc
 }
 
+// handleFunc records, with q, what a handler takes of r.
+type handleFunc func(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error)
+
 // handlers are the gateway's report handlers, in the order they run. A
-// handler locks instance rows, never the host's: the report locks the
-// host's row last, after every handler (see record).
+// handler locks instance rows before the host's, and a handler that locks
+// the host's row runs last: the reconciler locks an instance, then its
+// host, and the report writes the host's row after every handler (see
+// record).
 func (g *Gateway) handlers() []reportHandler {
 	return []reportHandler{
 		{name: "instances", handle: g.recordInstances},
@@ -97,7 +102,7 @@ func (g *Gateway) handlers() []reportHandler {
 var errHandlerFailed = errors.New("failed on purpose")
 
 // failAfter runs handle and then fails, its writes made.
-func failAfter(handle func(context.Context, *sqlc.Queries, hostReport) (recorded, error)) func(context.Context, *sqlc.Queries, hostReport) (recorded, error) {
+func failAfter(handle handleFunc) handleFunc {
 	return func(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error) {
 		if _, err := handle(ctx, q, r); err != nil {
 			return recorded{}, err

@@ -89,8 +89,9 @@
 // status of each command of the spec the daemon knows, and always the
 // inventory. It carries the Xid events the Runtime read of the inventory's
 // GPUs (the newest of each device and code) until a report carrying them
-// is accepted; the Runtime signals Changes for each, so one is reported at
-// once.
+// is accepted (a report made while that one was on the wire may carry them
+// again, which the gateway takes as once); the Runtime signals Changes for
+// each, so one is reported at once.
 package hostd
 
 import (
