@@ -153,6 +153,18 @@ func TestGPUXid(t *testing.T) {
 		})
 	})
 
+	t.Run("setting the host's capacity clears no mark", func(t *testing.T) {
+		gpus := []map[string]any{}
+		for i := range 2 {
+			gpus = append(gpus, map[string]any{"address": fake.GPUAddress(i), "vendor": "NVIDIA", "model": fake.GPUModel})
+		}
+		c.must(c.operator, `mutation($h: ID!, $g: [GpuInput!]) { setHostCapacity(input: {hostId: $h, vcpus: 16, memoryMb: 16384, diskGb: 100000, gpus: $g}) { host { id } } }`,
+			map[string]any{"h": hostID, "g": gpus})
+		if n := c.count("host_gpus WHERE unhealthy_since IS NOT NULL AND last_xid = 79"); n != 2 {
+			t.Fatalf("%d devices unhealthy after setHostCapacity, want 2", n)
+		}
+	})
+
 	t.Run("clearing a mark is for operators and names what does not exist", func(t *testing.T) {
 		clear := `mutation($h: ID!, $a: String!) { clearGpuHealth(input: {hostId: $h, address: $a}) { host { id } } }`
 		cases := []struct {
