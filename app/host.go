@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/hostcert"
+	"github.com/better-compute/vps/drivers/runtime/fake"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/internal/conf"
@@ -64,6 +65,14 @@ type HostConfig struct {
 	// FakeFailSnapshots, when set, makes the fake runtime fail every
 	// snapshot with this reason (--fake-fail-snapshots). Default: none.
 	FakeFailSnapshots string
+	// FakeGPUs is how many fake NVIDIA GPUs the fake runtime's inventory
+	// has (--fake-gpus), at stable PCI addresses (fake.GPUAddress).
+	// Default: none.
+	FakeGPUs int
+	// FakeKmsg is a file the fake runtime follows as its kernel log
+	// (--fake-kmsg): each NVIDIA Xid line appended to it is an Xid event of
+	// the host, as /dev/kmsg's on a real one. Default: none.
+	FakeKmsg string
 	// FakeProtocol is the host protocol version a daemon of the fake
 	// runtime speaks (--fake-protocol), to test how the server serves older
 	// daemons. Default: the current one.
@@ -170,6 +179,8 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.FakeFailStarts, "fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
 	fs.DurationVar(&c.FakeSnapshotDelay, "fake-snapshot-delay", 0, "fake runtime: how long a snapshot takes")
 	fs.StringVar(&c.FakeFailSnapshots, "fake-fail-snapshots", "", "fake runtime: fail every snapshot with this `reason`")
+	fs.IntVar(&c.FakeGPUs, "fake-gpus", 0, "fake runtime: how many fake NVIDIA GPUs (model "+fake.GPUModel+") the host has")
+	fs.StringVar(&c.FakeKmsg, "fake-kmsg", "", "fake runtime: `file` followed as the kernel log; NVIDIA Xid lines appended to it are the host's Xid events")
 	fs.IntVar(&c.FakeProtocol, "fake-protocol", 0, "fake runtime: host protocol `version` to speak, to test older daemons; 0: the current one")
 	fs.StringVar(&c.LibvirtURI, "libvirt-uri", "", "libvirt runtime: connection `URI`; empty: the runtime's default")
 	fs.StringVar(&c.LibvirtSocket, "libvirt-socket", "", "libvirt runtime: libvirtd's unix `socket`; empty: the runtime's default")
@@ -248,8 +259,18 @@ func (c *HostConfig) Prepare() error {
 	if c.FakeProtocol != 0 && c.Runtime != RuntimeFake {
 		return fmt.Errorf("--fake-protocol is for the %s runtime only", RuntimeFake)
 	}
+	if (c.FakeGPUs != 0 || c.FakeKmsg != "") && c.Runtime != RuntimeFake {
+		return fmt.Errorf("--fake-gpus and --fake-kmsg are for the %s runtime only", RuntimeFake)
+	}
+	if c.FakeGPUs < 0 || c.FakeGPUs > maxFakeGPUs {
+		return fmt.Errorf("--fake-gpus %d is not between 0 and %d", c.FakeGPUs, maxFakeGPUs)
+	}
 	return nil
 }
+
+// maxFakeGPUs bounds --fake-gpus: the fake's addresses stay on distinct
+// PCI buses.
+const maxFakeGPUs = 64
 
 // FakeStateDir is the default state dir of a fake host: under the temp
 // dir, named after a digest of its credential, so that each simulated host

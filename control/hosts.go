@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -99,8 +98,6 @@ type HostCapacityInput struct {
 	GPUs     []domain.GPU
 }
 
-var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-
 // SetHostCapacity replaces a host's capacity and GPU inventory. Operators only.
 func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (domain.Host, error) {
 	var host sqlc.Host
@@ -125,19 +122,24 @@ func (s *Service) SetHostCapacity(ctx context.Context, in HostCapacityInput) (do
 		if _, err := q.SetHostCapacity(ctx, sqlc.SetHostCapacityParams{HostID: in.HostID, Vcpus: in.Vcpus, MemoryMb: in.MemoryMB, DiskGb: in.DiskGB}); err != nil {
 			return fmt.Errorf("set capacity: %w", err)
 		}
-		if err := q.DeleteHostGPUs(ctx, in.HostID); err != nil {
-			return fmt.Errorf("clear GPUs: %w", err)
-		}
+		keep := make([]string, len(in.GPUs))
 		for i, g := range in.GPUs {
-			g.Address = strings.ToLower(strings.TrimSpace(g.Address))
-			if !pciAddress.MatchString(g.Address) {
+			keep[i] = strings.ToLower(strings.TrimSpace(g.Address))
+			if !domain.IsPCIAddress(keep[i]) {
 				return apierr.Invalid(fmt.Sprintf("gpus[%d].address", i), "must be a PCI address such as 0000:65:00.0")
 			}
 			if strings.TrimSpace(g.Model) == "" {
 				return apierr.Invalid(fmt.Sprintf("gpus[%d].model", i), "is required")
 			}
-			if err := q.InsertHostGPU(ctx, sqlc.InsertHostGPUParams{HostID: in.HostID, Address: g.Address, Vendor: g.Vendor, Model: g.Model}); err != nil {
-				return fmt.Errorf("add GPU %s: %w", g.Address, err)
+		}
+		// A GPU that stays keeps its health: setting capacity clears no
+		// unhealthy mark.
+		if err := q.DeleteHostGPUsExcept(ctx, sqlc.DeleteHostGPUsExceptParams{HostID: in.HostID, Keep: keep}); err != nil {
+			return fmt.Errorf("remove GPUs: %w", err)
+		}
+		for i, g := range in.GPUs {
+			if err := q.PutHostGPU(ctx, sqlc.PutHostGPUParams{HostID: in.HostID, Address: keep[i], Vendor: g.Vendor, Model: g.Model}); err != nil {
+				return fmt.Errorf("set GPU %s: %w", keep[i], err)
 			}
 		}
 		ev.Details = map[string]any{"vcpus": in.Vcpus, "memoryMb": in.MemoryMB, "diskGb": in.DiskGB, "gpus": len(in.GPUs)}

@@ -142,9 +142,19 @@ type GPU struct {
 	Address string
 	Vendor  string
 	Model   string
+	// Health is what its Xid events say of it.
+	Health GPUHealth
 }
 
 // GPUFromRow maps a host_gpus row.
 func GPUFromRow(r sqlc.HostGpu) GPU {
-	return GPU{Address: r.Address, Vendor: r.Vendor, Model: r.Model}
+	g := GPU{Address: r.Address, Vendor: r.Vendor, Model: r.Model}
+	g.Health.UnhealthySince, g.Health.LastXidAt = r.UnhealthySince, r.LastXidAt
+	if r.HealthReason != nil {
+		g.Health.Reason = *r.HealthReason
+	}
+	if r.LastXid != nil {
+		g.Health.LastXid = int(*r.LastXid)
+	}
+	return g
 }

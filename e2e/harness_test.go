@@ -526,8 +526,14 @@ var sshKey = func() string {
 // create asks for an instance and returns its ID.
 func (c *cluster) create(name, desired string) string {
 	c.t.Helper()
+	return c.createOf(c.flavor, name, desired)
+}
+
+// createOf asks for an instance of a flavor and returns its ID.
+func (c *cluster) createOf(flavor, name, desired string) string {
+	c.t.Helper()
 	return c.must(c.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`,
-		map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor, "imageId": c.image, "name": name,
+		map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": flavor, "imageId": c.image, "name": name,
 			"sshKeys": []string{sshKey}, "desiredState": desired}}, "createInstance", "instance", "id")
 }
 

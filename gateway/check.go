@@ -105,6 +105,9 @@ func checkReport(rep hostproto.Report, version int) error {
 	if err := checkCommands(rep.Commands); err != nil {
 		return err
 	}
+	if err := checkXids(rep.Xids); err != nil {
+		return err
+	}
 	if inv := rep.Inventory; inv != nil {
 		switch {
 		case inv.Vcpus < 0 || inv.Vcpus > math.MaxInt32:

@@ -1,7 +1,9 @@
 // Package gateway is the host gateway in `serve`: hosts authenticate with
-// their credential, long-poll their NodeSpec and post runtime reports. The
-// report handler (the instance status handler) records what a host
-// saw and wakes the reconciler; it never changes an instance's state.
+// their credential, long-poll their NodeSpec and post runtime reports. A
+// report runs a chain of handlers, each in a savepoint of its own: the
+// instance status handler records what a host saw and wakes the reconciler
+// (it never changes an instance's state), and the Xid handler turns its
+// GPUs' Xid events into device health.
 package gateway
 
 import (
@@ -55,6 +57,10 @@ type Config struct {
 	Stats StatsSink
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// failHandler names a report handler made to fail after it ran, its
+	// writes made (tests only: export_test.go).
+	failHandler string
 }
 
 func (c *Config) applyDefaults() {
@@ -88,12 +94,28 @@ type Gateway struct {
 	runtimeRefused sync.Map
 	// refusedTotal counts the hosts refused, by reason.
 	refusedTotal *prometheus.CounterVec
+	// chain are the report handlers (handlers), in order.
+	chain []reportHandler
+	// handlerFailures counts, by handler, the reports whose handler failed
+	// and was rolled back.
+	handlerFailures *prometheus.CounterVec
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.
 func New(cfg Config) *Gateway {
 	cfg.applyDefaults()
-	return &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{}), refusedTotal: newRefusedCounter()}
+	g := &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{}), refusedTotal: newRefusedCounter(),
+		handlerFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bc_gateway_report_handler_failures_total",
+			Help: "Host reports whose handler failed, by handler: its writes were rolled back, the other handlers' kept, and the report accepted.",
+		}, []string{"handler"})}
+	g.chain = g.handlers()
+	for i, h := range g.chain {
+		if h.name == cfg.failHandler {
+			g.chain[i].handle = failAfter(h.handle)
+		}
+	}
+	return g
 }
 
 // Run holds the process's one Redis subscription for spec changes until

@@ -11,12 +11,14 @@ import (
 )
 
 // Collectors are the gateway's metrics, for /metrics: the hosts refused by
-// reason (this process's), the host commands' outcomes and how long the oldest unfinished one of each lane has waited.
+// reason and the report handlers' failures in this process, the host
+// commands' outcomes and how long the oldest unfinished one of each lane has
+// waited.
 // They are read from Postgres at each scrape, so every serve shows the same
 // figures whichever process (a gateway from a report, a reconciler at a
 // deadline) ended a command.
 func (g *Gateway) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.refusedTotal, &commandCollector{
+	return []prometheus.Collector{g.refusedTotal, g.handlerFailures, &commandCollector{
 		q:   g.q,
 		log: g.log.With("metrics", "host commands"),
 		total: prometheus.NewDesc("bc_host_commands_total",

@@ -42,7 +42,7 @@ func (r *hostResolver) Gpus(ctx context.Context, obj *domain.Host) ([]model.Gpu,
 	gpus, _, err := load(ctx, loadersFrom(ctx).gpus, obj.ID)
 	out := make([]model.Gpu, len(gpus))
 	for i, g := range gpus {
-		out[i] = model.Gpu{Address: g.Address, Vendor: g.Vendor, Model: g.Model}
+		out[i] = gpuModel(g)
 	}
 	return out, err
 }
@@ -160,6 +160,16 @@ func (r *mutationResolver) RevokeHostCertificates(ctx context.Context, input mod
 		return model.HostPayload{}, r.svc.Reject(ctx, control.ActRevokeHostCerts, err)
 	}
 	host, err := r.svc.RevokeHostCertificates(ctx, hostID)
+	return model.HostPayload{Host: host}, err
+}
+
+// ClearGpuHealth is the resolver for the clearGpuHealth field.
+func (r *mutationResolver) ClearGpuHealth(ctx context.Context, input model.ClearGpuHealthInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActClearGPUHealth, err)
+	}
+	host, err := r.svc.ClearGPUHealth(ctx, hostID, input.Address)
 	return model.HostPayload{Host: host}, err
 }
 

@@ -87,7 +87,11 @@
 // domain carries its Stats (CPU time, memory), read from the Runtime when
 // the report is made, so at least every heartbeat. A report carries the
 // status of each command of the spec the daemon knows, and always the
-// inventory.
+// inventory. It carries the Xid events the Runtime read of the inventory's
+// GPUs (the newest of each device and code) until a report carrying them
+// is accepted (a report made while that one was on the wire may carry them
+// again, which the gateway takes as once); the Runtime signals Changes for
+// each, so one is reported at once.
 package hostd
 
 import (
@@ -232,6 +236,9 @@ type Daemon struct {
 	gw   *gateway
 	conv *converger
 	cmds *commander // made by Run
+	// xids holds the Runtime's Xid events until a report carrying them
+	// is accepted.
+	xids *xidBuffer
 	// metrics count what it does, for Collectors.
 	metrics *metrics
 }
@@ -252,6 +259,7 @@ func New(cfg Config) *Daemon {
 			runtime:    cfg.RuntimeName,
 		},
 		conv:    newConverger(cfg.Runtime, cfg.ShutdownTimeout, cfg.ConvergeSlots, cfg.Logger, m),
+		xids:    &xidBuffer{log: cfg.Logger},
 		metrics: m,
 	}
 }
@@ -351,10 +359,15 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 	}
 	// The inventory goes with every report: it is small, and a report that
 	// carried it may have been replaced by a newer one before it was posted.
+	d.xids.add(d.cfg.Runtime.Xids())
 	if inv, err := d.cfg.Runtime.Inventory(ctx); err != nil {
 		d.log.Warn("report without inventory", "err", err)
 	} else {
 		r.Inventory = &inv
+		if d.gw.version >= hostproto.XidsVersion {
+			// Only with the inventory: its GPUs say which Xids the gateway takes.
+			r.Xids = d.xids.report(inv.GPUs)
+		}
 	}
 	if d.gw.version < hostproto.CommandsVersion {
 		r = asOlder(r, d.gw.version)

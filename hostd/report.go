@@ -24,6 +24,7 @@ func (d *Daemon) postReports(ctx context.Context, reports chan hostproto.Report)
 				d.metrics.reportDone(err)
 			}
 			if err == nil {
+				d.xids.forget(r.Xids)
 				retry.reset()
 				break
 			}

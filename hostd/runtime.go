@@ -48,8 +48,13 @@ type Runtime interface {
 	Undefine(ctx context.Context, id string) error
 	// Inventory reports the host's vCPUs, memory, disk and GPUs.
 	Inventory(ctx context.Context) (hostproto.Inventory, error)
+	// Xids returns the Xid events the host's kernel logged for its GPUs
+	// since the last call, oldest first, and forgets them: the daemon
+	// keeps them until a report carrying them is accepted.
+	Xids() []hostproto.Xid
 	// Changes signals, without blocking the runtime, when a domain changed
-	// state on its own (it crashed, or was destroyed by hand).
+	// state on its own (it crashed, or was destroyed by hand), or an Xid
+	// event came.
 	Changes() <-chan struct{}
 }
 

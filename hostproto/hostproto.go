@@ -3,7 +3,10 @@
 // runtime report it posts back. docs/host-protocol.md describes it.
 package hostproto
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Version is the newest protocol version, the one this build's host daemon
 // speaks; it is part of every path. Version 2 added InstanceSpec.Env and
@@ -11,8 +14,9 @@ import "fmt"
 // whose power is paused (SandboxVersion). Version 3 added host commands
 // (NodeSpec.Commands, Report.Commands), restores (InstanceSpec.RestoreFrom)
 // and per-instance generations in reports (InstanceStatus.Generation,
-// StateDefining) (CommandsVersion).
-const Version = 3
+// StateDefining) (CommandsVersion). Version 4 added the GPU Xid events of
+// reports (Report.Xids) (XidsVersion).
+const Version = 4
 
 // MinVersion is the oldest version the gateway serves. It serves every
 // version from MinVersion to Version, each on its own paths, so a rolling
@@ -27,6 +31,11 @@ const SandboxVersion = 2
 // CommandsVersion is the version that added commands, restores and
 // per-instance generations: what a snapshot or a restored instance needs.
 const CommandsVersion = 3
+
+// XidsVersion is the version that added Xid events to reports. No instance
+// needs it: a host of an older version runs GPU instances all the same,
+// but the control plane hears nothing of its GPUs' faults.
+const XidsVersion = 4
 
 // Paths of the gateway for this build's version, relative to the server's
 // base URL.
@@ -182,7 +191,36 @@ type Report struct {
 	// Commands are the statuses of the spec's commands the host knows
 	// (version 3).
 	Commands []CommandStatus `json:"commands,omitempty"`
+	// Xids are the Xid events the host's kernel logged for its GPUs since
+	// its last accepted report, oldest first, at most MaxXids (version 4).
+	// The host forgets them once a report carrying them is accepted.
+	Xids []Xid `json:"xids,omitempty"`
 }
+
+// Xid is an NVIDIA Xid event: the GPU driver's report of a fault of one
+// device, as the kernel logged it ("NVRM: Xid (PCI:0000:3b:00): 79, …").
+type Xid struct {
+	// Address is the GPU's PCI address as the inventory has it, such as
+	// 0000:3b:00.0.
+	Address string `json:"address"`
+	// Code is the Xid number, from 1 to MaxXidCode.
+	Code int `json:"code"`
+	// Message is the driver's text after the code, without the pid and
+	// process name, at most MaxXidMessage bytes.
+	Message string `json:"message,omitempty"`
+	// At is when the host read the event.
+	At time.Time `json:"at"`
+}
+
+// Bounds of Xid events.
+const (
+	// MaxXids bounds the Xid events of one report.
+	MaxXids = 64
+	// MaxXidCode is the highest Xid number.
+	MaxXidCode = 999
+	// MaxXidMessage bounds an Xid's message, in bytes.
+	MaxXidMessage = 512
+)
 
 // InstanceStatus is one instance as the host saw it.
 type InstanceStatus struct {

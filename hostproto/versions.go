@@ -30,10 +30,13 @@ func (s NodeSpec) As(version int) NodeSpec {
 }
 
 // As reads r as a report of the given version: it keeps no field that
-// version does not know. Before CommandsVersion a report has no commands
-// and its Generation speaks for every instance; before SandboxVersion it
-// has no stats.
+// version does not know. Before XidsVersion a report has no Xid events;
+// before CommandsVersion no commands either, and its Generation speaks for
+// every instance; before SandboxVersion it has no stats.
 func (r Report) As(version int) Report {
+	if version < XidsVersion {
+		r.Xids = nil
+	}
 	if version >= CommandsVersion {
 		return r
 	}

@@ -62,3 +62,18 @@ func TestAsBeforeCommands(t *testing.T) {
 		t.Fatalf("report as 2 = %+v", got)
 	}
 }
+
+// TestAsBeforeXids: a report read as version 3 has no Xid events; at
+// version 4 it keeps them.
+func TestAsBeforeXids(t *testing.T) {
+	t.Parallel()
+	rep := hostproto.Report{Protocol: hostproto.XidsVersion, Generation: 2,
+		Commands: []hostproto.CommandStatus{{ID: "cmd_x", State: hostproto.CommandRunning}},
+		Xids:     []hostproto.Xid{{Address: "0000:3b:00.0", Code: 79}}}
+	if got := rep.As(hostproto.CommandsVersion); got.Xids != nil || len(got.Commands) != 1 || len(rep.Xids) != 1 {
+		t.Fatalf("report as %d = %+v (original %+v)", hostproto.CommandsVersion, got, rep)
+	}
+	if got := rep.As(hostproto.XidsVersion); len(got.Xids) != 1 {
+		t.Fatalf("Xids dropped at version %d", hostproto.XidsVersion)
+	}
+}

@@ -19,11 +19,16 @@ RETURNING *;
 -- name: GetHostCapacities :many
 SELECT * FROM host_capacity WHERE host_id = ANY(@ids::uuid[]);
 
--- name: DeleteHostGPUs :exec
-DELETE FROM host_gpus WHERE host_id = $1;
+-- DeleteHostGPUsExcept removes a host's GPUs but those at the kept
+-- addresses.
+-- name: DeleteHostGPUsExcept :exec
+DELETE FROM host_gpus WHERE host_id = @host_id AND NOT (address = ANY(@keep::text[]));
 
--- name: InsertHostGPU :exec
-INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4);
+-- PutHostGPU adds a GPU to a host, or sets the vendor and model of one it
+-- has, keeping its health: only clearGpuHealth clears an unhealthy mark.
+-- name: PutHostGPU :exec
+INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_id, address) DO UPDATE SET vendor = EXCLUDED.vendor, model = EXCLUDED.model;
 
 -- name: ListHostGPUs :many
 SELECT * FROM host_gpus WHERE host_id = ANY(@ids::uuid[]) ORDER BY host_id, address;

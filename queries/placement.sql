@@ -24,10 +24,10 @@ WHERE h.pool_id = @pool AND NOT h.draining
 GROUP BY h.id, c.host_id
 ORDER BY h.id;
 
--- FreeGPUs lists the unclaimed GPUs of a model on some hosts.
+-- FreeGPUs lists the unclaimed, healthy GPUs of a model on some hosts.
 -- name: FreeGPUs :many
 SELECT g.host_id, g.address FROM host_gpus g
-WHERE g.host_id = ANY(@hosts::uuid[]) AND g.model = @model
+WHERE g.host_id = ANY(@hosts::uuid[]) AND g.model = @model AND g.unhealthy_since IS NULL
   AND NOT EXISTS (SELECT 1 FROM device_claims d WHERE d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL)
 ORDER BY g.host_id, g.address;
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
@@ -156,6 +157,13 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if st.to != "" {
 		p.ToState = string(st.to)
 	}
+	if st.reason == "" && !st.recreate && !st.release {
+		reason, err := gpuReason(ctx, q, inst)
+		if err != nil {
+			return err
+		}
+		p.StateReason = reason
+	}
 	if st.power != keepPower {
 		p.SpecPower = st.power.spec()
 		p.ObservedState, p.ObservedReason = nil, ""
@@ -199,6 +207,27 @@ func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams) e
 		typ = events.Deleted
 	}
 	return events.Enqueue(ctx, q, TopicEvents, typ, out)
+}
+
+// gpuReason is the state reason an instance keeps while it holds a device
+// a fatal Xid marked unhealthy (domain.GPUFailedReason), so a step that
+// gives no reason of its own does not hide it; "" otherwise.
+func gpuReason(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (string, error) {
+	if inst.GpuCount == 0 || inst.HostID == nil {
+		return "", nil
+	}
+	bad, err := q.UnhealthyClaim(ctx, inst.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read its devices' health: %w", err)
+	}
+	var reason string
+	if bad.HealthReason != nil {
+		reason = *bad.HealthReason
+	}
+	return domain.GPUFailedReason(bad.HostName, bad.Address, reason), nil
 }
 
 // release frees what the instance holds on its host (allocation and device

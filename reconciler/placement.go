@@ -43,12 +43,12 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return false, fmt.Errorf("list hosts: %w", err)
 	}
+	hostIDs := make([]uuid.UUID, len(hosts))
+	for i, h := range hosts {
+		hostIDs[i] = h.ID
+	}
 	gpus := map[uuid.UUID][]string{}
 	if inst.GpuCount > 0 && inst.GpuModel != nil {
-		hostIDs := make([]uuid.UUID, len(hosts))
-		for i, h := range hosts {
-			hostIDs[i] = h.ID
-		}
 		free, err := q.FreeGPUs(ctx, sqlc.FreeGPUsParams{Hosts: hostIDs, Model: *inst.GpuModel})
 		if err != nil {
 			return false, fmt.Errorf("list free GPUs: %w", err)
@@ -63,7 +63,11 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		if only != nil {
 			reason = restoreNoRoom(ctx, q, inst, *only, hosts)
 		}
-		return false, r.wait(ctx, q, inst, reason)
+		devices, err := gpusBusy(ctx, q, inst, hostIDs)
+		if err != nil {
+			return false, err
+		}
+		return false, r.wait(ctx, q, inst, reason+devices)
 	}
 
 	mac, err := r.lease(ctx, q, inst)
@@ -174,6 +178,20 @@ func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidates
 		reason += fmt.Sprintf(" and speaks host protocol %d or later (older: %s)", protocol, strings.Join(older, ", "))
 	}
 	return reason
+}
+
+// gpusBusy says, for an instance that needs GPUs, what holds the devices
+// of its model on the candidate hosts: " (GPUs fake-gpu: 2, 1 unhealthy,
+// 1 taken)"; "" for one that needs none.
+func gpusBusy(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hostIDs []uuid.UUID) (string, error) {
+	if inst.GpuCount == 0 || inst.GpuModel == nil {
+		return "", nil
+	}
+	n, err := q.GPUsOfModel(ctx, sqlc.GPUsOfModelParams{Hosts: hostIDs, Model: *inst.GpuModel})
+	if err != nil {
+		return "", fmt.Errorf("count GPUs: %w", err)
+	}
+	return fmt.Sprintf(" (GPUs %s on live hosts: %d, %d unhealthy, %d taken)", *inst.GpuModel, n.Total, n.Unhealthy, n.Taken), nil
 }
 
 var errNoAddress = errors.New("no free address")

@@ -48,12 +48,19 @@ func (q *Queries) CreateHost(ctx context.Context, arg CreateHostParams) (Host, e
 	return i, err
 }
 
-const deleteHostGPUs = `-- name: DeleteHostGPUs :exec
-DELETE FROM host_gpus WHERE host_id = $1
+const deleteHostGPUsExcept = `-- name: DeleteHostGPUsExcept :exec
+DELETE FROM host_gpus WHERE host_id = $1 AND NOT (address = ANY($2::text[]))
 `
 
-func (q *Queries) DeleteHostGPUs(ctx context.Context, hostID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, deleteHostGPUs, hostID)
+type DeleteHostGPUsExceptParams struct {
+	HostID uuid.UUID
+	Keep   []string
+}
+
+// DeleteHostGPUsExcept removes a host's GPUs but those at the kept
+// addresses.
+func (q *Queries) DeleteHostGPUsExcept(ctx context.Context, arg DeleteHostGPUsExceptParams) error {
+	_, err := q.db.Exec(ctx, deleteHostGPUsExcept, arg.HostID, arg.Keep)
 	return err
 }
 
@@ -199,27 +206,6 @@ func (q *Queries) HostAllocations(ctx context.Context, ids []uuid.UUID) ([]HostA
 	return items, nil
 }
 
-const insertHostGPU = `-- name: InsertHostGPU :exec
-INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
-`
-
-type InsertHostGPUParams struct {
-	HostID  uuid.UUID
-	Address string
-	Vendor  string
-	Model   string
-}
-
-func (q *Queries) InsertHostGPU(ctx context.Context, arg InsertHostGPUParams) error {
-	_, err := q.db.Exec(ctx, insertHostGPU,
-		arg.HostID,
-		arg.Address,
-		arg.Vendor,
-		arg.Model,
-	)
-	return err
-}
-
 const listHostGPUs = `-- name: ListHostGPUs :many
 SELECT host_id, address, vendor, model, unhealthy_since, health_reason, last_xid, last_xid_at FROM host_gpus WHERE host_id = ANY($1::uuid[]) ORDER BY host_id, address
 `
@@ -289,6 +275,30 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const putHostGPU = `-- name: PutHostGPU :exec
+INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, $3, $4)
+ON CONFLICT (host_id, address) DO UPDATE SET vendor = EXCLUDED.vendor, model = EXCLUDED.model
+`
+
+type PutHostGPUParams struct {
+	HostID  uuid.UUID
+	Address string
+	Vendor  string
+	Model   string
+}
+
+// PutHostGPU adds a GPU to a host, or sets the vendor and model of one it
+// has, keeping its health: only clearGpuHealth clears an unhealthy mark.
+func (q *Queries) PutHostGPU(ctx context.Context, arg PutHostGPUParams) error {
+	_, err := q.db.Exec(ctx, putHostGPU,
+		arg.HostID,
+		arg.Address,
+		arg.Vendor,
+		arg.Model,
+	)
+	return err
 }
 
 const setHostCapacity = `-- name: SetHostCapacity :one

@@ -37,7 +37,7 @@ func (q *Queries) FreeAddress(ctx context.Context, poolID uuid.UUID) (FreeAddres
 
 const freeGPUs = `-- name: FreeGPUs :many
 SELECT g.host_id, g.address FROM host_gpus g
-WHERE g.host_id = ANY($1::uuid[]) AND g.model = $2
+WHERE g.host_id = ANY($1::uuid[]) AND g.model = $2 AND g.unhealthy_since IS NULL
   AND NOT EXISTS (SELECT 1 FROM device_claims d WHERE d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL)
 ORDER BY g.host_id, g.address
 `
@@ -52,7 +52,7 @@ type FreeGPUsRow struct {
 	Address string
 }
 
-// FreeGPUs lists the unclaimed GPUs of a model on some hosts.
+// FreeGPUs lists the unclaimed, healthy GPUs of a model on some hosts.
 func (q *Queries) FreeGPUs(ctx context.Context, arg FreeGPUsParams) ([]FreeGPUsRow, error) {
 	rows, err := q.db.Query(ctx, freeGPUs, arg.Hosts, arg.Model)
 	if err != nil {

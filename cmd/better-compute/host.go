@@ -30,7 +30,8 @@ func runHost(ctx context.Context, cfg *app.HostConfig) error {
 	var rt hostd.Runtime
 	switch cfg.Runtime {
 	case app.RuntimeFake:
-		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay, StateDir: cfg.StateDir, SnapshotDir: cfg.SnapshotDir, SnapshotDelay: cfg.FakeSnapshotDelay})
+		h := fake.New(fake.Config{BootDelay: cfg.FakeBootDelay, StateDir: cfg.StateDir, SnapshotDir: cfg.SnapshotDir, SnapshotDelay: cfg.FakeSnapshotDelay,
+			GPUs: cfg.FakeGPUs, KmsgFile: cfg.FakeKmsg, Logger: log})
 		defer h.Close()
 		if cfg.FakeFailStarts != "" {
 			h.FailAllStarts(cfg.FakeFailStarts)

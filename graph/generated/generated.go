@@ -136,9 +136,14 @@ type ComplexityRoot struct {
 	}
 
 	Gpu struct {
-		Address func(childComplexity int) int
-		Model   func(childComplexity int) int
-		Vendor  func(childComplexity int) int
+		Address        func(childComplexity int) int
+		HealthReason   func(childComplexity int) int
+		Healthy        func(childComplexity int) int
+		LastXid        func(childComplexity int) int
+		LastXidAt      func(childComplexity int) int
+		Model          func(childComplexity int) int
+		UnhealthySince func(childComplexity int) int
+		Vendor         func(childComplexity int) int
 	}
 
 	Host struct {
@@ -249,6 +254,7 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		ClearGpuHealth             func(childComplexity int, input model.ClearGpuHealthInput) int
 		CreateAPIToken             func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateFlavor               func(childComplexity int, input model.CreateFlavorInput) int
 		CreateHost                 func(childComplexity int, input model.CreateHostInput) int
@@ -667,6 +673,7 @@ type MutationResolver interface {
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
 	CreateHostJoinToken(ctx context.Context, input model.CreateHostJoinTokenInput) (model.CreateHostPayload, error)
 	RevokeHostCertificates(ctx context.Context, input model.RevokeHostCertificatesInput) (model.HostPayload, error)
+	ClearGpuHealth(ctx context.Context, input model.ClearGpuHealthInput) (model.HostPayload, error)
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
 	CreateProviderBootstrap(ctx context.Context, input model.CreateProviderBootstrapInput) (model.ProviderBootstrapPayload, error)
@@ -1114,12 +1121,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Gpu.Address(childComplexity), true
+	case "Gpu.healthReason":
+		if e.ComplexityRoot.Gpu.HealthReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Gpu.HealthReason(childComplexity), true
+	case "Gpu.healthy":
+		if e.ComplexityRoot.Gpu.Healthy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Gpu.Healthy(childComplexity), true
+	case "Gpu.lastXid":
+		if e.ComplexityRoot.Gpu.LastXid == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Gpu.LastXid(childComplexity), true
+	case "Gpu.lastXidAt":
+		if e.ComplexityRoot.Gpu.LastXidAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Gpu.LastXidAt(childComplexity), true
 	case "Gpu.model":
 		if e.ComplexityRoot.Gpu.Model == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Gpu.Model(childComplexity), true
+	case "Gpu.unhealthySince":
+		if e.ComplexityRoot.Gpu.UnhealthySince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Gpu.UnhealthySince(childComplexity), true
 	case "Gpu.vendor":
 		if e.ComplexityRoot.Gpu.Vendor == nil {
 			break
@@ -1565,6 +1602,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IpPool.Size(childComplexity), true
 
+	case "Mutation.clearGpuHealth":
+		if e.ComplexityRoot.Mutation.ClearGpuHealth == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_clearGpuHealth_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ClearGpuHealth(childComplexity, args["input"].(model.ClearGpuHealthInput)), true
 	case "Mutation.createApiToken":
 		if e.ComplexityRoot.Mutation.CreateAPIToken == nil {
 			break
@@ -3238,6 +3286,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AuditEventFilter", ec.unmarshalInputAuditEventFilter),
+			graphql.NewInputUnmarshaler("ClearGpuHealthInput", ec.unmarshalInputClearGpuHealthInput),
 			graphql.NewInputUnmarshaler("CreateApiTokenInput", ec.unmarshalInputCreateApiTokenInput),
 			graphql.NewInputUnmarshaler("CreateFlavorInput", ec.unmarshalInputCreateFlavorInput),
 			graphql.NewInputUnmarshaler("CreateHostInput", ec.unmarshalInputCreateHostInput),
@@ -3720,6 +3769,19 @@ type Gpu {
   address: String!
   vendor: String!
   model: String!
+  """
+  False once a fatal Xid (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) its host
+  reported marked it unhealthy: nothing new is placed on it until an operator
+  clears the mark (clearGpuHealth).
+  """
+  healthy: Boolean!
+  "When the mark was made; null while healthy."
+  unhealthySince: DateTime
+  "The Xid that made the mark, such as \"Xid 79: GPU has fallen off the bus.\"; null while healthy."
+  healthReason: String
+  "The newest Xid its host reported of it, fatal or not; null for none."
+  lastXid: Int
+  lastXidAt: DateTime
 }
 
 input CreatePoolInput {
@@ -3806,6 +3868,12 @@ input SetHostCapacityInput {
   gpus: [GpuInput!]
 }
 
+input ClearGpuHealthInput {
+  hostId: ID!
+  "The GPU's PCI address, such as 0000:65:00.0."
+  address: String!
+}
+
 input SetHostDrainingInput {
   hostId: ID!
   draining: Boolean!
@@ -3842,6 +3910,11 @@ extend type Mutation {
   createHostJoinToken(input: CreateHostJoinTokenInput!): CreateHostPayload!
   "Revokes every certificate of a host: the gateway refuses them at once."
   revokeHostCertificates(input: RevokeHostCertificatesInput!): HostPayload!
+  """
+  Clears the unhealthy mark of a host's GPU once it was looked at: it is
+  placed on again, and the pool's pending instances are woken. Operators only.
+  """
+  clearGpuHealth(input: ClearGpuHealthInput!): HostPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/catalog.graphqls", Input: `enum ImageFormat {
@@ -4810,6 +4883,16 @@ func (ec *executionContext) childFields_Gpu(ctx context.Context, field graphql.C
 		return ec.fieldContext_Gpu_vendor(ctx, field)
 	case "model":
 		return ec.fieldContext_Gpu_model(ctx, field)
+	case "healthy":
+		return ec.fieldContext_Gpu_healthy(ctx, field)
+	case "unhealthySince":
+		return ec.fieldContext_Gpu_unhealthySince(ctx, field)
+	case "healthReason":
+		return ec.fieldContext_Gpu_healthReason(ctx, field)
+	case "lastXid":
+		return ec.fieldContext_Gpu_lastXid(ctx, field)
+	case "lastXidAt":
+		return ec.fieldContext_Gpu_lastXidAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Gpu", field.Name)
 }
@@ -5699,6 +5782,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Mutation_clearGpuHealth_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ClearGpuHealthInput, error) {
+			return ec.unmarshalNClearGpuHealthInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐClearGpuHealthInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
 
 func (ec *executionContext) field_Mutation_createApiToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -7869,6 +7966,121 @@ func (ec *executionContext) _Gpu_model(ctx context.Context, field graphql.Collec
 }
 func (ec *executionContext) fieldContext_Gpu_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Gpu", field, false, false, "String")
+}
+
+func (ec *executionContext) _Gpu_healthy(ctx context.Context, field graphql.CollectedField, obj *model.Gpu) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Gpu_healthy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Healthy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Gpu_healthy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Gpu", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Gpu_unhealthySince(ctx context.Context, field graphql.CollectedField, obj *model.Gpu) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Gpu_unhealthySince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UnhealthySince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Gpu_unhealthySince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Gpu", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Gpu_healthReason(ctx context.Context, field graphql.CollectedField, obj *model.Gpu) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Gpu_healthReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HealthReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Gpu_healthReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Gpu", field, false, false, "String")
+}
+
+func (ec *executionContext) _Gpu_lastXid(ctx context.Context, field graphql.CollectedField, obj *model.Gpu) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Gpu_lastXid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastXid, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Gpu_lastXid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Gpu", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Gpu_lastXidAt(ctx context.Context, field graphql.CollectedField, obj *model.Gpu) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Gpu_lastXidAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastXidAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Gpu_lastXidAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Gpu", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _Host_id(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -10417,6 +10629,50 @@ func (ec *executionContext) fieldContext_Mutation_revokeHostCertificates(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_revokeHostCertificates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_clearGpuHealth(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_clearGpuHealth(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ClearGpuHealth(ctx, fc.Args["input"].(model.ClearGpuHealthInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
+			return ec.marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_clearGpuHealth(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_clearGpuHealth_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17735,6 +17991,55 @@ func UnmarshalAuditEventFilter(ctx context.Context, raw any) (model.AuditEventFi
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputClearGpuHealthInput(ctx context.Context, obj any) (model.ClearGpuHealthInput, error) {
+	var it model.ClearGpuHealthInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"hostId", "address"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "hostId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HostID = data
+		case "address":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("address"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Address = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalClearGpuHealthInput unmarshals raw into the ClearGpuHealthInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalClearGpuHealthInput(ctx context.Context, raw any) (model.ClearGpuHealthInput, error) {
+	var out model.ClearGpuHealthInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ClearGpuHealthInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateApiTokenInput(ctx context.Context, obj any) (model.CreateAPITokenInput, error) {
 	var it model.CreateAPITokenInput
 	if obj == nil {
@@ -20726,6 +21031,31 @@ func (ec *executionContext) _Gpu(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "healthy":
+			out.Values[i] = ec._Gpu_healthy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unhealthySince":
+			out.Values[i] = ec._Gpu_unhealthySince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "healthReason":
+			out.Values[i] = ec._Gpu_healthReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastXid":
+			out.Values[i] = ec._Gpu_lastXid(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastXidAt":
+			out.Values[i] = ec._Gpu_lastXidAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21589,6 +21919,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "revokeHostCertificates":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_revokeHostCertificates(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clearGpuHealth":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_clearGpuHealth(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -24236,6 +24573,11 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNClearGpuHealthInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐClearGpuHealthInput(ctx context.Context, v any) (model.ClearGpuHealthInput, error) {
+	res, err := ec.unmarshalInputClearGpuHealthInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNCreateApiTokenInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateAPITokenInput(ctx context.Context, v any) (model.CreateAPITokenInput, error) {

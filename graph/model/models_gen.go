@@ -48,6 +48,12 @@ type AuditEventFilter struct {
 	Outcome  *Outcome `json:"outcome,omitempty"`
 }
 
+type ClearGpuHealthInput struct {
+	HostID string `json:"hostId"`
+	// The GPU's PCI address, such as 0000:65:00.0.
+	Address string `json:"address"`
+}
+
 // Without tenantId the token belongs to a new operator; with it, to a new member of that tenant.
 type CreateAPITokenInput struct {
 	Name      string     `json:"name"`
@@ -257,6 +263,17 @@ type Gpu struct {
 	Address string `json:"address"`
 	Vendor  string `json:"vendor"`
 	Model   string `json:"model"`
+	// False once a fatal Xid (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) its host
+	// reported marked it unhealthy: nothing new is placed on it until an operator
+	// clears the mark (clearGpuHealth).
+	Healthy bool `json:"healthy"`
+	// When the mark was made; null while healthy.
+	UnhealthySince *time.Time `json:"unhealthySince,omitempty"`
+	// The Xid that made the mark, such as "Xid 79: GPU has fallen off the bus."; null while healthy.
+	HealthReason *string `json:"healthReason,omitempty"`
+	// The newest Xid its host reported of it, fatal or not; null for none.
+	LastXid   *int       `json:"lastXid,omitempty"`
+	LastXidAt *time.Time `json:"lastXidAt,omitempty"`
 }
 
 type GpuInput struct {

@@ -58,6 +58,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,7 @@ import (
 
 	"github.com/better-compute/vps/drivers/runtime/netpolicy"
 	"github.com/better-compute/vps/drivers/runtime/nocloud"
+	"github.com/better-compute/vps/drivers/runtime/xid"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )
@@ -85,8 +87,19 @@ var ErrNoDomain = errors.New("no such domain")
 // Config configures a Hypervisor. The zero Config is a usable host.
 type Config struct {
 	// Inventory is what Inventory reports. Zero fields take the defaults:
-	// 32 vCPUs, 65536 MiB of memory, 1000 GiB of disk; GPUs default to none.
+	// 32 vCPUs, 65536 MiB of memory, 1000 GiB of disk; GPUs default to
+	// GPUs fake ones.
 	Inventory hostproto.Inventory
+	// GPUs is how many fake NVIDIA GPUs (model GPUModel, at GPUAddress(0),
+	// GPUAddress(1), …) the inventory has when it names none. Default 0.
+	GPUs int
+	// KmsgFile is a file standing in for the kernel log: the hypervisor
+	// follows it from its start, and each NVIDIA Xid line appended to it
+	// (xid.Parse) becomes an Xid event, as /dev/kmsg's on a real host.
+	// Default: none; InjectXid still injects.
+	KmsgFile string
+	// Logger logs what goes wrong reading KmsgFile. Default slog.Default().
+	Logger *slog.Logger
 	// BootDelay is how long a started domain boots before it is running.
 	// Zero: Start leaves it running.
 	BootDelay time.Duration
@@ -114,8 +127,23 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotDir == "" && c.StateDir != "" {
 		c.SnapshotDir = filepath.Join(c.StateDir, "snapshots")
 	}
+	if len(c.Inventory.GPUs) == 0 {
+		for i := range c.GPUs {
+			c.Inventory.GPUs = append(c.Inventory.GPUs, hostproto.GPU{Address: GPUAddress(i), Vendor: "NVIDIA", Model: GPUModel})
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return c
 }
+
+// GPUModel is the model of the fake GPUs (Config.GPUs).
+const GPUModel = "fake-gpu"
+
+// GPUAddress is the PCI address of fake GPU i: 0000:3b:00.0 for the first,
+// then a bus further for each.
+func GPUAddress(i int) string { return fmt.Sprintf("0000:%02x:00.0", 0x3b+i) }
 
 // Hypervisor is the fake hostd.Runtime. It is safe for concurrent use. Close
 // it when done, to stop the timers of booting domains.
@@ -131,6 +159,12 @@ type Hypervisor struct {
 	// boots numbers the boots, so that a boot timer that fires late can
 	// tell whether it is still the domain's boot.
 	boots uint64
+
+	// xids holds the Xid events injected or read from Config.KmsgFile
+	// until Xids takes them; following ends at Close.
+	xids      *xid.Collector
+	stop      context.CancelFunc
+	following sync.WaitGroup
 }
 
 var _ hostd.Runtime = (*Hypervisor)(nil)
@@ -157,14 +191,22 @@ type domain struct {
 	bootID uint64
 }
 
-// New returns a Hypervisor with no domains.
+// New returns a Hypervisor with no domains. With a Config.KmsgFile it
+// follows that file until Close.
 func New(cfg Config) *Hypervisor {
-	return &Hypervisor{
+	h := &Hypervisor{
 		cfg:     cfg.withDefaults(),
 		changes: make(chan struct{}, 1),
 		domains: make(map[string]*domain),
 		calls:   make(map[string]Calls),
 	}
+	h.xids = xid.NewCollector(0, h.signal)
+	ctx, stop := context.WithCancel(context.Background())
+	h.stop = stop
+	if h.cfg.KmsgFile != "" {
+		h.following.Go(func() { xid.Follow(ctx, h.cfg.KmsgFile, h.xids, h.cfg.Logger) })
+	}
+	return h
 }
 
 // Domains lists every domain, sorted by ID. A booting domain is stopped.
@@ -386,9 +428,20 @@ func (h *Hypervisor) Changes() <-chan struct{} {
 	return h.changes
 }
 
-// Close stops the timers of booting domains, which stay stopped. Start fails
-// after Close; everything else keeps working.
+// Xids implements hostd.Runtime: the Xid events injected (InjectXid) or
+// read from Config.KmsgFile since the last call.
+func (h *Hypervisor) Xids() []hostproto.Xid { return h.xids.Take() }
+
+// InjectXid makes x an Xid event of the host, as if its kernel logged it,
+// and signals Changes.
+func (h *Hypervisor) InjectXid(x hostproto.Xid) { h.xids.Add(x) }
+
+// Close stops following Config.KmsgFile and the timers of booting domains,
+// which stay stopped. Start fails after Close; everything else keeps
+// working.
 func (h *Hypervisor) Close() {
+	h.stop()
+	h.following.Wait()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true

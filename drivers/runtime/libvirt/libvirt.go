@@ -23,6 +23,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/digitalocean/go-libvirt/socket/dialers"
 
+	"github.com/better-compute/vps/drivers/runtime/xid"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )
@@ -63,6 +64,10 @@ type Config struct {
 	// nothing of BootedPattern counts as booted. Default
 	// DefaultBootTimeout.
 	BootTimeout time.Duration
+	// KmsgPath is the kernel log read for GPU Xid events, from the
+	// runtime's start. Default xid.KmsgPath (/dev/kmsg); one that cannot be
+	// read is logged once, and the host runs without Xids.
+	KmsgPath string
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -92,6 +97,9 @@ func (c *Config) applyDefaults() {
 	if c.BootTimeout <= 0 {
 		c.BootTimeout = DefaultBootTimeout
 	}
+	if c.KmsgPath == "" {
+		c.KmsgPath = xid.KmsgPath
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -113,6 +121,11 @@ type Runtime struct {
 	// snapping holds, for each instance a snapshot is being taken of, a
 	// channel closed when it is done (claimSnapshots).
 	snapping map[string]chan struct{}
+
+	// xids holds the Xid events read from the kernel log until Xids takes
+	// them; following ends when Close stops it.
+	xids      *xid.Collector
+	following sync.WaitGroup
 }
 
 var _ hostd.Runtime = (*Runtime)(nil)
@@ -151,14 +164,21 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			r.signal()
 		}
 	}()
+	r.xids = xid.NewCollector(0, r.signal)
+	r.following.Go(func() { xid.Follow(watchCtx, cfg.KmsgPath, r.xids, r.log) })
 	return r, nil
 }
 
-// Close stops watching events and disconnects.
+// Close stops watching events and the kernel log, and disconnects.
 func (r *Runtime) Close() error {
 	r.cancel()
+	r.following.Wait()
 	return r.l.Disconnect()
 }
+
+// Xids implements hostd.Runtime: the Xid events read from the kernel log
+// (Config.KmsgPath) since the last call. Each one signals Changes.
+func (r *Runtime) Xids() []hostproto.Xid { return r.xids.Take() }
 
 // Changes implements hostd.Runtime: it fires on every lifecycle event of
 // any domain (the daemon reads them all again), so a domain that dies or is

@@ -71,7 +71,7 @@ export function poolsPage(ctx) {
 export function hostsPage(ctx) {
   listPage(ctx, {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
-    query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { model }
+    query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { address vendor model healthy unhealthySince healthReason lastXid lastXidAt }
       allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion runtime } }`,
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
@@ -95,6 +95,7 @@ export function hostsPage(ctx) {
               bar('Disk', x.allocated.diskGb, c.diskGb, (n) => `${n} GB`),
               x.gpus.length ? bar('GPU', x.allocated.gpus, x.gpus.length) : null)
             : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'),
+          x.gpus.length ? gpuList(x, note, reload) : null,
           drainButton(x, note, reload));
       }));
     },
@@ -120,6 +121,38 @@ export function doctorPage(ctx) {
       f.objects.length ? h('p', { class: 'mono small' }, f.objects.join(', ')) : null)));
     },
   });
+}
+
+// gpuList shows a host's GPUs with their health: an unhealthy one says which
+// Xid marked it and when, with the action that clears the mark once the
+// device was looked at; any shows its last Xid.
+function gpuList(host, note, reload) {
+  return h('ul', { class: 'gpus small', 'aria-label': `GPUs of ${host.name}` }, host.gpus.map((g) => h('li', {
+    class: 'gpu', dataset: { address: g.address, healthy: String(g.healthy) },
+  },
+  h('span', { class: 'mono' }, g.address), ` ${g.vendor} ${g.model} `,
+  g.healthy ? tag('healthy', 'ok') : tag('unhealthy', 'bad'),
+  g.healthy ? '' : [' ', g.healthReason || '', ' since ', time(g.unhealthySince)],
+  g.lastXid ? [' · last Xid ', String(g.lastXid), ' ', time(g.lastXidAt, true)] : '',
+  g.healthy ? null : [' ', clearGpuButton(host, g, note, reload)])));
+}
+
+// clearGpuButton clears a GPU's unhealthy mark, after a confirmation.
+function clearGpuButton(host, gpu, note, reload) {
+  return h('button', {
+    type: 'button', class: 'btn', id: `clear-gpu-${host.id}-${gpu.address}`,
+    onclick: async () => {
+      if (!await confirm({ title: `Clear the mark of GPU ${gpu.address} on ${host.name}?`, ok: 'Clear mark',
+        body: `${gpu.healthReason}. Clear it once the device was looked at: instances will be placed on it again.` })) return;
+      try {
+        await gql(`mutation ClearGpu($h: ID!, $a: String!) { clearGpuHealth(input: {hostId: $h, address: $a}) { host { id } } }`,
+          { h: host.id, a: gpu.address });
+        reload();
+      } catch (err) {
+        replace(note, `Could not clear GPU ${gpu.address} of ${host.name}: ${describe(err)}`);
+      }
+    },
+  }, 'Clear mark');
 }
 
 // drainButton drains a host (after a confirmation) or returns it to service.
