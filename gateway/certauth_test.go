@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -107,7 +108,7 @@ func pemKey(key ed25519.PrivateKey) []byte {
 func (e *certEnv) specAs(cert tls.Certificate, host string) (int, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest("GET", e.tlsURL+hostproto.SpecPath+"?after=0&wait=0", nil)
-	req.Header.Set(hostproto.Header, "3")
+	req.Header.Set(hostproto.Header, strconv.Itoa(hostproto.Version))
 	req.Header.Set(hostproto.HostHeader, host)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
 	defer client.CloseIdleConnections()
