@@ -87,6 +87,8 @@ type recorded struct {
 // The statuses of commands (version 3) are recorded whatever the report's
 // generation: a command's final state is never overwritten. Acknowledging
 // one bumps the host's spec generation, so the command leaves the spec.
+// How the host proved itself (certificate or bearer credential) is
+// recorded on its live instances whatever the generation too.
 func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, auth authenticatedHost, version int, rep hostproto.Report) (recorded, error) {
 	var rec recorded
 	host := auth.Host
@@ -106,6 +108,9 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, auth authenticate
 		}
 	}
 	if rec.specChanged, err = g.recordCommands(ctx, q, host, rep.Commands); err != nil {
+		return rec, err
+	}
+	if err := recordCertification(ctx, q, auth); err != nil {
 		return rec, err
 	}
 	if rep.Inventory != nil {
