@@ -123,7 +123,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		return err
 	}
 	doc := doctor.New(doctor.Config{DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Runtimes: cfg.Runtimes,
-		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID()})
+		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID(), CertifiedMargin: cfg.CertifiedMargin})
 	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter,
 		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints), Runtimes: cfg.Runtimes, Doctor: doc})
 	if cfg.BootstrapToken != "" {
