@@ -10,7 +10,7 @@ import (
 )
 
 // The configurations of the one-shot administration commands: migrate,
-// token create and reseal. They have no defaults to apply.
+// token create, reseal and host-ca. They have no defaults to apply.
 
 // MigrateConfig is the configuration of `migrate`.
 type MigrateConfig struct {
@@ -89,4 +89,21 @@ func (c *ResealConfig) Sealer() (*seal.Sealer, error) {
 		return nil, errors.New("BC_SECRET is not set: it is the secret values are sealed again with")
 	}
 	return newSealer(c.Secret, c.PreviousSecrets)
+}
+
+// HostCAConfig is the configuration of `host-ca`: it lists the host CAs,
+// or rotates or retires one.
+type HostCAConfig struct {
+	ResealConfig
+	// Rotate makes a new CA, which signs host certificates from then on
+	// (--rotate).
+	Rotate bool
+	// Retire is the ID of a CA to stop trusting (--retire). Default: none.
+	Retire string
+}
+
+// Flags defines host-ca's flags on fs, bound to c's fields.
+func (c *HostCAConfig) Flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.Rotate, "rotate", false, "make a new host CA, which signs host certificates from now on; the others stay trusted until retired")
+	fs.StringVar(&c.Retire, "retire", "", "stop trusting the host CA of this `id`: every certificate it signed is refused from then on")
 }

@@ -12,6 +12,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/gateway"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/live"
 	"github.com/better-compute/vps/migrations"
 	"github.com/better-compute/vps/ratelimit"
@@ -83,9 +85,15 @@ type Server struct {
 	// Service is its domain service.
 	Service *control.Service
 
-	db     *pgxpool.Pool
-	redis  *redis.Client
-	http   *http.Server
+	// HostAddr is the address the host TLS listener listens on; empty
+	// when there is none.
+	HostAddr string
+
+	db    *pgxpool.Pool
+	redis *redis.Client
+	http  *http.Server
+	// hosts serves the host TLS listener; nil when there is none.
+	hosts  *http.Server
 	done   chan error
 	cancel context.CancelFunc
 }
@@ -110,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		rdb.Close()
 		return nil, err
 	}
-	s := &Server{db: db, redis: rdb, done: make(chan error, 1)}
+	s := &Server{db: db, redis: rdb, done: make(chan error, 2)}
 	if err := s.start(ctx, cfg, sealer); err != nil {
 		s.closeConns()
 		return nil, err
@@ -124,8 +132,14 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	}
 	doc := doctor.New(doctor.Config{DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Runtimes: cfg.Runtimes,
 		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID(), CertifiedMargin: cfg.CertifiedMargin})
+	ca := hostca.New(hostca.Config{DB: s.db, Sealer: sealer, Validity: cfg.HostCertValidity, Logger: cfg.Logger})
+	hostURL := ""
+	if cfg.HostListen != "" {
+		hostURL = cfg.HostURL
+	}
 	s.Service = control.New(s.db, control.Config{Sealer: sealer, Logger: cfg.Logger, HostSilentAfter: cfg.HostSilentAfter,
-		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints), Runtimes: cfg.Runtimes, Doctor: doc})
+		Providers: cfg.Providers, ProviderSettings: ProviderSettings(cfg.ProviderEndpoints), Runtimes: cfg.Runtimes, Doctor: doc,
+		HostCA: ca, HostURL: hostURL, JoinTokenTTL: cfg.JoinTokenTTL})
 	if cfg.BootstrapToken != "" {
 		if err := s.Service.EnsureBootstrapToken(ctx, cfg.BootstrapToken); err != nil {
 			return err
@@ -139,8 +153,21 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	stats := control.NewStatsRecorder(s.db, control.StatsConfig{Interval: cfg.SandboxStatsInterval, Keep: cfg.SandboxStatsKeep, Logger: cfg.Logger})
 	gw := gateway.New(gateway.Config{
 		DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Sealer: sealer, HostSilentAfter: cfg.HostSilentAfter, Logger: cfg.Logger,
-		Stats: statsSink{stats},
+		Stats: statsSink{stats}, Authority: ca,
 	})
+	var hostLn net.Listener
+	if cfg.HostListen != "" {
+		// The CA is made or read now, so a broken one stops serve at start.
+		if err := ca.Refresh(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+		if hostLn, err = tls.Listen("tcp", cfg.HostListen, ca.ServerTLS(cfg.HostTLSNames)); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen for hosts on %s: %w", cfg.HostListen, err)
+		}
+		s.HostAddr = hostLn.Addr().String()
+	}
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	limiter := ratelimit.New(ratelimit.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Rates: cfg.RateLimits, Logger: cfg.Logger})
 	handler := server.New(server.Config{
@@ -161,6 +188,14 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() { s.done <- s.http.Serve(ln) }()
+	if hostLn != nil {
+		s.hosts = &http.Server{
+			Handler:           gw.Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}
+		go func() { s.done <- s.hosts.Serve(hostLn) }()
+	}
 	return nil
 }
 
@@ -176,6 +211,11 @@ func (s *Server) Wait(ctx context.Context) error {
 	defer cancel()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = serr
+	}
+	if s.hosts != nil {
+		if serr := s.hosts.Shutdown(shutdownCtx); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	s.closeConns()
 	if errors.Is(err, http.ErrServerClosed) {

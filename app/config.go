@@ -3,11 +3,14 @@ package app
 import (
 	"flag"
 	"log/slog"
+	"net"
+	"os"
 	"time"
 
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/live"
@@ -91,6 +94,25 @@ type Config struct {
 	SandboxStatsKeep time.Duration
 	// Listen is the HTTP address (--listen). Default DefaultListen.
 	Listen string
+	// HostListen is the address of the TLS listener for hosts: mutual TLS
+	// by host certificate, joining and renewing (BC_HOST_LISTEN, such as
+	// :8443). Default: none, hosts use Listen with their bearer credential.
+	HostListen string
+	// HostTLSNames are the DNS names and IP addresses of the host
+	// listener's certificate (BC_HOST_TLS_NAMES, comma-separated). Default
+	// DefaultHostTLSNames().
+	HostTLSNames []string
+	// HostURL is the https URL hosts reach the host listener at, for join
+	// commands (BC_HOST_URL). Default https://<first of HostTLSNames>:<port
+	// of HostListen>.
+	HostURL string
+	// HostCertValidity is how long a host certificate is valid
+	// (BC_HOST_CERT_VALIDITY); hosts renew at two thirds of it. Default
+	// hostca.DefaultValidity.
+	HostCertValidity time.Duration
+	// JoinTokenTTL is how long a host's join token may be used
+	// (BC_JOIN_TOKEN_TTL). Default control.DefaultJoinTokenTTL.
+	JoinTokenTTL time.Duration
 	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
 	// Default slog.LevelInfo.
 	LogLevel slog.Level
@@ -148,8 +170,28 @@ func (c *Config) Env() []conf.Var {
 			"how often the latest CPU and memory use hosts report of each sandbox is written"),
 		conf.Duration(&c.SandboxStatsKeep, "BC_SANDBOX_STATS_KEEP", control.DefaultStatsKeep,
 			"how long a sandbox's CPU and memory use is kept after it ended"),
+		conf.String(&c.HostListen, "BC_HOST_LISTEN", "",
+			"address of the TLS listener for hosts (mutual TLS by host certificate, join, renew), such as :8443; empty: none"),
+		conf.List(&c.HostTLSNames, "BC_HOST_TLS_NAMES", DefaultHostTLSNames(),
+			"comma-separated DNS names and IP addresses of the host listener's certificate"),
+		conf.String(&c.HostURL, "BC_HOST_URL", "",
+			"https URL hosts reach the host listener at, for join commands; empty: https://<first TLS name>:<port of BC_HOST_LISTEN>"),
+		conf.Duration(&c.HostCertValidity, "BC_HOST_CERT_VALIDITY", hostca.DefaultValidity,
+			"how long a host certificate is valid; hosts renew at two thirds of it"),
+		conf.Duration(&c.JoinTokenTTL, "BC_JOIN_TOKEN_TTL", control.DefaultJoinTokenTTL,
+			"how long a host's one-time join token may be used"),
 		logLevel(&c.LogLevel),
 	}
+}
+
+// DefaultHostTLSNames are the names of the host listener's certificate by
+// default: the machine's hostname, localhost and the loopback addresses.
+func DefaultHostTLSNames() []string {
+	names := []string{"localhost", "127.0.0.1", "::1"}
+	if h, err := os.Hostname(); err == nil && h != "" && h != "localhost" {
+		names = append([]string{h}, names...)
+	}
+	return names
 }
 
 // rateLimit declares a rate of one role and class of operations, per
@@ -211,6 +253,19 @@ func (c *Config) applyDefaults() {
 	c.GraphQL = c.GraphQL.WithDefaults()
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+	}
+	if len(c.HostTLSNames) == 0 {
+		c.HostTLSNames = DefaultHostTLSNames()
+	}
+	if c.HostURL == "" && c.HostListen != "" {
+		_, port, _ := net.SplitHostPort(c.HostListen)
+		c.HostURL = "https://" + net.JoinHostPort(c.HostTLSNames[0], port)
+	}
+	if c.HostCertValidity <= 0 {
+		c.HostCertValidity = hostca.DefaultValidity
+	}
+	if c.JoinTokenTTL <= 0 {
+		c.JoinTokenTTL = control.DefaultJoinTokenTTL
 	}
 	if c.Logger == nil {
 		c.Logger = NewLogger(c.LogLevel)

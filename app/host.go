@@ -8,12 +8,16 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/better-compute/vps/hostcert"
 	"github.com/better-compute/vps/hostd"
+	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/internal/conf"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/server"
@@ -30,6 +34,15 @@ type HostConfig struct {
 	// CredentialFile names a file holding the credential, which then takes
 	// the place of Credential (--credential-file). Default: none.
 	CredentialFile string
+	// JoinToken is a one-time join token (bcj_…, from createHost or
+	// createHostJoinToken) with which the daemon gets its certificate when
+	// StateDir holds none, or one got with another token (--join-token,
+	// BC_JOIN_TOKEN). Needs an https ServerURL and CASHA256. Default: none.
+	JoinToken string
+	// CASHA256 is the SHA-256 (hex) of the host CA's certificate, which the
+	// server's TLS chain must hold before the join token is sent
+	// (--ca-sha256, BC_CA_SHA256). Default: none.
+	CASHA256 string
 	// Runtime is the runtime driver, RuntimeFake or RuntimeLibvirt
 	// (--runtime). Default RuntimeLibvirt.
 	Runtime string
@@ -135,6 +148,10 @@ func (c *HostConfig) Env() []conf.Var {
 	return []conf.Var{
 		conf.String(&c.Credential, "BC_HOST_CREDENTIAL", "",
 			"the host's credential, as createHost returned it, unless --credential-file is given"),
+		conf.String(&c.JoinToken, "BC_JOIN_TOKEN", "",
+			"a one-time join token (bcj_…) to get the host's certificate with, as --join-token"),
+		conf.String(&c.CASHA256, "BC_CA_SHA256", "",
+			"SHA-256 (hex) of the host CA's certificate the server must present, as --ca-sha256"),
 		logLevel(&c.LogLevel),
 	}
 }
@@ -144,6 +161,8 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ServerURL, "server", DefaultServerURL, "base `URL` of the server whose host gateway to use")
 	fs.StringVar(&c.Runtime, "runtime", RuntimeLibvirt, "runtime `driver`: "+RuntimeFake+" (simulated) or "+RuntimeLibvirt)
 	fs.StringVar(&c.CredentialFile, "credential-file", "", "`file` holding the host credential, instead of BC_HOST_CREDENTIAL")
+	fs.StringVar(&c.JoinToken, "join-token", "", "one-time join `token` (bcj_…) to get the host's certificate with (needs an https --server and --ca-sha256)")
+	fs.StringVar(&c.CASHA256, "ca-sha256", "", "SHA-256 `hex` of the host CA's certificate, pinned when joining")
 	conf.DurationFlag(fs, &c.HeartbeatInterval, "heartbeat", hostd.DefaultHeartbeatInterval, "longest time between two reports")
 	conf.DurationFlag(fs, &c.ShutdownTimeout, "shutdown-timeout", hostd.DefaultShutdownTimeout,
 		"how long a guest has to shut down before it is destroyed")
@@ -207,14 +226,24 @@ func (c *HostConfig) Prepare() error {
 		}
 		c.Credential = strings.TrimSpace(string(b))
 	}
-	if c.Credential == "" {
-		return errors.New("no host credential: set BC_HOST_CREDENTIAL or --credential-file (createHost returns it)")
-	}
 	if c.StateDir == "" { // a default that depends on the runtime and the credential
 		c.StateDir = DefaultHostStateDir
 		if c.Runtime == RuntimeFake {
-			c.StateDir = FakeStateDir(c.Credential)
+			seed := c.Credential
+			if seed == "" {
+				seed = c.JoinToken
+			}
+			if seed == "" {
+				return errors.New("a fake host without a credential or join token needs --state-dir, where its certificate is")
+			}
+			c.StateDir = FakeStateDir(seed)
 		}
+	}
+	if c.Credential == "" && c.JoinToken == "" && !hostcert.Exists(c.StateDir) {
+		return errors.New("no host credential: set --join-token (createHost returns one and its join command), or BC_HOST_CREDENTIAL or --credential-file")
+	}
+	if c.JoinToken != "" && (!strings.HasPrefix(c.ServerURL, "https://") || c.CASHA256 == "") {
+		return errors.New("--join-token needs an https:// --server (serve's BC_HOST_LISTEN) and --ca-sha256, as the join command gives them")
 	}
 	if c.FakeProtocol != 0 && c.Runtime != RuntimeFake {
 		return fmt.Errorf("--fake-protocol is for the %s runtime only", RuntimeFake)
@@ -230,15 +259,71 @@ func FakeStateDir(credential string) string {
 	return filepath.Join(os.TempDir(), "better-compute-fake-host-"+hex.EncodeToString(sum[:8]))
 }
 
-// RunHost runs the host daemon of a prepared c on rt until ctx ends.
+// RunHost runs the host daemon of a prepared c on rt until ctx ends. With
+// a certificate in the state dir it speaks mutual TLS and keeps the
+// certificate renewed; else with a join token it joins first; else it uses
+// its bearer credential.
 func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
-	d := hostd.New(hostd.Config{
+	id, err := hostIdentity(ctx, c)
+	if err != nil {
+		return err
+	}
+	cfg := hostd.Config{
 		ServerURL: c.ServerURL, Credential: c.Credential, Runtime: rt, RuntimeName: c.RuntimeName(),
 		HeartbeatInterval: c.HeartbeatInterval, ShutdownTimeout: c.ShutdownTimeout, Logger: c.Logger,
 		Protocol: c.FakeProtocol, StateDir: c.StateDir, InteractiveSlots: c.InteractiveSlots, BulkSlots: c.BulkSlots,
 		ConvergeSlots: c.ConvergeSlots,
-	})
+	}
+	var renewing sync.WaitGroup
+	if id != nil {
+		cfg.Credential, cfg.HostID = "", id.HostID()
+		cfg.HTTPClient = &http.Client{Transport: id.Transport(), Timeout: hostproto.MaxWaitSeconds*time.Second + 30*time.Second}
+		renewCtx, stop := context.WithCancel(ctx)
+		defer func() { stop(); renewing.Wait() }()
+		renewing.Go(func() { id.KeepRenewed(renewCtx, c.ServerURL, c.Logger) })
+		c.Logger.Info("host certificate", "host", id.HostID(), "not_after", id.NotAfter())
+	}
+	d := hostd.New(cfg)
 	reg := server.NewRegistry()
 	reg.MustRegister(d.Collectors()...)
 	return withOps(c.MetricsListen, reg, d.Ready, c.Logger, func() error { return d.Run(ctx) })
+}
+
+// hostIdentity returns the host's certificate: the one in the state dir,
+// unless a join token it was not got with is given, which joins again.
+// Nil: none, the daemon uses its bearer credential. A join that fails for
+// the network is retried until ctx ends; one the server refuses is an
+// error.
+func hostIdentity(ctx context.Context, c HostConfig) (*hostcert.Identity, error) {
+	have := hostcert.Exists(c.StateDir)
+	if c.JoinToken == "" || (have && hostcert.Joined(c.StateDir, c.JoinToken)) {
+		if !have {
+			return nil, nil
+		}
+		id, err := hostcert.Load(c.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		if id.Expired() {
+			c.Logger.Error("host certificate expired: this host needs a new join token (createHostJoinToken), then restart the daemon with --join-token",
+				"host", id.HostID(), "not_after", id.NotAfter())
+		}
+		return id, nil
+	}
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		id, err := hostcert.Join(ctx, c.ServerURL, c.JoinToken, c.CASHA256, c.StateDir)
+		if err == nil {
+			c.Logger.Info("joined", "host", id.HostID(), "not_after", id.NotAfter())
+			return id, nil
+		}
+		if errors.Is(err, hostcert.ErrRefused) {
+			return nil, err
+		}
+		c.Logger.Warn("join", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }

@@ -28,6 +28,8 @@ var (
 	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
 	ActSetHostDraining       = Action{"host.setDraining", "host"}
 	ActResetHostCredential   = Action{"host.resetCredential", "host"}
+	ActCreateHostJoinToken   = Action{"host.createJoinToken", "host"}
+	ActRevokeHostCerts       = Action{"host.revokeCertificates", "host"}
 	ActCreateFlavor          = Action{"flavor.create", "flavor"}
 	ActRegisterImage         = Action{"image.register", "image"}
 	ActCreateProviderAccount = Action{"providerAccount.create", "providerAccount"}

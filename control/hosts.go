@@ -21,37 +21,70 @@ import (
 // HostCredentialPrefix starts every host credential.
 const HostCredentialPrefix = "bch_"
 
-// NewHost is an adopted host. Credential is shown once and never stored.
+// NewHost is an adopted host. Credential and Join are shown once and
+// never stored.
 type NewHost struct {
-	Host       domain.Host
+	Host domain.Host
+	// Credential is its bearer credential; empty when none was asked for.
 	Credential string
+	// Join is its one-time join token and the command that uses it.
+	Join HostJoin
 }
 
-// CreateHost adopts a hypervisor host into a hosted pool. Operators only.
+// HostInput adopts a host.
+type HostInput struct {
+	// PoolID is the hosted pool it joins.
+	PoolID uuid.UUID
+	// Name is a lowercase slug.
+	Name string
+	// BearerCredential also gives it a bearer credential, the fallback for
+	// a deployment that terminates TLS in front of serve; without one it
+	// proves itself by certificate alone.
+	BearerCredential bool
+}
+
+// CreateHost adopts a host with a bearer credential and a join token.
+// Operators only.
 func (s *Service) CreateHost(ctx context.Context, poolID uuid.UUID, name string) (NewHost, error) {
+	return s.AdoptHost(ctx, HostInput{PoolID: poolID, Name: name, BearerCredential: true})
+}
+
+// AdoptHost adopts a hypervisor host into a hosted pool, with a one-time
+// join token and, when asked, a bearer credential. Operators only.
+func (s *Service) AdoptHost(ctx context.Context, in HostInput) (NewHost, error) {
 	var out NewHost
-	err := s.mutate(ctx, ActCreateHost, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	pin, err := s.joinPin(ctx)
+	if err != nil {
+		return out, err
+	}
+	err = s.mutate(ctx, ActCreateHost, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		if _, err := operator(ctx); err != nil {
 			return err
 		}
-		if !slug.MatchString(name) {
+		if !slug.MatchString(in.Name) {
 			return apierr.Invalid("name", "must be a lowercase slug of at most 63 characters")
 		}
-		pool, err := q.GetPool(ctx, poolID)
+		pool, err := q.GetPool(ctx, in.PoolID)
 		if err != nil {
 			return notFound(err, "poolId", "pool")
 		}
 		if pool.Class != vps.ClassHosted {
 			return apierr.Invalid("poolId", "hosts join pools of class %s, not %s", vps.ClassHosted, pool.Class)
 		}
-		secret, hash := iam.NewSecret(HostCredentialPrefix)
-		host, err := q.CreateHost(ctx, sqlc.CreateHostParams{ID: ids.New(), PoolID: poolID, Name: name, CredentialHash: hash})
+		var hash []byte
+		if in.BearerCredential {
+			out.Credential, hash = iam.NewSecret(HostCredentialPrefix)
+		}
+		host, err := q.CreateHost(ctx, sqlc.CreateHostParams{ID: ids.New(), PoolID: in.PoolID, Name: in.Name, CredentialHash: hash})
 		if err != nil {
 			return fmt.Errorf("create host: %w", err)
 		}
-		out = NewHost{Host: domain.HostFromRow(host), Credential: secret}
+		if out.Join, err = s.newJoinToken(ctx, q, host.ID, pin); err != nil {
+			return err
+		}
+		out.Host = domain.HostFromRow(host)
 		ev.TargetID = host.ID
-		ev.Details = map[string]any{"name": name, "pool": pool.Name}
+		ev.Details = map[string]any{"name": in.Name, "pool": pool.Name, "bearerCredential": in.BearerCredential}
 		return nil
 	})
 	return out, err

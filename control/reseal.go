@@ -13,9 +13,10 @@ import (
 
 // Resealed says what Reseal did.
 type Resealed struct {
-	// UserData, Credentials and Env count the values sealed again; Env
-	// counts sandbox templates' and their instances' environments.
-	UserData, Credentials, Env int
+	// UserData, Credentials, Env and HostCAKeys count the values sealed
+	// again; Env counts sandbox templates' and their instances'
+	// environments.
+	UserData, Credentials, Env, HostCAKeys int
 	// Failed names the values that would not open with any configured
 	// secret; they are left as they are.
 	Failed []string
@@ -28,8 +29,8 @@ type sealedRow struct {
 }
 
 // Reseal seals every value another key sealed — instances' user data,
-// provider accounts' credentials, and the env of sandbox templates and of
-// their instances — under the current key, so the previous
+// provider accounts' credentials, the env of sandbox templates and of
+// their instances, and the host CAs' keys — under the current key, so the previous
 // secrets can be dropped from BC_SECRET_PREVIOUS. Each value is written by
 // a compare-and-set of its own, so it runs safely beside the servers and may
 // be run again; the run is audited.
@@ -102,8 +103,23 @@ func (s *Service) Reseal(ctx context.Context) (Resealed, error) {
 			return out, err
 		}
 	}
+	out.HostCAKeys, err = s.resealAll(ctx, "host CA", &out.Failed,
+		func(ctx context.Context, after uuid.UUID) ([]sealedRow, error) {
+			rows, err := s.q.StaleHostCAKeys(ctx, sqlc.StaleHostCAKeysParams{KeyID: key, After: after})
+			page := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				page[i] = sealedRow{r.ID, r.KeySealed}
+			}
+			return page, err
+		},
+		func(ctx context.Context, id uuid.UUID, was, sealed []byte) (int64, error) {
+			return s.q.ResealHostCAKey(ctx, sqlc.ResealHostCAKeyParams{ID: id, Was: was, Sealed: sealed})
+		})
+	if err != nil {
+		return out, err
+	}
 	err = s.mutate(ctx, ActReseal, func(ctx context.Context, _ pgx.Tx, _ *sqlc.Queries, ev *audit.Event) error {
-		ev.Details = map[string]any{"userData": out.UserData, "credentials": out.Credentials, "env": out.Env, "failed": len(out.Failed)}
+		ev.Details = map[string]any{"userData": out.UserData, "credentials": out.Credentials, "env": out.Env, "hostCAKeys": out.HostCAKeys, "failed": len(out.Failed)}
 		return nil
 	})
 	return out, err

@@ -19,6 +19,7 @@ import (
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
@@ -60,6 +61,15 @@ type Config struct {
 	// Doctor finds what operators must look at (Service.Doctor). Nil: the
 	// doctor is not available.
 	Doctor *doctor.Doctor
+	// HostCA is the hosts' certificate authority, whose fingerprint a join
+	// command pins. Nil: join tokens come without a join command.
+	HostCA *hostca.Authority
+	// HostURL is the https URL of serve's host listener, as hosts reach it
+	// (BC_HOST_URL), for join commands. Empty: no join command.
+	HostURL string
+	// JoinTokenTTL is how long a host's join token may be used
+	// (BC_JOIN_TOKEN_TTL). Default DefaultJoinTokenTTL.
+	JoinTokenTTL time.Duration
 }
 
 // DefaultMaxUsageTotals is the default Config.MaxUsageTotals.
@@ -89,6 +99,9 @@ type Service struct {
 	tenantDeleted    tenantDeleted
 	runtimes         []string
 	doctor           *doctor.Doctor
+	hostCA           *hostca.Authority
+	hostURL          string
+	joinTokenTTL     time.Duration
 }
 
 // New returns a Service on db.
@@ -111,9 +124,13 @@ func New(db *pgxpool.Pool, cfg Config) *Service {
 	if len(cfg.Runtimes) == 0 {
 		cfg.Runtimes = vps.DefaultRuntimes()
 	}
+	if cfg.JoinTokenTTL <= 0 {
+		cfg.JoinTokenTTL = DefaultJoinTokenTTL
+	}
 	s := &Service{db: db, q: sqlc.New(db), sealer: cfg.Sealer, images: cfg.Images, log: cfg.Logger,
 		silentAfter: cfg.HostSilentAfter, providers: cfg.Providers, providerSettings: cfg.ProviderSettings,
-		maxUsageTotals: cfg.MaxUsageTotals, runtimes: cfg.Runtimes, doctor: cfg.Doctor}
+		maxUsageTotals: cfg.MaxUsageTotals, runtimes: cfg.Runtimes, doctor: cfg.Doctor,
+		hostCA: cfg.HostCA, hostURL: cfg.HostURL, joinTokenTTL: cfg.JoinTokenTTL}
 	s.registerTenantDeleted()
 	return s
 }

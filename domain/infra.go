@@ -90,6 +90,9 @@ type Host struct {
 	// said (a daemon that does not name it).
 	Runtime   *string
 	CreatedAt time.Time
+	// CertValidBefore is when its newest certificate not revoked expires;
+	// nil when it has none.
+	CertValidBefore *time.Time
 }
 
 // HostFromRow maps a hosts row.
@@ -97,12 +100,18 @@ func HostFromRow(r sqlc.Host) Host {
 	h := Host{
 		ID: r.ID, PoolID: r.PoolID, Name: r.Name, Draining: r.Draining, LastSeenAt: r.LastSeenAt,
 		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, Runtime: r.Runtime, CreatedAt: r.CreatedAt,
+		CertValidBefore: r.CertNotAfter,
 	}
 	if r.Protocol != nil {
 		v := int(*r.Protocol)
 		h.ProtocolVersion = &v
 	}
 	return h
+}
+
+// Certified reports whether h holds a certificate valid at now.
+func (h Host) Certified(now time.Time) bool {
+	return h.CertValidBefore != nil && now.Before(*h.CertValidBefore)
 }
 
 // HostCapacity is what a host can give to instances.

@@ -145,7 +145,10 @@ type cluster struct {
 	env []string
 	url string
 	// urls are the serve processes' addresses, url the first's.
-	urls     []string
+	urls []string
+	// hostURLs are the serve processes' TLS host listeners (https://), with
+	// options.certified.
+	hostURLs []string
 	operator string
 	member   string
 	tenant   string
@@ -160,6 +163,8 @@ type cluster struct {
 	hosts    []*proc
 	// hostDirs are the hosts' state directories, by host name.
 	hostDirs map[string]string
+	// joins are what the certified hosts joined with, by host name.
+	joins map[string]join
 	reconcs  []*proc
 	procs    []*proc
 }
@@ -185,6 +190,10 @@ type options struct {
 	// hostServer maps the URL a host is told to talk to (a serve's,
 	// round-robin); default as it is.
 	hostServer func(i int, url string) string
+	// certified runs each serve with a TLS host listener, and adopts every
+	// host without a bearer credential: it joins with its join token and
+	// proves itself by certificate alone.
+	certified bool
 	// poolRuntime is the runtime of the seeded hosted pool; default fake,
 	// the runtime of the fake hosts. A cluster of libvirt hosts sets
 	// vps.RuntimeLibvirtKVM.
@@ -210,7 +219,7 @@ func start(t testing.TB, o options) *cluster {
 	o.applyDefaults()
 	bin := binary(t)
 	dir := t.TempDir()
-	c := &cluster{t: t, hostDirs: map[string]string{}}
+	c := &cluster{t: t, hostDirs: map[string]string{}, joins: map[string]join{}}
 	c.redisURL, c.redis = startRedis(t, dir)
 	dbURL := o.databaseURL
 	if dbURL == "" {
@@ -237,7 +246,13 @@ func start(t testing.TB, o options) *cluster {
 		if i > 0 {
 			name = fmt.Sprintf("serve-%d", i+1)
 		}
-		c.serves = append(c.serves, c.proc(name, o.serverEnv, bin, "serve", "--listen", addr))
+		env := o.serverEnv
+		if o.certified {
+			hostAddr := freeAddr(t)
+			env = append(append([]string{}, env...), "BC_HOST_LISTEN="+hostAddr)
+			c.hostURLs = append(c.hostURLs, "https://"+hostAddr)
+		}
+		c.serves = append(c.serves, c.proc(name, env, bin, "serve", "--listen", addr))
 		c.urls = append(c.urls, "http://"+addr)
 	}
 	for _, u := range c.urls {
@@ -251,9 +266,15 @@ func start(t testing.TB, o options) *cluster {
 	}
 	for i := range o.hosts {
 		name := fmt.Sprintf("hv-%d", i)
+		c.hostDirs[name] = filepath.Join(dir, name)
+		if o.certified {
+			j := c.adoptCertified(name, o.hostVcpus)
+			c.joins[name] = j
+			c.hosts = append(c.hosts, c.startJoined(fmt.Sprintf("host-%d", i), c.hostURLs[i%len(c.hostURLs)], j, c.hostDirs[name], o.hostArgs...))
+			continue
+		}
 		cred := c.adopt(name, o.hostVcpus)
 		server := o.hostServer(i, c.urls[i%len(c.urls)])
-		c.hostDirs[name] = filepath.Join(dir, name)
 		args := append([]string{bin, "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms", "--state-dir", c.hostDirs[name]}, o.hostArgs...)
 		c.hosts = append(c.hosts, c.proc(fmt.Sprintf("host-%d", i), []string{"BC_HOST_CREDENTIAL=" + cred}, args...))
 	}
@@ -434,6 +455,54 @@ func (c *cluster) adopt(name string, vcpus int) string {
 	c.must(c.operator, `mutation($h: ID!, $v: Int!, $m: Int!) { setHostCapacity(input: {hostId: $h, vcpus: $v, memoryMb: $m, diskGb: 100000}) { host { id } } }`,
 		map[string]any{"h": id, "v": vcpus, "m": vcpus * 1024})
 	return ch["credential"].(string)
+}
+
+// join is what a host is given to join with: its ID, its one-time join
+// token and the CA fingerprint its join command pins.
+type join struct {
+	host, token, pin string
+}
+
+// adoptCertified creates a host with capacity and no bearer credential,
+// and returns its join token and pin, read from its join command.
+func (c *cluster) adoptCertified(name string, vcpus int) join {
+	c.t.Helper()
+	data, errs := c.gql(c.operator, `mutation($p: ID!, $n: String!) { createHost(input: {poolId: $p, name: $n, bearerCredential: false}) { credential joinToken joinCommand host { id } } }`,
+		map[string]any{"p": c.pool, "n": name})
+	if len(errs) > 0 {
+		c.t.Fatal(errs)
+	}
+	ch := data["createHost"].(map[string]any)
+	if ch["credential"] != nil {
+		c.t.Fatalf("createHost without a bearer credential returned one: %v", ch["credential"])
+	}
+	id := ch["host"].(map[string]any)["id"].(string)
+	c.must(c.operator, `mutation($h: ID!, $v: Int!, $m: Int!) { setHostCapacity(input: {hostId: $h, vcpus: $v, memoryMb: $m, diskGb: 100000}) { host { id } } }`,
+		map[string]any{"h": id, "v": vcpus, "m": vcpus * 1024})
+	return join{host: id, token: ch["joinToken"].(string), pin: pinOf(c.t, ch["joinCommand"])}
+}
+
+// pinOf reads --ca-sha256 of a join command.
+func pinOf(t testing.TB, command any) string {
+	t.Helper()
+	s, _ := command.(string)
+	fields := strings.Fields(s)
+	for i, f := range fields {
+		if f == "--ca-sha256" && i+1 < len(fields) {
+			return fields[i+1]
+		}
+	}
+	t.Fatalf("join command %q has no --ca-sha256", s)
+	return ""
+}
+
+// startJoined starts a fake host that joins at server (https) with j and
+// keeps its certificate in dir.
+func (c *cluster) startJoined(name, server string, j join, dir string, args ...string) *proc {
+	c.t.Helper()
+	all := append([]string{binary(c.t), "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms", "--state-dir", dir,
+		"--join-token", j.token, "--ca-sha256", j.pin}, args...)
+	return c.proc(name, nil, all...)
 }
 
 var sshKey = func() string {

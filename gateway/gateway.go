@@ -15,13 +15,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/audit"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/hostproto"
-	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
 	"github.com/better-compute/vps/sqlc"
@@ -41,6 +41,10 @@ type Config struct {
 	// counts as silent; a report after that wakes its instances. Default
 	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// Authority checks the client certificates hosts present over TLS and
+	// issues certificates at join and renewal. Nil: hosts authenticate by
+	// their bearer credential only.
+	Authority *hostca.Authority
 	// Stats takes the domain stats of every accepted report. Nil: they are
 	// dropped.
 	Stats StatsSink
@@ -77,12 +81,14 @@ type Gateway struct {
 	// runtimeRefused holds, by host ID, why it was refused for its
 	// runtime, so each refusal is logged once, not on every retry.
 	runtimeRefused sync.Map
+	// refusedTotal counts the hosts refused, by reason.
+	refusedTotal *prometheus.CounterVec
 }
 
 // New returns a Gateway. Run must run for long-polls to wake early.
 func New(cfg Config) *Gateway {
 	cfg.applyDefaults()
-	return &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{})}
+	return &Gateway{cfg: cfg, q: sqlc.New(cfg.DB), hub: newHub(), log: cfg.Logger, stopping: make(chan struct{}), refusedTotal: newRefusedCounter()}
 }
 
 // Run holds the process's one Redis subscription for spec changes until
@@ -101,6 +107,8 @@ func (g *Gateway) Handler() http.Handler {
 		mux.HandleFunc("GET "+hostproto.SpecPathOf(v), g.authenticated(v, g.spec))
 		mux.HandleFunc("POST "+hostproto.ReportPathOf(v), g.authenticated(v, g.report))
 	}
+	mux.HandleFunc("POST "+hostproto.JoinPath, g.join)
+	mux.HandleFunc("POST "+hostproto.RenewPath, g.renew)
 	mux.HandleFunc("/host/", unknownProtocol)
 	return mux
 }
@@ -124,29 +132,29 @@ type authenticatedHost struct {
 }
 
 // authenticated checks that the request's header names the version of its
-// path, finds the host by its credential and refuses it when it runs
-// another runtime than its pool's.
+// path, finds the host by its client certificate or its credential
+// (authenticate) and refuses it when it runs another runtime than its
+// pool's.
 func (g *Gateway) authenticated(version int, next hostHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get(hostproto.Header); v != strconv.Itoa(version) {
 			http.Error(w, fmt.Sprintf("%s is host protocol %d, but header %s says %q", hostproto.PathPrefix(version), version, hostproto.Header, v), http.StatusBadRequest)
 			return
 		}
-		cred := iam.BearerToken(r.Header.Get("Authorization"))
-		host, err := g.q.HostByCredential(r.Context(), iam.Hash(cred))
-		if errors.Is(err, pgx.ErrNoRows) || cred == "" {
-			http.Error(w, "unknown host credential", http.StatusUnauthorized)
-			return
-		}
+		auth, ref, err := g.authenticate(r)
 		if err != nil {
 			g.fail(w, r, "authenticate host", err)
 			return
 		}
-		if err := g.checkRuntime(r.Context(), host, r.Header.Get(hostproto.RuntimeHeader)); err != nil {
+		if ref != nil {
+			g.refuse(w, r, ref)
+			return
+		}
+		if err := g.checkRuntime(r.Context(), auth.Host, r.Header.Get(hostproto.RuntimeHeader)); err != nil {
 			g.refuseRuntime(w, r, err)
 			return
 		}
-		next(w, r, authenticatedHost{Host: host}, version)
+		next(w, r, auth, version)
 	}
 }
 

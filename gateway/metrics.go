@@ -10,13 +10,13 @@ import (
 	"github.com/better-compute/vps/sqlc"
 )
 
-// Collectors are the gateway's metrics, for /metrics: the host commands'
-// outcomes and how long the oldest unfinished one of each lane has waited.
+// Collectors are the gateway's metrics, for /metrics: the hosts refused by
+// reason (this process's), the host commands' outcomes and how long the oldest unfinished one of each lane has waited.
 // They are read from Postgres at each scrape, so every serve shows the same
 // figures whichever process (a gateway from a report, a reconciler at a
 // deadline) ended a command.
 func (g *Gateway) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{&commandCollector{
+	return []prometheus.Collector{g.refusedTotal, &commandCollector{
 		q:   g.q,
 		log: g.log.With("metrics", "host commands"),
 		total: prometheus.NewDesc("bc_host_commands_total",

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
@@ -55,6 +56,11 @@ func (r *hostResolver) Allocated(ctx context.Context, obj *domain.Host) (model.H
 // Alive is the resolver for the alive field.
 func (r *hostResolver) Alive(ctx context.Context, obj *domain.Host) (bool, error) {
 	return r.svc.HostAlive(*obj), nil
+}
+
+// Certified is the resolver for the certified field.
+func (r *hostResolver) Certified(ctx context.Context, obj *domain.Host) (bool, error) {
+	return obj.Certified(time.Now()), nil
 }
 
 // CreatePool is the resolver for the createPool field.
@@ -116,8 +122,9 @@ func (r *mutationResolver) CreateHost(ctx context.Context, input model.CreateHos
 	if err != nil {
 		return model.CreateHostPayload{}, r.svc.Reject(ctx, control.ActCreateHost, err)
 	}
-	out, err := r.svc.CreateHost(ctx, poolID, input.Name)
-	return model.CreateHostPayload{Host: out.Host, Credential: out.Credential}, err
+	bearer := input.BearerCredential == nil || *input.BearerCredential
+	out, err := r.svc.AdoptHost(ctx, control.HostInput{PoolID: poolID, Name: input.Name, BearerCredential: bearer})
+	return newHostPayload(out), err
 }
 
 // SetHostCapacity is the resolver for the setHostCapacity field.
@@ -143,6 +150,26 @@ func (r *mutationResolver) SetHostDraining(ctx context.Context, input model.SetH
 		return model.HostPayload{}, r.svc.Reject(ctx, control.ActSetHostDraining, err)
 	}
 	host, err := r.svc.SetHostDraining(ctx, hostID, input.Draining)
+	return model.HostPayload{Host: host}, err
+}
+
+// CreateHostJoinToken is the resolver for the createHostJoinToken field.
+func (r *mutationResolver) CreateHostJoinToken(ctx context.Context, input model.CreateHostJoinTokenInput) (model.CreateHostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.CreateHostPayload{}, r.svc.Reject(ctx, control.ActCreateHostJoinToken, err)
+	}
+	out, err := r.svc.CreateHostJoinToken(ctx, hostID)
+	return newHostPayload(out), err
+}
+
+// RevokeHostCertificates is the resolver for the revokeHostCertificates field.
+func (r *mutationResolver) RevokeHostCertificates(ctx context.Context, input model.RevokeHostCertificatesInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActRevokeHostCerts, err)
+	}
+	host, err := r.svc.RevokeHostCertificates(ctx, hostID)
 	return model.HostPayload{Host: host}, err
 }
 

@@ -18,14 +18,17 @@ import (
 // reportTimeout bounds one post of a report.
 const reportTimeout = 15 * time.Second
 
-// errUnauthorized is the gateway's 401: the credential is wrong or revoked.
-var errUnauthorized = errors.New("the gateway refused the host credential (401)")
+// errUnauthorized is the gateway's 401: the credential or certificate is
+// wrong, revoked or expired.
+var errUnauthorized = errors.New("the gateway refused the host (401)")
 
 // gateway speaks the host protocol to the server's gateway. Every request
-// carries the protocol header and the host's credential.
+// carries the protocol header and the host's credential, or its ID when
+// the client presents its certificate.
 type gateway struct {
 	base       string // the server URL, without a trailing slash
 	credential string
+	hostID     string
 	http       *http.Client
 	// version is the protocol version spoken: its paths and header.
 	version int
@@ -90,11 +93,16 @@ func (g *gateway) report(ctx context.Context, r hostproto.Report) error {
 	return nil
 }
 
-// do sends req with the protocol header, the credential and, from
+// do sends req with the protocol header, the credential or host ID and, from
 // protocol 3 on, the runtime's name.
 func (g *gateway) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set(hostproto.Header, strconv.Itoa(g.version))
-	req.Header.Set("Authorization", "Bearer "+g.credential)
+	if g.credential != "" {
+		req.Header.Set("Authorization", "Bearer "+g.credential)
+	}
+	if g.hostID != "" {
+		req.Header.Set(hostproto.HostHeader, g.hostID)
+	}
 	if g.runtime != "" && g.version >= hostproto.CommandsVersion {
 		req.Header.Set(hostproto.RuntimeHeader, g.runtime)
 	}
@@ -104,10 +112,10 @@ func (g *gateway) do(req *http.Request) (*http.Response, error) {
 // statusError describes a response the daemon did not expect, with the
 // start of its body.
 func statusError(resp *http.Response) error {
-	if resp.StatusCode == http.StatusUnauthorized {
-		return errUnauthorized
-	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%w: %s", errUnauthorized, bytes.TrimSpace(msg))
+	}
 	return fmt.Errorf("gateway answered %s: %s", resp.Status, bytes.TrimSpace(msg))
 }
 

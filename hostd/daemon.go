@@ -105,15 +105,20 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
-// Config configures a Daemon. ServerURL, Credential and Runtime are
-// required.
+// Config configures a Daemon. ServerURL, Runtime and Credential or HostID
+// are required.
 type Config struct {
 	// ServerURL is the base URL of the server whose host gateway the daemon
 	// talks to, such as http://127.0.0.1:8080.
 	ServerURL string
 	// Credential is the host's credential (bch_…, from createHost), sent as
-	// "Authorization: Bearer <credential>".
+	// "Authorization: Bearer <credential>". Empty when the host proves
+	// itself by certificate (HostID).
 	Credential string
+	// HostID is the host's ID (host_…), sent as hostproto.HostHeader when
+	// HTTPClient presents the host's certificate (hostcert); the gateway
+	// checks it is the certificate's. Empty: Credential is used.
+	HostID string
 	// Runtime runs the host's domains.
 	Runtime Runtime
 	// RuntimeName is the name of Runtime the daemon tells the gateway
@@ -208,8 +213,8 @@ func (c Config) check() error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("hostd: server url %q is not an http(s) URL", c.ServerURL)
 	}
-	if c.Credential == "" {
-		return errors.New("hostd: no credential")
+	if c.Credential == "" && c.HostID == "" {
+		return errors.New("hostd: no credential and no host certificate")
 	}
 	if c.Runtime == nil {
 		return errors.New("hostd: no runtime")
@@ -241,6 +246,7 @@ func New(cfg Config) *Daemon {
 		gw: &gateway{
 			base:       strings.TrimRight(cfg.ServerURL, "/"),
 			credential: cfg.Credential,
+			hostID:     cfg.HostID,
 			http:       cfg.HTTPClient,
 			version:    cfg.Protocol,
 			runtime:    cfg.RuntimeName,

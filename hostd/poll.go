@@ -61,7 +61,7 @@ func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 // wait; a refused credential is an error an operator must fix.
 func (d *Daemon) logGatewayError(msg string, err error, wait time.Duration) {
 	if errors.Is(err, errUnauthorized) {
-		d.log.Error(msg+": check the host credential", "err", err, "retry_in", wait)
+		d.log.Error(msg+": check the host credential or certificate", "err", err, "retry_in", wait)
 		return
 	}
 	d.log.Warn(msg, "err", err, "retry_in", wait)

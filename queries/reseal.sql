@@ -32,3 +32,11 @@ ORDER BY id LIMIT 500;
 
 -- name: ResealInstanceEnv :execrows
 UPDATE instances SET env_sealed = @sealed WHERE id = @id AND env_sealed = @was;
+
+-- name: StaleHostCAKeys :many
+SELECT id, key_sealed FROM host_cas
+WHERE substring(key_sealed from 2 for 4) <> @key_id::bytea AND id > @after
+ORDER BY id LIMIT 500;
+
+-- name: ResealHostCAKey :execrows
+UPDATE host_cas SET key_sealed = @sealed WHERE id = @id AND key_sealed = @was;

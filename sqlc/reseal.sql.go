@@ -11,6 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const resealHostCAKey = `-- name: ResealHostCAKey :execrows
+UPDATE host_cas SET key_sealed = $1 WHERE id = $2 AND key_sealed = $3
+`
+
+type ResealHostCAKeyParams struct {
+	Sealed []byte
+	ID     uuid.UUID
+	Was    []byte
+}
+
+func (q *Queries) ResealHostCAKey(ctx context.Context, arg ResealHostCAKeyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealHostCAKey, arg.Sealed, arg.ID, arg.Was)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const resealInstanceEnv = `-- name: ResealInstanceEnv :execrows
 UPDATE instances SET env_sealed = $1 WHERE id = $2 AND env_sealed = $3
 `
@@ -81,6 +99,42 @@ func (q *Queries) ResealUserData(ctx context.Context, arg ResealUserDataParams) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const staleHostCAKeys = `-- name: StaleHostCAKeys :many
+SELECT id, key_sealed FROM host_cas
+WHERE substring(key_sealed from 2 for 4) <> $1::bytea AND id > $2
+ORDER BY id LIMIT 500
+`
+
+type StaleHostCAKeysParams struct {
+	KeyID []byte
+	After uuid.UUID
+}
+
+type StaleHostCAKeysRow struct {
+	ID        uuid.UUID
+	KeySealed []byte
+}
+
+func (q *Queries) StaleHostCAKeys(ctx context.Context, arg StaleHostCAKeysParams) ([]StaleHostCAKeysRow, error) {
+	rows, err := q.db.Query(ctx, staleHostCAKeys, arg.KeyID, arg.After)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StaleHostCAKeysRow{}
+	for rows.Next() {
+		var i StaleHostCAKeysRow
+		if err := rows.Scan(&i.ID, &i.KeySealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const staleInstanceEnv = `-- name: StaleInstanceEnv :many

@@ -38,7 +38,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		serveCommand(), reconcileCommand(), hostCommand(), migrateCommand(),
-		devCommand(), tokenCommand(), resealCommand(), doctorCommand(),
+		devCommand(), tokenCommand(), resealCommand(), hostCACommand(), doctorCommand(),
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
@@ -95,6 +97,54 @@ func TestMigrateRefusesAnotherBuildsSchema(t *testing.T) {
 	}
 }
 
+// TestHostCA runs `better-compute host-ca` as an operator rotating the
+// host CA: a new CA signs host certificates beside the old, which keeps
+// signing the server's until it is retired; the last cannot be.
+func TestHostCA(t *testing.T) {
+	url := testenv.EmptyDatabaseURL(t)
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(binary(t), args...)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "BC_SECRET=s")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := run("migrate"); err != nil {
+		t.Fatal(out)
+	}
+	first, err := run("host-ca")
+	if err != nil || strings.Count(first, "trusted") != 1 {
+		t.Fatalf("first host-ca: %v\n%s", err, first)
+	}
+	rotated, err := run("host-ca", "--rotate")
+	if err != nil || !strings.Contains(rotated, "made host CA") || !strings.Contains(rotated, "trusted, signs the server certificate") ||
+		!strings.Contains(rotated, "trusted, signs host certificates") {
+		t.Fatalf("host-ca --rotate: %v\n%s", err, rotated)
+	}
+	oldID := caIDs(first)[0]
+	retired, err := run("host-ca", "--retire", oldID)
+	if err != nil || !strings.Contains(retired, "retired ") || !strings.Contains(retired, "signs host and server certificates") {
+		t.Fatalf("host-ca --retire: %v\n%s", err, retired)
+	}
+	newID := caIDs(retired)[1]
+	if out, err := run("host-ca", "--retire", newID); err == nil || !strings.Contains(out, "only host CA") {
+		t.Fatalf("retiring the last CA: %v\n%s", err, out)
+	}
+}
+
+// caIDs are the IDs host-ca lists, in its order.
+func caIDs(out string) []string {
+	var ids []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			if _, err := uuid.Parse(f[0]); err == nil {
+				ids = append(ids, f[0])
+			}
+		}
+	}
+	return ids
+}
+
 // TestReseal runs `better-compute reseal` as an operator would after a
 // rotation: it reports what it sealed again and audits the run.
 func TestReseal(t *testing.T) {
@@ -117,8 +167,12 @@ func TestReseal(t *testing.T) {
 		id, old.Seal([]byte("token"), id[:])); err != nil {
 		t.Fatal(err)
 	}
-	if out := run([]string{"BC_SECRET=new", "BC_SECRET_PREVIOUS=old"}, "reseal"); out != "sealed again: 0 user data, 1 provider credentials" {
+	run([]string{"BC_SECRET=old"}, "host-ca") // makes the first host CA, its key sealed under old
+	if out := run([]string{"BC_SECRET=new", "BC_SECRET_PREVIOUS=old"}, "reseal"); out != "sealed again: 0 user data, 1 provider credentials, 1 host CA keys" {
 		t.Fatalf("reseal printed %q", out)
+	}
+	if out := run([]string{"BC_SECRET=new"}, "host-ca"); !strings.Contains(out, "signs host and server certificates") {
+		t.Fatalf("host-ca under the new secret alone printed %q", out)
 	}
 	var sealed []byte
 	db.QueryRow(t.Context(), "SELECT credentials_sealed FROM provider_accounts WHERE id = $1", id).Scan(&sealed)

@@ -37,7 +37,7 @@ func runReseal(ctx context.Context, cfg *app.ResealConfig) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("sealed again: %d user data, %d provider credentials\n", out.UserData, out.Credentials)
+	fmt.Printf("sealed again: %d user data, %d provider credentials, %d host CA keys\n", out.UserData, out.Credentials, out.HostCAKeys)
 	for _, f := range out.Failed {
 		fmt.Printf("could not open: %s\n", f)
 	}

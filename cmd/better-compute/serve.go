@@ -22,6 +22,6 @@ func runServe(ctx context.Context, cfg *app.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("serving", "addr", srv.Addr)
+	cfg.Logger.Info("serving", "addr", srv.Addr, "host_addr", srv.HostAddr)
 	return srv.Wait(ctx)
 }

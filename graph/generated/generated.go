@@ -100,8 +100,11 @@ type ComplexityRoot struct {
 	}
 
 	CreateHostPayload struct {
-		Credential func(childComplexity int) int
-		Host       func(childComplexity int) int
+		Credential         func(childComplexity int) int
+		Host               func(childComplexity int) int
+		JoinCommand        func(childComplexity int) int
+		JoinToken          func(childComplexity int) int
+		JoinTokenExpiresAt func(childComplexity int) int
 	}
 
 	Doctor struct {
@@ -141,6 +144,8 @@ type ComplexityRoot struct {
 		Alive              func(childComplexity int) int
 		Allocated          func(childComplexity int) int
 		Capacity           func(childComplexity int) int
+		CertValidBefore    func(childComplexity int) int
+		Certified          func(childComplexity int) int
 		CreatedAt          func(childComplexity int) int
 		Draining           func(childComplexity int) int
 		Gpus               func(childComplexity int) int
@@ -248,6 +253,7 @@ type ComplexityRoot struct {
 		CreateAPIToken               func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateFlavor                 func(childComplexity int, input model.CreateFlavorInput) int
 		CreateHost                   func(childComplexity int, input model.CreateHostInput) int
+		CreateHostJoinToken          func(childComplexity int, input model.CreateHostJoinTokenInput) int
 		CreateIPPool                 func(childComplexity int, input model.CreateIPPoolInput) int
 		CreateInstance               func(childComplexity int, input model.CreateInstanceInput) int
 		CreatePool                   func(childComplexity int, input model.CreatePoolInput) int
@@ -266,6 +272,7 @@ type ComplexityRoot struct {
 		RegisterImage                func(childComplexity int, input model.RegisterImageInput) int
 		ResumeSandbox                func(childComplexity int, input model.SandboxIDInput) int
 		RevokeAPIToken               func(childComplexity int, input model.RevokeAPITokenInput) int
+		RevokeHostCertificates       func(childComplexity int, input model.RevokeHostCertificatesInput) int
 		SetHostCapacity              func(childComplexity int, input model.SetHostCapacityInput) int
 		SetHostDraining              func(childComplexity int, input model.SetHostDrainingInput) int
 		SetPoolRequireCertifiedHosts func(childComplexity int, input model.SetPoolRequireCertifiedHostsInput) int
@@ -599,6 +606,8 @@ type HostResolver interface {
 	Allocated(ctx context.Context, obj *domain.Host) (model.HostAllocation, error)
 
 	Alive(ctx context.Context, obj *domain.Host) (bool, error)
+
+	Certified(ctx context.Context, obj *domain.Host) (bool, error)
 }
 type ImageResolver interface {
 	ID(ctx context.Context, obj *domain.Image) (string, error)
@@ -640,6 +649,8 @@ type MutationResolver interface {
 	CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error)
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
+	CreateHostJoinToken(ctx context.Context, input model.CreateHostJoinTokenInput) (model.CreateHostPayload, error)
+	RevokeHostCertificates(ctx context.Context, input model.RevokeHostCertificatesInput) (model.HostPayload, error)
 	CreateFlavor(ctx context.Context, input model.CreateFlavorInput) (model.FlavorPayload, error)
 	RegisterImage(ctx context.Context, input model.RegisterImageInput) (model.ImagePayload, error)
 	CreateProviderAccount(ctx context.Context, input model.CreateProviderAccountInput) (model.ProviderAccountPayload, error)
@@ -956,6 +967,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateHostPayload.Host(childComplexity), true
+	case "CreateHostPayload.joinCommand":
+		if e.ComplexityRoot.CreateHostPayload.JoinCommand == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateHostPayload.JoinCommand(childComplexity), true
+	case "CreateHostPayload.joinToken":
+		if e.ComplexityRoot.CreateHostPayload.JoinToken == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateHostPayload.JoinToken(childComplexity), true
+	case "CreateHostPayload.joinTokenExpiresAt":
+		if e.ComplexityRoot.CreateHostPayload.JoinTokenExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateHostPayload.JoinTokenExpiresAt(childComplexity), true
 
 	case "Doctor.findings":
 		if e.ComplexityRoot.Doctor.Findings == nil {
@@ -1088,6 +1117,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.Capacity(childComplexity), true
+	case "Host.certValidBefore":
+		if e.ComplexityRoot.Host.CertValidBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.CertValidBefore(childComplexity), true
+	case "Host.certified":
+		if e.ComplexityRoot.Host.Certified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Certified(childComplexity), true
 	case "Host.createdAt":
 		if e.ComplexityRoot.Host.CreatedAt == nil {
 			break
@@ -1541,6 +1582,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateHost(childComplexity, args["input"].(model.CreateHostInput)), true
+	case "Mutation.createHostJoinToken":
+		if e.ComplexityRoot.Mutation.CreateHostJoinToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createHostJoinToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateHostJoinToken(childComplexity, args["input"].(model.CreateHostJoinTokenInput)), true
 	case "Mutation.createIpPool":
 		if e.ComplexityRoot.Mutation.CreateIPPool == nil {
 			break
@@ -1739,6 +1791,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["input"].(model.RevokeAPITokenInput)), true
+	case "Mutation.revokeHostCertificates":
+		if e.ComplexityRoot.Mutation.RevokeHostCertificates == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeHostCertificates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeHostCertificates(childComplexity, args["input"].(model.RevokeHostCertificatesInput)), true
 	case "Mutation.setHostCapacity":
 		if e.ComplexityRoot.Mutation.SetHostCapacity == nil {
 			break
@@ -3083,6 +3146,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateApiTokenInput", ec.unmarshalInputCreateApiTokenInput),
 			graphql.NewInputUnmarshaler("CreateFlavorInput", ec.unmarshalInputCreateFlavorInput),
 			graphql.NewInputUnmarshaler("CreateHostInput", ec.unmarshalInputCreateHostInput),
+			graphql.NewInputUnmarshaler("CreateHostJoinTokenInput", ec.unmarshalInputCreateHostJoinTokenInput),
 			graphql.NewInputUnmarshaler("CreateInstanceInput", ec.unmarshalInputCreateInstanceInput),
 			graphql.NewInputUnmarshaler("CreateIpPoolInput", ec.unmarshalInputCreateIpPoolInput),
 			graphql.NewInputUnmarshaler("CreatePoolInput", ec.unmarshalInputCreatePoolInput),
@@ -3101,6 +3165,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("NetworkPolicyInput", ec.unmarshalInputNetworkPolicyInput),
 			graphql.NewInputUnmarshaler("RegisterImageInput", ec.unmarshalInputRegisterImageInput),
 			graphql.NewInputUnmarshaler("RevokeApiTokenInput", ec.unmarshalInputRevokeApiTokenInput),
+			graphql.NewInputUnmarshaler("RevokeHostCertificatesInput", ec.unmarshalInputRevokeHostCertificatesInput),
 			graphql.NewInputUnmarshaler("SandboxEventFilter", ec.unmarshalInputSandboxEventFilter),
 			graphql.NewInputUnmarshaler("SandboxFilter", ec.unmarshalInputSandboxFilter),
 			graphql.NewInputUnmarshaler("SandboxIdInput", ec.unmarshalInputSandboxIdInput),
@@ -3548,6 +3613,13 @@ type Host implements Node {
   it said. The gateway refuses a host whose runtime is not its pool's.
   """
   runtime: String
+  """
+  Whether it holds a certificate not revoked and not expired: it proves itself
+  to the gateway over mutual TLS.
+  """
+  certified: Boolean!
+  "When its newest live certificate expires; null when it has none."
+  certValidBefore: DateTime
   createdAt: DateTime!
 }
 
@@ -3614,12 +3686,38 @@ input CreateIpPoolInput {
 input CreateHostInput {
   poolId: ID!
   name: String!
+  """
+  Also give it a bearer credential (default true): the fallback for a
+  deployment that terminates TLS in front of serve. False: it proves itself by
+  its certificate alone, got with the join token.
+  """
+  bearerCredential: Boolean
 }
 
 type CreateHostPayload {
   host: Host!
-  "The host daemon's credential. Shown once; only its hash is stored."
-  credential: String!
+  """
+  The host daemon's bearer credential; null when bearerCredential was false.
+  Shown once; only its hash is stored.
+  """
+  credential: String
+  "The host's one-time join token (bcj_…). Shown once; only its hash is stored."
+  joinToken: String!
+  "When the join token stops working (BC_JOIN_TOKEN_TTL after it was made)."
+  joinTokenExpiresAt: DateTime!
+  """
+  The host daemon's command line that joins with the token, pinning the host CA
+  (--ca-sha256); null when serve has no host TLS listener (BC_HOST_LISTEN).
+  """
+  joinCommand: String
+}
+
+input CreateHostJoinTokenInput {
+  hostId: ID!
+}
+
+input RevokeHostCertificatesInput {
+  hostId: ID!
 }
 
 input GpuInput {
@@ -3671,6 +3769,13 @@ extend type Mutation {
   setHostCapacity(input: SetHostCapacityInput!): HostPayload!
   "A draining host gets nothing new placed on it; what runs there keeps running."
   setHostDraining(input: SetHostDrainingInput!): HostPayload!
+  """
+  Gives a host a new one-time join token (its credential is null), as after its
+  certificates were revoked or expired. Shown once.
+  """
+  createHostJoinToken(input: CreateHostJoinTokenInput!): CreateHostPayload!
+  "Revokes every certificate of a host: the gateway refuses them at once."
+  revokeHostCertificates(input: RevokeHostCertificatesInput!): HostPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema/catalog.graphqls", Input: `enum ImageFormat {
@@ -4512,6 +4617,12 @@ func (ec *executionContext) childFields_CreateHostPayload(ctx context.Context, f
 		return ec.fieldContext_CreateHostPayload_host(ctx, field)
 	case "credential":
 		return ec.fieldContext_CreateHostPayload_credential(ctx, field)
+	case "joinToken":
+		return ec.fieldContext_CreateHostPayload_joinToken(ctx, field)
+	case "joinTokenExpiresAt":
+		return ec.fieldContext_CreateHostPayload_joinTokenExpiresAt(ctx, field)
+	case "joinCommand":
+		return ec.fieldContext_CreateHostPayload_joinCommand(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateHostPayload", field.Name)
 }
@@ -4610,6 +4721,10 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_protocolVersion(ctx, field)
 	case "runtime":
 		return ec.fieldContext_Host_runtime(ctx, field)
+	case "certified":
+		return ec.fieldContext_Host_certified(ctx, field)
+	case "certValidBefore":
+		return ec.fieldContext_Host_certValidBefore(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -5464,6 +5579,20 @@ func (ec *executionContext) field_Mutation_createFlavor_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createHostJoinToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateHostJoinTokenInput, error) {
+			return ec.unmarshalNCreateHostJoinTokenInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateHostJoinTokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createHost_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5722,6 +5851,20 @@ func (ec *executionContext) field_Mutation_revokeApiToken_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RevokeAPITokenInput, error) {
 			return ec.unmarshalNRevokeApiTokenInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐRevokeAPITokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeHostCertificates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RevokeHostCertificatesInput, error) {
+			return ec.unmarshalNRevokeHostCertificatesInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐRevokeHostCertificatesInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7053,6 +7196,29 @@ func (ec *executionContext) _CreateHostPayload_credential(ctx context.Context, f
 			return obj.Credential, nil
 		},
 		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateHostPayload_credential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateHostPayload_joinToken(ctx context.Context, field graphql.CollectedField, obj *model.CreateHostPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateHostPayload_joinToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinToken, nil
+		},
+		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
 			return ec.marshalNString2string(ctx, selections, v)
 		},
@@ -7060,7 +7226,53 @@ func (ec *executionContext) _CreateHostPayload_credential(ctx context.Context, f
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_CreateHostPayload_credential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_CreateHostPayload_joinToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateHostPayload_joinTokenExpiresAt(ctx context.Context, field graphql.CollectedField, obj *model.CreateHostPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateHostPayload_joinTokenExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinTokenExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateHostPayload_joinTokenExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _CreateHostPayload_joinCommand(ctx context.Context, field graphql.CollectedField, obj *model.CreateHostPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateHostPayload_joinCommand(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinCommand, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateHostPayload_joinCommand(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateHostPayload", field, false, false, "String")
 }
 
@@ -7829,6 +8041,52 @@ func (ec *executionContext) _Host_runtime(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Host_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "String")
+}
+
+func (ec *executionContext) _Host_certified(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_certified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Host().Certified(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_certified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Host_certValidBefore(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_certValidBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CertValidBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Host_certValidBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -9998,6 +10256,94 @@ func (ec *executionContext) fieldContext_Mutation_setHostDraining(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setHostDraining_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createHostJoinToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createHostJoinToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateHostJoinToken(ctx, fc.Args["input"].(model.CreateHostJoinTokenInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CreateHostPayload) graphql.Marshaler {
+			return ec.marshalNCreateHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateHostPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createHostJoinToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateHostPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createHostJoinToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeHostCertificates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeHostCertificates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeHostCertificates(ctx, fc.Args["input"].(model.RevokeHostCertificatesInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
+			return ec.marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeHostCertificates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeHostCertificates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17081,7 +17427,7 @@ func (ec *executionContext) unmarshalInputCreateHostInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"poolId", "name"}
+	fieldsInOrder := [...]string{"poolId", "name", "bearerCredential"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17102,6 +17448,13 @@ func (ec *executionContext) unmarshalInputCreateHostInput(ctx context.Context, o
 				return it, err
 			}
 			it.Name = data
+		case "bearerCredential":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bearerCredential"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BearerCredential = data
 		}
 	}
 	return it, nil
@@ -17116,6 +17469,48 @@ func (ec *executionContext) unmarshalInputCreateHostInput(ctx context.Context, o
 func UnmarshalCreateHostInput(ctx context.Context, raw any) (model.CreateHostInput, error) {
 	var out model.CreateHostInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateHostInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateHostJoinTokenInput(ctx context.Context, obj any) (model.CreateHostJoinTokenInput, error) {
+	var it model.CreateHostJoinTokenInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"hostId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "hostId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HostID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateHostJoinTokenInput unmarshals raw into the CreateHostJoinTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateHostJoinTokenInput(ctx context.Context, raw any) (model.CreateHostJoinTokenInput, error) {
+	var out model.CreateHostJoinTokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateHostJoinTokenInput", raw, &out)
 	return out, err
 }
 
@@ -18313,6 +18708,48 @@ func (ec *executionContext) unmarshalInputRevokeApiTokenInput(ctx context.Contex
 func UnmarshalRevokeApiTokenInput(ctx context.Context, raw any) (model.RevokeAPITokenInput, error) {
 	var out model.RevokeAPITokenInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeApiTokenInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRevokeHostCertificatesInput(ctx context.Context, obj any) (model.RevokeHostCertificatesInput, error) {
+	var it model.RevokeHostCertificatesInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"hostId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "hostId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HostID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRevokeHostCertificatesInput unmarshals raw into the RevokeHostCertificatesInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeHostCertificatesInput(ctx context.Context, raw any) (model.RevokeHostCertificatesInput, error) {
+	var out model.RevokeHostCertificatesInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeHostCertificatesInput", raw, &out)
 	return out, err
 }
 
@@ -19559,7 +19996,22 @@ func (ec *executionContext) _CreateHostPayload(ctx context.Context, sel ast.Sele
 			}
 		case "credential":
 			out.Values[i] = ec._CreateHostPayload_credential(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "joinToken":
+			out.Values[i] = ec._CreateHostPayload_joinToken(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinTokenExpiresAt":
+			out.Values[i] = ec._CreateHostPayload_joinTokenExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinCommand":
+			out.Values[i] = ec._CreateHostPayload_joinCommand(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -19890,6 +20342,17 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "runtime":
 			out.Values[i] = ec._Host_runtime(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "certified":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Host_certified(ctx, field, obj)
+				})
+		case "certValidBefore":
+			out.Values[i] = ec._Host_certValidBefore(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -20649,6 +21112,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setHostDraining":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setHostDraining(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createHostJoinToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createHostJoinToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeHostCertificates":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeHostCertificates(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -23187,6 +23664,11 @@ func (ec *executionContext) unmarshalNCreateHostInput2githubᚗcomᚋbetterᚑco
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateHostJoinTokenInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateHostJoinTokenInput(ctx context.Context, v any) (model.CreateHostJoinTokenInput, error) {
+	res, err := ec.unmarshalInputCreateHostJoinTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNCreateHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateHostPayload(ctx context.Context, sel ast.SelectionSet, v model.CreateHostPayload) graphql.Marshaler {
 	return ec._CreateHostPayload(ctx, sel, &v)
 }
@@ -23744,6 +24226,11 @@ func (ec *executionContext) unmarshalNRegisterImageInput2githubᚗcomᚋbetter�
 
 func (ec *executionContext) unmarshalNRevokeApiTokenInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐRevokeAPITokenInput(ctx context.Context, v any) (model.RevokeAPITokenInput, error) {
 	res, err := ec.unmarshalInputRevokeApiTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRevokeHostCertificatesInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐRevokeHostCertificatesInput(ctx context.Context, v any) (model.RevokeHostCertificatesInput, error) {
+	res, err := ec.unmarshalInputRevokeHostCertificatesInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -74,12 +74,28 @@ type CreateFlavorInput struct {
 type CreateHostInput struct {
 	PoolID string `json:"poolId"`
 	Name   string `json:"name"`
+	// Also give it a bearer credential (default true): the fallback for a
+	// deployment that terminates TLS in front of serve. False: it proves itself by
+	// its certificate alone, got with the join token.
+	BearerCredential *bool `json:"bearerCredential,omitempty"`
+}
+
+type CreateHostJoinTokenInput struct {
+	HostID string `json:"hostId"`
 }
 
 type CreateHostPayload struct {
 	Host domain.Host `json:"host"`
-	// The host daemon's credential. Shown once; only its hash is stored.
-	Credential string `json:"credential"`
+	// The host daemon's bearer credential; null when bearerCredential was false.
+	// Shown once; only its hash is stored.
+	Credential *string `json:"credential,omitempty"`
+	// The host's one-time join token (bcj_…). Shown once; only its hash is stored.
+	JoinToken string `json:"joinToken"`
+	// When the join token stops working (BC_JOIN_TOKEN_TTL after it was made).
+	JoinTokenExpiresAt time.Time `json:"joinTokenExpiresAt"`
+	// The host daemon's command line that joins with the token, pinning the host CA
+	// (--ca-sha256); null when serve has no host TLS listener (BC_HOST_LISTEN).
+	JoinCommand *string `json:"joinCommand,omitempty"`
 }
 
 type CreateInstanceInput struct {
@@ -372,6 +388,10 @@ type RegisterImageInput struct {
 
 type RevokeAPITokenInput struct {
 	ID string `json:"id"`
+}
+
+type RevokeHostCertificatesInput struct {
+	HostID string `json:"hostId"`
 }
 
 type SandboxConnection struct {
