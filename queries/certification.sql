@@ -11,16 +11,22 @@ WHERE host_id = @host::uuid AND spec_power IS NOT NULL AND state <> 'DELETED'
 RETURNING *;
 
 -- LapsedCertifications lists live instances still recorded as on a
--- certified host whose certificate has expired, oldest lapse first.
+-- certified host whose certificate no longer stands: it expired, or its
+-- host has no live certificate that lasts as long (they were revoked),
+-- oldest validity first, with the version each was read at.
 -- name: LapsedCertifications :many
-SELECT id FROM instances
-WHERE host_certified AND host_cert_valid_before < now() AND state <> 'DELETED'
-ORDER BY host_cert_valid_before, id
+SELECT i.id, i.version, i.host_cert_valid_before::timestamptz AS valid_before,
+       (i.host_cert_valid_before >= now())::boolean AS revoked
+FROM instances i
+LEFT JOIN hosts h ON h.id = i.host_id
+WHERE i.host_certified AND i.state <> 'DELETED'
+  AND (i.host_cert_valid_before < now() OR h.cert_not_after IS NULL OR h.cert_not_after < i.host_cert_valid_before)
+ORDER BY i.host_cert_valid_before, i.id
 LIMIT @max;
 
 -- LapseCertification records that an instance's host is no longer
--- certified, if its certificate still has lapsed.
+-- certified, if the instance is still at the version it was listed at.
 -- name: LapseCertification :one
 UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = now()
-WHERE id = @id AND host_certified AND host_cert_valid_before < now() AND state <> 'DELETED'
+WHERE id = @id AND version = @version AND host_certified
 RETURNING *;

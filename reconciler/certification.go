@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/audit"
@@ -26,17 +25,18 @@ const lapseBatch = 500
 
 // lapseCertifications is the vps.certificate-lapses pass, run once per
 // LapseInterval across all reconcilers: an instance recorded as on a
-// certified host whose certificate has since expired (its host stopped
-// renewing, or stopped reporting) is marked not certified, with an audit
-// row and its live event, so a lapse is reported rather than kept quiet.
+// certified host whose certificate no longer stands — it expired (its
+// host stopped renewing, or stopped reporting), or its host's
+// certificates were revoked — is marked not certified, with an audit row
+// and its live event, so a lapse is reported rather than kept quiet.
 func (r *Reconciler) lapseCertifications(ctx context.Context) error {
 	for {
 		due, err := sqlc.New(r.db).LapsedCertifications(ctx, lapseBatch)
 		if err != nil {
 			return fmt.Errorf("list lapsed certifications: %w", err)
 		}
-		for _, id := range due {
-			if err := r.lapse(ctx, id); err != nil {
+		for _, l := range due {
+			if err := r.lapse(ctx, l); err != nil {
 				return err
 			}
 		}
@@ -46,23 +46,20 @@ func (r *Reconciler) lapseCertifications(ctx context.Context) error {
 	}
 }
 
-// lapse marks one instance's host not certified, if its certificate still
-// has lapsed (a report may have renewed it meanwhile), in one transaction
-// with its event and audit row.
-func (r *Reconciler) lapse(ctx context.Context, id uuid.UUID) error {
-	var lapsed *sqlc.Instance
+// lapse marks one instance's host not certified, if the instance is still
+// as it was listed (a report may have renewed it meanwhile: the next pass
+// looks again), in one transaction with its event and audit row.
+func (r *Reconciler) lapse(ctx context.Context, l sqlc.LapsedCertificationsRow) error {
+	reason := "expired"
+	if l.Revoked {
+		reason = "revoked"
+	}
+	lapsed := false
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		was, err := q.LockInstance(ctx, id)
+		inst, err := q.LapseCertification(ctx, sqlc.LapseCertificationParams{ID: l.ID, Version: l.Version})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("lock instance: %w", err)
-		}
-		inst, err := q.LapseCertification(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // renewed or deleted meanwhile
+			return nil // changed meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("mark not certified: %w", err)
@@ -70,8 +67,8 @@ func (r *Reconciler) lapse(ctx context.Context, id uuid.UUID) error {
 		if err := events.Enqueue(ctx, q, TopicEvents, events.Updated, inst); err != nil {
 			return err
 		}
-		lapsed = &was
-		details := map[string]any{"validBefore": was.HostCertValidBefore}
+		lapsed = true
+		details := map[string]any{"validBefore": l.ValidBefore, "reason": reason}
 		if inst.HostID != nil {
 			details["hostId"] = ids.Encode(ids.Host, *inst.HostID)
 		}
@@ -79,10 +76,10 @@ func (r *Reconciler) lapse(ctx context.Context, id uuid.UUID) error {
 			TargetID: inst.ID, RequestID: lapseRequestID, Details: details})
 	})
 	if err != nil {
-		return fmt.Errorf("lapse the certification of instance %s: %w", ids.Log(ids.Instance, id), err)
+		return fmt.Errorf("lapse the certification of instance %s: %w", ids.Log(ids.Instance, l.ID), err)
 	}
-	if lapsed != nil {
-		r.log.InfoContext(ctx, "host certificate lapsed", "instance", ids.Log(ids.Instance, id), "valid_before", lapsed.HostCertValidBefore)
+	if lapsed {
+		r.log.InfoContext(ctx, "host certificate lapsed", "instance", ids.Log(ids.Instance, l.ID), "valid_before", l.ValidBefore, "reason", reason)
 	}
 	return nil
 }

@@ -123,27 +123,32 @@ func TestRequireCertifiedHosts(t *testing.T) {
 }
 
 // TestCertificateLapse: an instance recorded as on a certified host whose
-// certificate has expired is marked not certified by the lapse pass, with
-// an audit row (no principal) and its live UPDATED event; one whose
-// certificate is still valid, and a DELETED one, are left alone, and a
-// lapse is reported once.
+// certificate no longer stands — it expired, or the host's certificates
+// were revoked — is marked not certified by the lapse pass, with an audit
+// row (no principal, the reason) and its live UPDATED event; one whose
+// certificate still stands, and a DELETED one, are left alone, and a lapse
+// is reported once.
 func TestCertificateLapse(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	hv := e.host("hv-1", 8)
-	// Running on hv-1, as placement and its reports would leave them.
-	settle := func(name, state string, validBefore *time.Time) uuid.UUID {
+	renewing, revoked := e.host("hv-renewing", 8), e.host("hv-revoked", 8)
+	valid := in(30 * 24 * time.Hour)
+	e.certifiedUntil(renewing, valid)
+	// Running, certified until validBefore, as placement and the host's
+	// reports would leave them.
+	settle := func(name, state string, host uuid.UUID, validBefore *time.Time) uuid.UUID {
 		id := e.create(name)
 		_, err := e.db.Exec(context.Background(), `UPDATE instances SET state = $2, desired_state = CASE WHEN $2 = 'DELETED' THEN 'DELETED' ELSE 'RUNNING' END,
 			host_id = $3, spec_power = 'running', observed_state = 'running', host_certified = true, host_cert_valid_before = $4 WHERE id = $1`,
-			id, state, hv, validBefore)
+			id, state, host, validBefore)
 		e.check(err)
 		return id
 	}
 	lapsedAt := in(-time.Minute)
-	lapsed := settle("lapsed", "RUNNING", lapsedAt)
-	valid := settle("valid", "RUNNING", in(30*24*time.Hour))
-	deleted := settle("deleted", "DELETED", in(-time.Minute))
+	expired := settle("expired", "RUNNING", renewing, lapsedAt)
+	standing := settle("standing", "RUNNING", renewing, valid)
+	deleted := settle("deleted", "DELETED", renewing, lapsedAt)
+	onRevoked := settle("on-revoked", "RUNNING", revoked, valid)
 
 	sub := e.rdb.Subscribe(context.Background(), e.prefix+events.TenantChannel(e.tenant))
 	defer sub.Close()
@@ -152,50 +157,64 @@ func TestCertificateLapse(t *testing.T) {
 	}
 	e.reconcilers(1, func(c *reconciler.Config) { c.HostSilentAfter, c.LapseInterval = time.Hour, 50*time.Millisecond })
 
-	e.eventually(10*time.Second, "the lapsed instance marked not certified", func() bool {
-		ok, before := e.certification(lapsed)
-		return !ok && before == nil
+	e.eventually(10*time.Second, "the expired and the revoked instance marked not certified", func() bool {
+		a, aUntil := e.certification(expired)
+		b, bUntil := e.certification(onRevoked)
+		return !a && aUntil == nil && !b && bUntil == nil
 	})
-	t.Run("its live event says so", func(t *testing.T) {
+	t.Run("their live events say so", func(t *testing.T) {
+		want := map[string]bool{ids.Encode(ids.Instance, expired): true, ids.Encode(ids.Instance, onRevoked): true}
 		deadline := time.After(10 * time.Second)
-		for {
+		for len(want) > 0 {
 			select {
 			case msg := <-sub.Channel():
 				ev, _, err := events.Decode([]byte(msg.Payload))
-				if err == nil && ev != nil && ev.Instance.ID == ids.Encode(ids.Instance, lapsed) && ev.Type == events.Updated && !ev.Instance.HostCertified {
-					return
+				if err == nil && ev != nil && ev.Type == events.Updated && !ev.Instance.HostCertified {
+					delete(want, ev.Instance.ID)
 				}
 			case <-deadline:
-				t.Fatal("no UPDATED event of the lapse")
+				t.Fatalf("no UPDATED event of the lapse of %v", want)
 			}
 		}
 	})
-	t.Run("an audit row says so", func(t *testing.T) {
-		var principal *uuid.UUID
-		var tenant uuid.UUID
-		var details []byte
-		e.check(e.db.QueryRow(context.Background(), `SELECT principal_id, tenant_id, details FROM audit_events
-			WHERE action = 'instance.host_certificate_lapsed' AND target_type = 'instance' AND target_id = $1 AND outcome = 'success'`, lapsed).
-			Scan(&principal, &tenant, &details))
-		var d struct {
-			ValidBefore time.Time
-			HostID      string
-		}
-		e.check(json.Unmarshal(details, &d))
-		if principal != nil || tenant != e.tenant || !d.ValidBefore.Equal(*lapsedAt) || d.HostID != ids.Encode(ids.Host, hv) {
-			t.Fatalf("audit row: principal %v, tenant %v, details %s", principal, tenant, details)
-		}
-	})
+	for _, c := range []struct {
+		name     string
+		instance uuid.UUID
+		host     uuid.UUID
+		until    *time.Time
+		reason   string
+	}{
+		{"an audit row says it expired", expired, renewing, lapsedAt, "expired"},
+		{"an audit row says it was revoked", onRevoked, revoked, valid, "revoked"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var principal *uuid.UUID
+			var tenant uuid.UUID
+			var details []byte
+			e.check(e.db.QueryRow(context.Background(), `SELECT principal_id, tenant_id, details FROM audit_events
+				WHERE action = 'instance.host_certificate_lapsed' AND target_type = 'instance' AND target_id = $1 AND outcome = 'success'`, c.instance).
+				Scan(&principal, &tenant, &details))
+			var d struct {
+				ValidBefore time.Time
+				HostID      string
+				Reason      string
+			}
+			e.check(json.Unmarshal(details, &d))
+			if principal != nil || tenant != e.tenant || !d.ValidBefore.Equal(*c.until) || d.HostID != ids.Encode(ids.Host, c.host) || d.Reason != c.reason {
+				t.Fatalf("audit row: principal %v, tenant %v, details %s", principal, tenant, details)
+			}
+		})
+	}
 	t.Run("others are left alone and a lapse is reported once", func(t *testing.T) {
 		e.periodicRan("vps.certificate-lapses")
-		if ok, _ := e.certification(valid); !ok {
-			t.Error("an instance on a host with a valid certificate was marked not certified")
+		if ok, _ := e.certification(standing); !ok {
+			t.Error("an instance whose host's certificate stands was marked not certified")
 		}
 		if ok, _ := e.certification(deleted); !ok {
 			t.Error("a DELETED instance was marked")
 		}
-		if n := e.count("audit_events WHERE action = 'instance.host_certificate_lapsed'"); n != 1 {
-			t.Errorf("%d lapse audit rows, want 1", n)
+		if n := e.count("audit_events WHERE action = 'instance.host_certificate_lapsed'"); n != 2 {
+			t.Errorf("%d lapse audit rows, want 2", n)
 		}
 	})
 }
@@ -239,6 +258,7 @@ func TestSnapshotCertification(t *testing.T) {
 	same := func(a, b *time.Time) bool { return a != nil && b != nil && a.Equal(*b) }
 
 	first, renewed := in(30*24*time.Hour), in(37*24*time.Hour)
+	e.certifiedUntil(e.hv, renewed) // its newest certificate, which the lapse pass checks against
 	record(true, first)
 	before := taken("before-renewal")
 	record(true, renewed)

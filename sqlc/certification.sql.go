@@ -14,14 +14,19 @@ import (
 
 const lapseCertification = `-- name: LapseCertification :one
 UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = now()
-WHERE id = $1 AND host_certified AND host_cert_valid_before < now() AND state <> 'DELETED'
+WHERE id = $1 AND version = $2 AND host_certified
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
+type LapseCertificationParams struct {
+	ID      uuid.UUID
+	Version int64
+}
+
 // LapseCertification records that an instance's host is no longer
-// certified, if its certificate still has lapsed.
-func (q *Queries) LapseCertification(ctx context.Context, id uuid.UUID) (Instance, error) {
-	row := q.db.QueryRow(ctx, lapseCertification, id)
+// certified, if the instance is still at the version it was listed at.
+func (q *Queries) LapseCertification(ctx context.Context, arg LapseCertificationParams) (Instance, error) {
+	row := q.db.QueryRow(ctx, lapseCertification, arg.ID, arg.Version)
 	var i Instance
 	err := row.Scan(
 		&i.ID,
@@ -74,27 +79,45 @@ func (q *Queries) LapseCertification(ctx context.Context, id uuid.UUID) (Instanc
 }
 
 const lapsedCertifications = `-- name: LapsedCertifications :many
-SELECT id FROM instances
-WHERE host_certified AND host_cert_valid_before < now() AND state <> 'DELETED'
-ORDER BY host_cert_valid_before, id
+SELECT i.id, i.version, i.host_cert_valid_before::timestamptz AS valid_before,
+       (i.host_cert_valid_before >= now())::boolean AS revoked
+FROM instances i
+LEFT JOIN hosts h ON h.id = i.host_id
+WHERE i.host_certified AND i.state <> 'DELETED'
+  AND (i.host_cert_valid_before < now() OR h.cert_not_after IS NULL OR h.cert_not_after < i.host_cert_valid_before)
+ORDER BY i.host_cert_valid_before, i.id
 LIMIT $1
 `
 
+type LapsedCertificationsRow struct {
+	ID          uuid.UUID
+	Version     int64
+	ValidBefore time.Time
+	Revoked     bool
+}
+
 // LapsedCertifications lists live instances still recorded as on a
-// certified host whose certificate has expired, oldest lapse first.
-func (q *Queries) LapsedCertifications(ctx context.Context, max int32) ([]uuid.UUID, error) {
+// certified host whose certificate no longer stands: it expired, or its
+// host has no live certificate that lasts as long (they were revoked),
+// oldest validity first, with the version each was read at.
+func (q *Queries) LapsedCertifications(ctx context.Context, max int32) ([]LapsedCertificationsRow, error) {
 	rows, err := q.db.Query(ctx, lapsedCertifications, max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []LapsedCertificationsRow{}
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i LapsedCertificationsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Version,
+			&i.ValidBefore,
+			&i.Revoked,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
