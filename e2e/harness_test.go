@@ -164,9 +164,9 @@ type cluster struct {
 	// hostDirs are the hosts' state directories, by host name.
 	hostDirs map[string]string
 	// joins are what the certified hosts joined with, by host name.
-	joins map[string]join
-	reconcs  []*proc
-	procs    []*proc
+	joins   map[string]join
+	reconcs []*proc
+	procs   []*proc
 }
 
 type options struct {
