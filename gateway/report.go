@@ -107,10 +107,12 @@ func (g *Gateway) record(ctx context.Context, q *sqlc.Queries, auth authenticate
 			return rec, err
 		}
 	}
-	if rec.specChanged, err = g.recordCommands(ctx, q, host, rep.Commands); err != nil {
+	// Beside the observations, so the report takes its instances' row
+	// locks before any other.
+	if err := recordCertification(ctx, q, auth); err != nil {
 		return rec, err
 	}
-	if err := recordCertification(ctx, q, auth); err != nil {
+	if rec.specChanged, err = g.recordCommands(ctx, q, host, rep.Commands); err != nil {
 		return rec, err
 	}
 	if rep.Inventory != nil {
