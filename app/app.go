@@ -190,7 +190,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	go func() { s.done <- s.http.Serve(ln) }()
 	if hostLn != nil {
 		s.hosts = &http.Server{
-			Handler:           gw.Handler(),
+			Handler:           server.WithRequestID(gw.Handler()),
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		}

@@ -21,6 +21,12 @@ import (
 	"github.com/better-compute/vps/internal/testenv"
 )
 
+// The host certificate tests, through the real processes. Each was seen to
+// fail with the code broken: the gateway ignoring client certificates
+// (TestHostJoinsByCertificate), a join token not spent by its join and the
+// revocation check dropped (TestHostJoinRefusals), the daemon not renewing
+// or reusing connections made under its old certificate (TestHostRenews).
+
 // TestHostJoinsByCertificate: a host given only a join token joins over
 // the TLS host listener, gets its certificate and serves an instance by
 // certificate alone; it has no bearer credential.
@@ -107,6 +113,16 @@ func TestHostJoinRefusals(t *testing.T) {
 			return c.count("hosts WHERE name = 'hv-0' AND cert_not_after > now() AND last_seen_at > now() - interval '2 seconds'") == 1
 		})
 		c.settle(30 * time.Second)
+	})
+	t.Run("no join token in the audit log or any process's log", func(t *testing.T) {
+		if n := c.count("audit_events WHERE details::text LIKE '%bcj_%'"); n != 0 {
+			t.Fatalf("%d audit events hold a join token", n)
+		}
+		for _, p := range c.procs {
+			if b, _ := os.ReadFile(p.log); bytes.Contains(b, []byte(hostproto.JoinTokenPrefix)) {
+				t.Fatalf("%s's log holds a join token", p.name)
+			}
+		}
 	})
 }
 

@@ -99,15 +99,25 @@ func (g *Gateway) byCertificate(r *http.Request) (authenticatedHost, *refusal, e
 		}
 		return authenticatedHost{}, &refusal{reason: reason, host: host, serial: hostca.SerialHex(leaf), detail: fmt.Sprintf(format, args...)}, nil
 	}
+	// The chain is checked first, at a time within the certificate's
+	// validity, so that a foreign certificate is refused as such whatever
+	// its dates.
 	now := time.Now()
+	within := now
+	if within.After(leaf.NotAfter) {
+		within = leaf.NotAfter
+	}
+	if within.Before(leaf.NotBefore) {
+		within = leaf.NotBefore
+	}
+	if err := g.verifyChain(r, within); err != nil {
+		return refuse(refusedUnknownCA, "certificate is not signed by a host CA of ours: %v", err)
+	}
 	if now.After(leaf.NotAfter) {
 		return refuse(refusedExpired, "certificate expired at %s: the host needs a new join token (createHostJoinToken)", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if now.Before(leaf.NotBefore) {
 		return refuse(refusedNotYetValid, "certificate is valid from %s", leaf.NotBefore.UTC().Format(time.RFC3339))
-	}
-	if err := g.verifyChain(r, now); err != nil {
-		return refuse(refusedUnknownCA, "certificate is not signed by a host CA of ours: %v", err)
 	}
 	hostID, ok := ids.Decode(ids.Host, leaf.Subject.CommonName)
 	if !ok {
@@ -137,9 +147,10 @@ func (g *Gateway) byCertificate(r *http.Request) (authenticatedHost, *refusal, e
 	return authenticatedHost{Host: host, CertNotAfter: &notAfter}, nil, nil
 }
 
-// verifyChain checks that r's client certificate chains to a trusted CA,
-// reading the CAs again once when it does not (a rotation elsewhere).
-func (g *Gateway) verifyChain(r *http.Request, now time.Time) error {
+// verifyChain checks that r's client certificate chains to a trusted CA at
+// time at, reading the CAs again once when it does not (a rotation
+// elsewhere).
+func (g *Gateway) verifyChain(r *http.Request, at time.Time) error {
 	peers := r.TLS.PeerCertificates
 	inter := x509.NewCertPool()
 	for _, c := range peers[1:] {
@@ -150,7 +161,7 @@ func (g *Gateway) verifyChain(r *http.Request, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		_, err = peers[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, CurrentTime: now,
+		_, err = peers[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, CurrentTime: at,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		return err
 	}

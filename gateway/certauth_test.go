@@ -120,17 +120,18 @@ func (e *certEnv) specAs(cert tls.Certificate, host string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// foreignCert is a certificate naming host from a CA that is not ours.
-func foreignCert(t *testing.T, host uuid.UUID) tls.Certificate {
+// foreignCert is a certificate naming host, valid until notAfter, from a
+// CA that is not ours.
+func foreignCert(t *testing.T, host uuid.UUID, notAfter time.Time) tls.Certificate {
 	t.Helper()
 	caPub, caKey, _ := ed25519.GenerateKey(rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "not ours"}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "not ours"}, NotBefore: time.Now().Add(-24 * time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caPub, caKey)
 	caCert, _ := x509.ParseCertificate(caDER)
 	pub, key, _ := ed25519.GenerateKey(rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ids.Encode(ids.Host, host)}, NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ids.Encode(ids.Host, host)}, NotBefore: notAfter.Add(-time.Hour),
+		NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
 	der, _ := x509.CreateCertificate(rand.Reader, tmpl, caCert, pub, caKey)
 	cert, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pemKey(key))
 	if err != nil {
@@ -167,7 +168,9 @@ func TestCertificateRefusals(t *testing.T) {
 	if _, err := e.svc.RevokeHostCertificates(ctx, revoked.Host.ID); err != nil {
 		t.Fatal(err)
 	}
-	past := hostca.New(hostca.Config{DB: e.db, Sealer: e.sealer, Now: func() time.Time { return time.Now().Add(-31 * 24 * time.Hour) }})
+	// Issued two minutes ago for one minute: expired, though issued while
+	// the CA was.
+	past := hostca.New(hostca.Config{DB: e.db, Sealer: e.sealer, Validity: time.Minute, Now: func() time.Time { return time.Now().Add(-2 * time.Minute) }})
 	future := hostca.New(hostca.Config{DB: e.db, Sealer: e.sealer, Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	// Signed by our CA, but never recorded: its transaction rolled back.
 	var unrecorded tls.Certificate
@@ -185,7 +188,8 @@ func TestCertificateRefusals(t *testing.T) {
 		host   string
 		reason string
 	}{
-		{"wrong CA", foreignCert(t, e.host), hostID, "unknown_ca"},
+		{"wrong CA", foreignCert(t, e.host, time.Now().Add(time.Hour)), hostID, "unknown_ca"},
+		{"wrong CA, expired too", foreignCert(t, e.host, time.Now().Add(-time.Minute)), hostID, "unknown_ca"},
 		{"expired", issue(t, past, q, e.host), hostID, "expired"},
 		{"not yet valid", issue(t, future, q, e.host), hostID, "not_yet_valid"},
 		{"another host's certificate", valid, ids.Encode(ids.Host, other.Host.ID), "other_host"},
@@ -209,6 +213,25 @@ func TestCertificateRefusals(t *testing.T) {
 				t.Errorf("no log line of the refusal with its reason and serial %s:\n%s", serial, e.logs.String())
 			}
 		})
+	}
+}
+
+// TestJoinOnlyOverTLS: the plain listener refuses join and renew, so a
+// join token never travels in clear.
+func TestJoinOnlyOverTLS(t *testing.T) {
+	e := setupCerts(t)
+	for _, path := range []string{hostproto.JoinPath, hostproto.RenewPath} {
+		req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(`{"csr": ""}`))
+		req.Header.Set("Authorization", "Bearer "+hostproto.JoinTokenPrefix+"x")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "FORBIDDEN") {
+			t.Errorf("%s on the plain listener: %d %s, want 403 FORBIDDEN", path, resp.StatusCode, b)
+		}
 	}
 }
 

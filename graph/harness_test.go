@@ -22,6 +22,7 @@ import (
 	"github.com/better-compute/vps/doctor"
 	"github.com/better-compute/vps/drivers/cloud"
 	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/hostca"
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/seal"
@@ -54,6 +55,9 @@ func newKey(comment string) string {
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) + " " + comment
 }
 
+// testHostURL is the host listener join commands name.
+const testHostURL = "https://hosts.example.com:8443"
+
 func setup(t testing.TB) *env {
 	t.Helper()
 	return setupWith(t, nil)
@@ -74,7 +78,8 @@ func setupWith(t testing.TB, tune func(*graph.HandlerConfig)) *env {
 		// The settings checks the deployment wires in: the drivers', and an
 		// operator's endpoint policy that lists a Proxmox for tenants.
 		svc: control.New(db, control.Config{Sealer: sealer, Logger: log, ProviderSettings: app.ProviderSettings(policy),
-			Runtimes: []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}, Doctor: doctor.New(doctor.Config{DB: db})}),
+			Runtimes: []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}, Doctor: doctor.New(doctor.Config{DB: db}),
+			HostCA: hostca.New(hostca.Config{DB: db, Sealer: sealer, Logger: log}), HostURL: testHostURL}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}
 	e.url = e.serve(tune)

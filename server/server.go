@@ -106,7 +106,7 @@ func New(cfg Config) *Server {
 	HandleOps(mux, reg, func(ctx context.Context) error { return Ready(ctx, cfg.DB, cfg.Redis) }, cfg.Logger)
 	// The console: static files, and index.html for any other path.
 	mux.Handle("/", web.Handler())
-	return &Server{Handler: withRequestID(mux), graph: gh}
+	return &Server{Handler: WithRequestID(mux), graph: gh}
 }
 
 // Ready checks what serving and reconciling need: the database at this
@@ -126,9 +126,9 @@ func Ready(ctx context.Context, db *pgxpool.Pool, rdb redis.UniversalClient) err
 	return nil
 }
 
-// withRequestID gives every request an id, taken from X-Request-Id when the
+// WithRequestID gives every request an id, taken from X-Request-Id when the
 // client sent a sane one, and echoes it back.
-func withRequestID(next http.Handler) http.Handler {
+func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !saneRequestID(id) {
