@@ -3343,7 +3343,7 @@ type Instance implements Node {
   Whether the host it runs on proved itself with a valid host certificate
   (issued by the control plane's CA) when it was placed there and in its
   latest report. False when unplaced, at a provider, on a host that reports
-  with its bearer credential, and once that certificate lapsed.
+  with its bearer credential, and once that certificate lapsed or was revoked.
   """
   hostCertified: Boolean!
   "Until when that host's certificate is valid; null when not certified. A renewal moves it."
