@@ -131,7 +131,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		return err
 	}
 	doc := doctor.New(doctor.Config{DB: s.db, Redis: s.redis, Prefix: cfg.RedisPrefix, Runtimes: cfg.Runtimes,
-		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID()})
+		HostSilentAfter: cfg.HostSilentAfter, KeyID: sealer.KeyID(), CertifiedMargin: cfg.CertifiedMargin})
 	ca := hostca.New(hostca.Config{DB: s.db, Sealer: sealer, Validity: cfg.HostCertValidity, Logger: cfg.Logger})
 	hostURL := ""
 	if cfg.HostListen != "" {

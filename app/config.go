@@ -44,6 +44,11 @@ type Config struct {
 	// instances are LOST (BC_HOST_SILENT_AFTER). Default
 	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// CertifiedMargin is how soon before its certificate expires a host
+	// holding instances is a doctor finding (BC_CERTIFIED_MARGIN); the
+	// reconciler beside it places on such a host no longer for a pool
+	// requiring certified hosts. Default vps.DefaultCertifiedMargin.
+	CertifiedMargin time.Duration
 	// LiveBuffer is how many events a subscriber may fall behind before it
 	// is dropped (BC_LIVE_BUFFER). Default live.DefaultBuffer.
 	LiveBuffer int
@@ -132,6 +137,7 @@ func (c *Config) Env() []conf.Var {
 			"comma-separated browser origins that may open websockets besides the server's own host"),
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
+		certifiedMargin(&c.CertifiedMargin),
 		conf.Int(&c.LiveBuffer, "BC_LIVE_BUFFER", live.DefaultBuffer,
 			"events a subscription may fall behind before it is closed"),
 		conf.Int(&c.LiveMaxUnread, "BC_LIVE_MAX_UNREAD", graph.DefaultMaxUnread,
@@ -214,6 +220,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.HostSilentAfter <= 0 {
 		c.HostSilentAfter = vps.DefaultHostSilentAfter
+	}
+	if c.CertifiedMargin <= 0 {
+		c.CertifiedMargin = vps.DefaultCertifiedMargin
 	}
 	if c.LiveBuffer <= 0 {
 		c.LiveBuffer = live.DefaultBuffer

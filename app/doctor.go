@@ -31,6 +31,10 @@ type DoctorConfig struct {
 	// HostSilentAfter is how long a host may go without reporting
 	// (BC_HOST_SILENT_AFTER). Default vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// CertifiedMargin is how soon before its certificate expires a host
+	// holding instances is reported (BC_CERTIFIED_MARGIN). Default
+	// vps.DefaultCertifiedMargin.
+	CertifiedMargin time.Duration
 	// StuckAfter is how long an instance may stay in a transitional state
 	// (--stuck-after). Default doctor.DefaultStuckAfter.
 	StuckAfter time.Duration
@@ -47,6 +51,7 @@ func (c *DoctorConfig) Env() []conf.Var {
 		secret(&c.Secret),
 		runtimes(&c.Runtimes),
 		hostSilentAfter(&c.HostSilentAfter),
+		certifiedMargin(&c.CertifiedMargin),
 	}
 }
 
@@ -65,7 +70,8 @@ func RunDoctor(ctx context.Context, c DoctorConfig) ([]doctor.Finding, error) {
 		return nil, err
 	}
 	defer db.Close()
-	cfg := doctor.Config{DB: db, Prefix: c.RedisPrefix, Runtimes: c.Runtimes, HostSilentAfter: c.HostSilentAfter, StuckAfter: c.StuckAfter}
+	cfg := doctor.Config{DB: db, Prefix: c.RedisPrefix, Runtimes: c.Runtimes, HostSilentAfter: c.HostSilentAfter, StuckAfter: c.StuckAfter,
+		CertifiedMargin: c.CertifiedMargin}
 	if c.RedisURL != "" {
 		rdb, err := OpenRedis(ctx, c.RedisURL)
 		if err != nil {

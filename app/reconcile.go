@@ -36,6 +36,10 @@ type ReconcilerConfig struct {
 	// instances are LOST (BC_HOST_SILENT_AFTER). Default
 	// vps.DefaultHostSilentAfter.
 	HostSilentAfter time.Duration
+	// CertifiedMargin is how long a host's certificate must still be
+	// valid for a pool requiring certified hosts to place on it
+	// (BC_CERTIFIED_MARGIN). Default vps.DefaultCertifiedMargin.
+	CertifiedMargin time.Duration
 	// Workers is how many instances converge at once (--workers). Default
 	// reconciler.DefaultWorkers.
 	Workers int
@@ -108,7 +112,7 @@ func (c Config) Reconciler() ReconcilerConfig {
 	return ReconcilerConfig{
 		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL,
 		Secret: c.Secret, PreviousSecrets: c.PreviousSecrets,
-		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, Logger: c.Logger,
+		RedisPrefix: c.RedisPrefix, HostSilentAfter: c.HostSilentAfter, CertifiedMargin: c.CertifiedMargin, Logger: c.Logger,
 		Drivers: DriverOptions{Endpoints: c.ProviderEndpoints}, HostURL: c.HostURL,
 	}
 }
@@ -123,6 +127,7 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 		previousSecrets(&c.PreviousSecrets),
 		redisPrefix(&c.RedisPrefix),
 		hostSilentAfter(&c.HostSilentAfter),
+		certifiedMargin(&c.CertifiedMargin),
 		conf.Duration(&c.SandboxInterval, "BC_SANDBOX_INTERVAL", reconciler.DefaultSandboxInterval,
 			"how often sandboxes past their deadline are expired, host commands past theirs failed, snapshots settled and warm pools kept, by all reconcilers together"),
 		conf.Duration(&c.SnapshotTimeout, "BC_SNAPSHOT_TIMEOUT", reconciler.DefaultSnapshotTimeout,
@@ -176,6 +181,9 @@ func (c *ReconcilerConfig) applyDefaults() {
 	}
 	if c.HostSilentAfter <= 0 {
 		c.HostSilentAfter = vps.DefaultHostSilentAfter
+	}
+	if c.CertifiedMargin <= 0 {
+		c.CertifiedMargin = vps.DefaultCertifiedMargin
 	}
 	if c.Workers <= 0 {
 		c.Workers = reconciler.DefaultWorkers
@@ -248,7 +256,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		SweepInterval: cfg.SweepInterval, OrphanGrace: cfg.OrphanGrace, Logger: cfg.Logger,
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 		UsageInterval: cfg.UsageInterval, UsageSettle: cfg.UsageSettle,
-		SnapshotTimeout: cfg.SnapshotTimeout,
+		SnapshotTimeout: cfg.SnapshotTimeout, CertifiedMargin: cfg.CertifiedMargin,
 		HostURL:         cfg.HostURL, SeedURL: cfg.SeedURL, HostCA: hostCA,
 		BootstrapTokenTTL: cfg.BootstrapTokenTTL, BootstrapTimeout: cfg.BootstrapTimeout,
 	})

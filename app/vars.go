@@ -47,6 +47,11 @@ func hostURL(p *string, doc string) conf.Var {
 		})
 }
 
+func certifiedMargin(p *time.Duration) conf.Var {
+	return conf.Duration(p, "BC_CERTIFIED_MARGIN", vps.DefaultCertifiedMargin,
+		"how long a host's certificate must still be valid for a pool requiring certified hosts to place on it, and how soon before expiry the doctor reports it; the same on serve, reconcile and doctor")
+}
+
 func usageInterval(p *time.Duration) conf.Var {
 	return conf.Duration(p, "BC_USAGE_INTERVAL", reconciler.DefaultUsageInterval,
 		"the length of one metered usage interval: one usage row per instance per interval, by all reconcilers together")

@@ -23,6 +23,7 @@ var (
 	ActCreatePool            = Action{"pool.create", "pool"}
 	ActCreateIPPool          = Action{"ipPool.create", "ipPool"}
 	ActSetPoolSharedStore    = Action{"pool.setSharedSnapshotStore", "pool"}
+	ActSetPoolCertified      = Action{"pool.setRequireCertifiedHosts", "pool"}
 	ActCreateHost            = Action{"host.create", "host"}
 	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
 	ActSetHostDraining       = Action{"host.setDraining", "host"}

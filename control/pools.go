@@ -39,6 +39,10 @@ type PoolInput struct {
 	// Runtime is the runtime a pool of class vps-host runs, one the
 	// deployment lists; default its first. Refused for other classes.
 	Runtime string
+	// RequireCertifiedHosts places the pool's instances only on hosts
+	// whose certificate outlives the reconciler's certified margin; only
+	// for class vps-host.
+	RequireCertifiedHosts bool
 }
 
 var (
@@ -61,6 +65,9 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		}
 		if in.SharedSnapshotStore && in.Class != vps.ClassHosted {
 			return errSharedStoreClass(in.Class)
+		}
+		if in.RequireCertifiedHosts && in.Class != vps.ClassHosted {
+			return errCertifiedClass(in.Class)
 		}
 		if in.Placement == "" {
 			in.Placement = "spread"
@@ -98,13 +105,14 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 		pool, err = q.CreatePool(ctx, sqlc.CreatePoolParams{
 			ID: ids.New(), Name: in.Name, Class: in.Class, TenantID: tenant, Placement: in.Placement,
 			SingleTenant: in.SingleTenant, RequireVerifiedImage: in.RequireVerifiedImage, ProviderAccountID: account,
-			SharedSnapshotStore: in.SharedSnapshotStore, Runtime: runtime,
+			SharedSnapshotStore: in.SharedSnapshotStore, Runtime: runtime, RequireCertifiedHosts: in.RequireCertifiedHosts,
 		})
 		if err != nil {
 			return fmt.Errorf("create pool: %w", err)
 		}
 		ev.TargetID = pool.ID
-		ev.Details = map[string]any{"name": in.Name, "class": in.Class, "sharedSnapshotStore": in.SharedSnapshotStore, "runtime": runtime}
+		ev.Details = map[string]any{"name": in.Name, "class": in.Class, "sharedSnapshotStore": in.SharedSnapshotStore, "runtime": runtime,
+			"requireCertifiedHosts": in.RequireCertifiedHosts}
 		return nil
 	})
 	return domain.PoolFromRow(pool), err
@@ -155,6 +163,42 @@ func (s *Service) SetPoolSharedSnapshotStore(ctx context.Context, id uuid.UUID, 
 			return fmt.Errorf("set the pool's shared snapshot store: %w", err)
 		}
 		ev.Details = map[string]any{"sharedSnapshotStore": shared}
+		return nil
+	})
+	return domain.PoolFromRow(pool), err
+}
+
+// errCertifiedClass refuses requireCertifiedHosts to a pool of a class
+// without hosts.
+func errCertifiedClass(class string) error {
+	return apierr.Invalid("requireCertifiedHosts", "only a pool of class %s has hosts to hold certificates; this one is of class %s", vps.ClassHosted, class)
+}
+
+// SetPoolRequireCertifiedHosts says whether a hosted pool places only on
+// hosts whose certificate outlives the certified margin. What already runs
+// stays where it is; the pool's pending instances are looked at again.
+// Operators only.
+func (s *Service) SetPoolRequireCertifiedHosts(ctx context.Context, id uuid.UUID, required bool) (domain.Pool, error) {
+	var pool sqlc.Pool
+	err := s.mutate(ctx, ActSetPoolCertified, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		cur, err := q.LockPool(ctx, id)
+		if err != nil {
+			return notFound(err, "poolId", "pool")
+		}
+		if required && cur.Class != vps.ClassHosted {
+			return errCertifiedClass(cur.Class)
+		}
+		if pool, err = q.SetPoolRequireCertifiedHosts(ctx, sqlc.SetPoolRequireCertifiedHostsParams{ID: id, Required: required}); err != nil {
+			return fmt.Errorf("set the pool's requireCertifiedHosts: %w", err)
+		}
+		if err := events.WakePending(ctx, q, id); err != nil {
+			return err
+		}
+		ev.Details = map[string]any{"requireCertifiedHosts": required}
 		return nil
 	})
 	return domain.PoolFromRow(pool), err

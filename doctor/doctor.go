@@ -60,6 +60,10 @@ type Config struct {
 	// KeyID names the current sealing key (seal.Sealer.KeyID). Nil: values
 	// sealed under another are not looked for.
 	KeyID []byte
+	// CertifiedMargin is how soon before its certificate expires a host
+	// holding instances is reported (BC_CERTIFIED_MARGIN). Default
+	// vps.DefaultCertifiedMargin.
+	CertifiedMargin time.Duration
 }
 
 // DefaultStuckAfter is the default Config.StuckAfter.
@@ -77,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StuckAfter <= 0 {
 		c.StuckAfter = DefaultStuckAfter
+	}
+	if c.CertifiedMargin <= 0 {
+		c.CertifiedMargin = vps.DefaultCertifiedMargin
 	}
 	return c
 }
@@ -105,6 +112,7 @@ var checks = []check{
 	{"pools", checkPools},
 	{"host capacity", checkCapacity},
 	{"silent hosts", checkSilentHosts},
+	{"host certificates", checkCertificates},
 	{"held by deleted instances", checkHeld},
 	{"stuck instances", checkStuck},
 	{"dead letters", checkDeadLetters},

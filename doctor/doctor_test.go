@@ -285,3 +285,73 @@ func mustSeal(t *testing.T, s *seal.Sealer, id uuid.UUID) []byte {
 	t.Helper()
 	return s.Seal([]byte(`{"token":"x"}`), id[:])
 }
+
+// TestCertificateFindings: a host holding instances whose certificate has
+// lapsed is an error, one whose certificate expires within the certified
+// margin a warning, each with how many instances it holds (and how many
+// of them in pools that require certified hosts); a host renewed in time,
+// or holding nothing, is not found.
+func TestCertificateFindings(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	certified := w.hostedPool("certified", "", true)
+	w.exec("UPDATE pools SET require_certified_hosts = true WHERE id = $1", certified)
+	lapsed := w.host
+	w.instance(certified, "attested")
+	w.exec("UPDATE hosts SET cert_not_after = now() - interval '1 hour' WHERE id = $1", lapsed)
+
+	expiring := w.adopt(w.pool, "hv-expiring", true)
+	w.host = expiring
+	w.instance(w.pool, "soon")
+	w.exec("UPDATE hosts SET cert_not_after = now() + interval '2 hours' WHERE id = $1", expiring)
+
+	renewed := w.adopt(w.pool, "hv-renewed", true)
+	w.host = renewed
+	w.instance(w.pool, "fine")
+	w.exec("UPDATE hosts SET cert_not_after = now() + interval '30 days' WHERE id = $1", renewed)
+
+	empty := w.adopt(w.pool, "hv-empty", true)
+	w.exec("UPDATE hosts SET cert_not_after = now() - interval '1 hour' WHERE id = $1", empty)
+	w.exec("UPDATE hosts SET last_seen_at = now()")
+
+	found := w.findings()
+	var objects []string
+	for _, f := range found {
+		if f.Code == "vps.hosts.certificates" {
+			objects = append(objects, f.Objects...)
+		}
+	}
+	if want := []string{ids.Encode(ids.Host, lapsed), ids.Encode(ids.Host, expiring)}; !slices.Equal(objects, want) {
+		t.Fatalf("hosts found for their certificate: %v, want the lapsed one and the expiring one %v", objects, want)
+	}
+	of := func(host uuid.UUID) doctor.Finding {
+		for _, f := range found {
+			if f.Code == "vps.hosts.certificates" && slices.Contains(f.Objects, ids.Encode(ids.Host, host)) {
+				return f
+			}
+		}
+		return doctor.Finding{}
+	}
+	t.Run("a lapsed certificate on a host holding instances", func(t *testing.T) {
+		f := of(lapsed)
+		if f.Level != doctor.LevelError || f.Remedy == "" || !strings.Contains(f.Message, "lapsed") || !strings.Contains(f.Message, "holds 2 instances (1 in pools that require certified hosts)") {
+			t.Errorf("finding = %+v, want an error that it lapsed, with the counts", f)
+		}
+	})
+	t.Run("a certificate expiring within the margin", func(t *testing.T) {
+		f := of(expiring)
+		if f.Level != doctor.LevelWarning || f.Remedy == "" || !strings.Contains(f.Message, "expires") || !strings.Contains(f.Message, "holds 1 instances (0 in") {
+			t.Errorf("finding = %+v, want a warning that it expires, with the count", f)
+		}
+	})
+	t.Run("a shorter margin leaves the expiring one out", func(t *testing.T) {
+		d := doctor.New(doctor.Config{DB: w.db, Runtimes: w.runtimes, HostSilentAfter: w.silentAfter, StuckAfter: w.stuckAfter, CertifiedMargin: time.Hour})
+		found, err := d.Run(context.Background())
+		w.must(err)
+		for _, f := range found {
+			if f.Code == "vps.hosts.certificates" && slices.Contains(f.Objects, ids.Encode(ids.Host, expiring)) {
+				t.Fatalf("found with a margin of 1h: %+v", f)
+			}
+		}
+	})
+}

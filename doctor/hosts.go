@@ -43,3 +43,32 @@ func checkSilentHosts(ctx context.Context, d *Doctor) ([]Finding, error) {
 	}
 	return out, nil
 }
+
+// checkCertificates finds hosts holding instances whose certificate has
+// lapsed (an error: their instances are no longer on a certified host) or
+// expires within the certified margin (a warning: it should have renewed
+// by now) (vps.hosts.certificates).
+func checkCertificates(ctx context.Context, d *Doctor) ([]Finding, error) {
+	now := time.Now()
+	hosts, err := d.q.DoctorHostCertificates(ctx, now.Add(d.cfg.CertifiedMargin))
+	if err != nil {
+		return nil, fmt.Errorf("list hosts whose certificate lapses: %w", err)
+	}
+	var out []Finding
+	for _, h := range hosts {
+		f := Finding{
+			Code: "vps.hosts.certificates", Level: LevelWarning, Objects: []string{ids.Encode(ids.Host, h.ID)},
+			Message: fmt.Sprintf("the certificate of host %s expires at %s, within %s, and it holds %d instances (%d in pools that require certified hosts)",
+				h.Name, h.CertNotAfter.UTC().Format(time.RFC3339), d.cfg.CertifiedMargin, h.Instances, h.InCertifiedPools),
+			Remedy: "check that its host daemon runs and renews its certificate (its log says why not); if it cannot, drain the host",
+		}
+		if !h.CertNotAfter.After(now) {
+			f.Level = LevelError
+			f.Message = fmt.Sprintf("the certificate of host %s lapsed at %s, and it holds %d instances (%d in pools that require certified hosts): they are no longer on a certified host",
+				h.Name, h.CertNotAfter.UTC().Format(time.RFC3339), h.Instances, h.InCertifiedPools)
+			f.Remedy = "let the host join again for a new certificate (or fix what stopped its renewal), or drain it and move its instances"
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

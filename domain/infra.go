@@ -29,8 +29,11 @@ type Pool struct {
 	SharedSnapshotStore bool
 	// Runtime is the runtime a hosted pool's hosts run (vps.Runtimes); nil
 	// for other classes.
-	Runtime   *string
-	CreatedAt time.Time
+	Runtime *string
+	// RequireCertifiedHosts says the (hosted) pool places only on hosts
+	// whose certificate outlives the reconciler's certified margin.
+	RequireCertifiedHosts bool
+	CreatedAt             time.Time
 }
 
 // PoolFromRow maps a pools row.
@@ -38,7 +41,8 @@ func PoolFromRow(r sqlc.Pool) Pool {
 	return Pool{
 		ID: r.ID, Name: r.Name, Class: r.Class, TenantID: r.TenantID, Placement: r.Placement,
 		SingleTenant: r.SingleTenant, RequireVerifiedImage: r.RequireVerifiedImage,
-		ProviderAccountID: r.ProviderAccountID, SharedSnapshotStore: r.SharedSnapshotStore, Runtime: r.Runtime, CreatedAt: r.CreatedAt,
+		ProviderAccountID: r.ProviderAccountID, SharedSnapshotStore: r.SharedSnapshotStore, Runtime: r.Runtime,
+		RequireCertifiedHosts: r.RequireCertifiedHosts, CreatedAt: r.CreatedAt,
 	}
 }
 

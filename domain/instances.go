@@ -29,6 +29,12 @@ type Instance struct {
 	Addresses []string
 	// HostID is the host it is placed on; nil when unplaced or at a provider.
 	HostID *uuid.UUID
+	// HostCertified says the host it runs on proved itself with a valid
+	// certificate when it was placed there and in its last report;
+	// HostCertValidBefore is when that certificate expires (nil when not
+	// certified). A lapsed certificate makes it not certified.
+	HostCertified       bool
+	HostCertValidBefore *time.Time
 	// SandboxID is the sandbox it runs, if any; WarmTemplateID the
 	// sandbox template whose warm pool it was made for, if any.
 	SandboxID      *uuid.UUID
@@ -49,7 +55,8 @@ func InstanceFromRow(r sqlc.Instance, leases []sqlc.IpLease) Instance {
 	return Instance{
 		ID: r.ID, Name: r.Name, TenantID: r.TenantID, PoolID: r.PoolID, FlavorID: r.FlavorID, ImageID: r.ImageID,
 		ImageVerified: r.ImageVerified, SSHKeys: r.SshKeys, DesiredState: r.DesiredState, State: r.State,
-		StateReason: r.StateReason, Addresses: addrs, HostID: r.HostID, SandboxID: r.SandboxID, WarmTemplateID: r.WarmTemplateID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StateReason: r.StateReason, Addresses: addrs, HostID: r.HostID,
+		HostCertified: r.HostCertified, HostCertValidBefore: r.HostCertValidBefore, SandboxID: r.SandboxID, WarmTemplateID: r.WarmTemplateID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Version: r.Version,
 	}
 }

@@ -37,8 +37,13 @@ type SandboxSnapshot struct {
 	// SizeBytes and SHA256 are set once READY.
 	SizeBytes *int64
 	SHA256    *string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// HostCertified says the host that took it was certified when it
+	// became READY (its instance's HostCertified then);
+	// HostCertValidBefore is until when (nil when not certified).
+	HostCertified       bool
+	HostCertValidBefore *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
 	// SettledAt is when it became READY or FAILED.
 	SettledAt *time.Time
 	// DeletedAt is when it was deleted (hidden from the API); Purged says
@@ -53,7 +58,7 @@ func SandboxSnapshotFromRow(r sqlc.SandboxSnapshot) SandboxSnapshot {
 	return SandboxSnapshot{
 		ID: r.ID, TenantID: r.TenantID, SandboxID: r.SandboxID, TemplateID: r.TemplateID, Name: r.Name,
 		State: r.State, StateReason: r.StateReason, HostID: r.HostID, PrincipalInstanceID: r.PrincipalInstanceID,
-		SizeBytes: r.SizeBytes, SHA256: r.Sha256, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		SizeBytes: r.SizeBytes, SHA256: r.Sha256, HostCertified: r.HostCertified, HostCertValidBefore: r.HostCertValidBefore, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		SettledAt: r.SettledAt, DeletedAt: r.DeletedAt, Purged: r.Purged, Version: r.Version,
 	}
 }

@@ -155,6 +155,9 @@ func TestConsole(t *testing.T) {
 	if n := evaluate[int](b, `document.querySelectorAll('#timeline li').length`); n < 2 {
 		t.Errorf("the timeline has %d entries, want the states it went through", n)
 	}
+	if got, want := evaluate[string](b, `document.getElementById('instance-certified').textContent`), certifiedText(t, dev, id); got != want && !strings.HasPrefix(got, want+" ") {
+		t.Errorf("the page says the host certificate is %q, the API %q", got, want)
+	}
 	b.shot("instance")
 
 	step("stop with a confirmation", func(t *testing.T) {
@@ -331,6 +334,9 @@ func TestConsole(t *testing.T) {
 		b.wait("the sim pool's IP usage", `[...document.querySelectorAll('#pools-body [role=meter]')].some((m) => m.getAttribute('aria-valuenow') === '3')`)
 		if rt := evaluate[string](b, `document.getElementById('pools-body').textContent`); !strings.Contains(rt, "fake") {
 			t.Errorf("the pools page shows no runtime fake: %s", rt)
+		}
+		if hosts := evaluate[[]string](b, `[...document.querySelectorAll('#pools-body .pool-certified')].map((d) => d.textContent)`); len(hosts) == 0 || hosts[0] != "any" {
+			t.Errorf("the hosted pools say their hosts are %q, want any (not certified only)", hosts)
 		}
 		b.do("open the audit log", chromedp.Click(chromedp.CSS(`nav a[href="#/audit"]`)))
 		b.wait("the audit log, saying who acted", `[...document.querySelectorAll('#audit-table tr')].some((tr) =>
@@ -968,4 +974,16 @@ func (d *devServer) auditCount(t *testing.T, action string) int {
 	t.Helper()
 	data := d.gql(t, d.operator, `query($a: String) { auditEvents(first: 100, filter: {action: $a}) { totalCount } }`, map[string]any{"a": action})
 	return int(data["auditEvents"].(map[string]any)["totalCount"].(float64))
+}
+
+// certifiedText is how the instance page starts to say what the API says
+// of the certificate of an instance's host: "not certified", or
+// "certified until" (and a time).
+func certifiedText(t *testing.T, d *devServer, id string) string {
+	t.Helper()
+	data := d.gql(t, d.member, `query($id: ID!) { instance(id: $id) { hostCertified } }`, map[string]any{"id": id})
+	if data["instance"].(map[string]any)["hostCertified"].(bool) {
+		return "certified until"
+	}
+	return "not certified"
 }

@@ -32,22 +32,26 @@ const (
 // encoded IDs (View and InstanceView.Instance convert). HostID is for
 // operators; the fan-out removes it for members.
 type InstanceView struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name"`
-	TenantID      string    `json:"tenantId"`
-	PoolID        string    `json:"poolId"`
-	FlavorID      string    `json:"flavorId"`
-	ImageID       string    `json:"imageId"`
-	ImageVerified bool      `json:"imageVerified"`
-	SSHKeys       []string  `json:"sshKeys"`
-	DesiredState  string    `json:"desiredState"`
-	State         string    `json:"state"`
-	StateReason   string    `json:"stateReason"`
-	Addresses     []string  `json:"addresses"`
-	HostID        *string   `json:"hostId,omitempty"`
-	CreatedAt     time.Time `json:"createdAt"`
-	UpdatedAt     time.Time `json:"updatedAt"`
-	Version       int64     `json:"version"`
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	TenantID      string   `json:"tenantId"`
+	PoolID        string   `json:"poolId"`
+	FlavorID      string   `json:"flavorId"`
+	ImageID       string   `json:"imageId"`
+	ImageVerified bool     `json:"imageVerified"`
+	SSHKeys       []string `json:"sshKeys"`
+	DesiredState  string   `json:"desiredState"`
+	State         string   `json:"state"`
+	StateReason   string   `json:"stateReason"`
+	Addresses     []string `json:"addresses"`
+	HostID        *string  `json:"hostId,omitempty"`
+	// HostCertified and HostCertValidBefore: whether its host is
+	// certified, until when.
+	HostCertified       bool       `json:"hostCertified"`
+	HostCertValidBefore *time.Time `json:"hostCertValidBefore,omitempty"`
+	CreatedAt           time.Time  `json:"createdAt"`
+	UpdatedAt           time.Time  `json:"updatedAt"`
+	Version             int64      `json:"version"`
 }
 
 // KindInstance is the Kind of instance events. Other kinds (sandboxes,
@@ -66,21 +70,23 @@ type InstanceEvent struct {
 // View returns the event view of inst.
 func View(inst domain.Instance) InstanceView {
 	v := InstanceView{
-		ID:            ids.Encode(ids.Instance, inst.ID),
-		Name:          inst.Name,
-		TenantID:      ids.Encode(ids.Tenant, inst.TenantID),
-		PoolID:        ids.Encode(ids.Pool, inst.PoolID),
-		FlavorID:      ids.Encode(ids.Flavor, inst.FlavorID),
-		ImageID:       ids.Encode(ids.Image, inst.ImageID),
-		ImageVerified: inst.ImageVerified,
-		SSHKeys:       inst.SSHKeys,
-		DesiredState:  inst.DesiredState,
-		State:         inst.State,
-		StateReason:   inst.StateReason,
-		Addresses:     inst.Addresses,
-		CreatedAt:     inst.CreatedAt,
-		UpdatedAt:     inst.UpdatedAt,
-		Version:       inst.Version,
+		ID:                  ids.Encode(ids.Instance, inst.ID),
+		Name:                inst.Name,
+		TenantID:            ids.Encode(ids.Tenant, inst.TenantID),
+		PoolID:              ids.Encode(ids.Pool, inst.PoolID),
+		FlavorID:            ids.Encode(ids.Flavor, inst.FlavorID),
+		ImageID:             ids.Encode(ids.Image, inst.ImageID),
+		ImageVerified:       inst.ImageVerified,
+		SSHKeys:             inst.SSHKeys,
+		DesiredState:        inst.DesiredState,
+		State:               inst.State,
+		StateReason:         inst.StateReason,
+		Addresses:           inst.Addresses,
+		HostCertified:       inst.HostCertified,
+		HostCertValidBefore: inst.HostCertValidBefore,
+		CreatedAt:           inst.CreatedAt,
+		UpdatedAt:           inst.UpdatedAt,
+		Version:             inst.Version,
 	}
 	if v.Addresses == nil {
 		v.Addresses = []string{}
@@ -96,16 +102,18 @@ func View(inst domain.Instance) InstanceView {
 // that is not of its kind is an error.
 func (v InstanceView) Instance() (domain.Instance, error) {
 	inst := domain.Instance{
-		Name:          v.Name,
-		ImageVerified: v.ImageVerified,
-		SSHKeys:       v.SSHKeys,
-		DesiredState:  v.DesiredState,
-		State:         v.State,
-		StateReason:   v.StateReason,
-		Addresses:     v.Addresses,
-		CreatedAt:     v.CreatedAt,
-		UpdatedAt:     v.UpdatedAt,
-		Version:       v.Version,
+		Name:                v.Name,
+		ImageVerified:       v.ImageVerified,
+		SSHKeys:             v.SSHKeys,
+		DesiredState:        v.DesiredState,
+		State:               v.State,
+		StateReason:         v.StateReason,
+		Addresses:           v.Addresses,
+		HostCertified:       v.HostCertified,
+		HostCertValidBefore: v.HostCertValidBefore,
+		CreatedAt:           v.CreatedAt,
+		UpdatedAt:           v.UpdatedAt,
+		Version:             v.Version,
 	}
 	var bad []string
 	decode := func(k ids.Kind, field, s string) uuid.UUID {

@@ -22,7 +22,7 @@ func TestViewRoundTrip(t *testing.T) {
 		ID: ids.New(), Name: "web-1", TenantID: ids.New(), PoolID: ids.New(), FlavorID: ids.New(), ImageID: ids.New(),
 		ImageVerified: true, SSHKeys: []string{"ssh-ed25519 AAAA a@b"}, DesiredState: "RUNNING", State: "STARTING",
 		StateReason: "booting", Addresses: []string{"203.0.113.7", "10.0.0.5"}, HostID: &host,
-		CreatedAt: now, UpdatedAt: now, Version: 7,
+		HostCertified: true, HostCertValidBefore: &now, CreatedAt: now, UpdatedAt: now, Version: 7,
 	}
 	for _, in := range []domain.Instance{inst, {ID: ids.New(), TenantID: ids.New(), PoolID: ids.New(), FlavorID: ids.New(), ImageID: ids.New(), Addresses: []string{}}} {
 		got, err := events.View(in).Instance()

@@ -93,6 +93,7 @@ type handleFunc func(ctx context.Context, q *sqlc.Queries, r hostReport) (record
 func (g *Gateway) handlers() []reportHandler {
 	return []reportHandler{
 		{name: "instances", handle: g.recordInstances},
+		{name: "certification", handle: recordCertification},
 		{name: "xids", handle: g.recordXids},
 	}
 }

@@ -75,7 +75,7 @@ func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoo
 		Name: input.Name, Class: input.Class, TenantID: tenant, Placement: enumString(input.Placement),
 		SingleTenant: deref(input.SingleTenant), RequireVerifiedImage: deref(input.RequireVerifiedImage),
 		ProviderAccountID: account, SharedSnapshotStore: deref(input.SharedSnapshotStore),
-		Runtime: deref(input.Runtime),
+		Runtime: deref(input.Runtime), RequireCertifiedHosts: deref(input.RequireCertifiedHosts),
 	})
 	return model.PoolPayload{Pool: pool}, err
 }
@@ -103,6 +103,16 @@ func (r *mutationResolver) SetPoolSharedSnapshotStore(ctx context.Context, input
 		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActSetPoolSharedStore, err)
 	}
 	pool, err := r.svc.SetPoolSharedSnapshotStore(ctx, poolID, input.SharedSnapshotStore)
+	return model.PoolPayload{Pool: pool}, err
+}
+
+// SetPoolRequireCertifiedHosts is the resolver for the setPoolRequireCertifiedHosts field.
+func (r *mutationResolver) SetPoolRequireCertifiedHosts(ctx context.Context, input model.SetPoolRequireCertifiedHostsInput) (model.PoolPayload, error) {
+	poolID, err := decodeID(ids.Pool, "poolId", input.PoolID)
+	if err != nil {
+		return model.PoolPayload{}, r.svc.Reject(ctx, control.ActSetPoolCertified, err)
+	}
+	pool, err := r.svc.SetPoolRequireCertifiedHosts(ctx, poolID, input.RequireCertifiedHosts)
 	return model.PoolPayload{Pool: pool}, err
 }
 

@@ -58,3 +58,18 @@ SELECT 'provider account credentials', count(*) FROM provider_accounts
 UNION ALL
 SELECT 'sandbox template env', count(*) FROM sandbox_templates
   WHERE env IS NOT NULL AND substring(env from 2 for 4) <> @key_id::bytea;
+
+-- DoctorHostCertificates are the hosts holding live instances whose
+-- certificate expires before @before (lapsed when it is past), with how
+-- many live instances they hold and how many of those are in pools that
+-- require certified hosts.
+-- name: DoctorHostCertificates :many
+SELECT h.id, h.name, h.cert_not_after::timestamptz AS cert_not_after,
+       count(*)::int AS instances,
+       count(*) FILTER (WHERE p.require_certified_hosts)::int AS in_certified_pools
+FROM hosts h
+JOIN instances i ON i.host_id = h.id AND i.state NOT IN ('PENDING', 'DELETED')
+JOIN pools p ON p.id = i.pool_id
+WHERE h.cert_not_after < @before::timestamptz
+GROUP BY h.id
+ORDER BY h.cert_not_after, h.name;

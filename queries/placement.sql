@@ -4,11 +4,15 @@
 SELECT * FROM pools WHERE id = $1 FOR NO KEY UPDATE;
 
 -- PlacementCandidates lists the live, undrained hosts of a pool with their
--- capacity, what live allocations use of it, and the protocol version
--- they speak (NULL before they said). only_host, when given, keeps that
--- host alone: a restore runs where its snapshot's files are.
+-- capacity, what live allocations use of it, the protocol version they
+-- speak (NULL before they said) and their certificate: when it expires
+-- (NULL: none), whether it is valid now, and whether it outlives
+-- certified_margin. only_host, when given, keeps that host alone: a
+-- restore runs where its snapshot's files are.
 -- name: PlacementCandidates :many
-SELECT h.id, h.name, h.protocol,
+SELECT h.id, h.name, h.protocol, h.cert_not_after,
+       coalesce(h.cert_not_after > now(), false)::boolean AS certified,
+       coalesce(h.cert_not_after > now() + make_interval(secs => @certified_margin::float8), false)::boolean AS outlives_margin,
        c.vcpus, c.memory_mb, c.disk_gb,
        coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
        coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,

@@ -11,6 +11,8 @@ UPDATE instances SET
     avoid_host_id = @avoid_host_id,
     observed_state = @observed_state,
     observed_reason = @observed_reason,
+    host_certified = @host_certified,
+    host_cert_valid_before = @host_cert_valid_before,
     version = version + 1,
     updated_at = now()
 WHERE id = @id AND state = @from_state AND version = @from_version

@@ -61,11 +61,13 @@ WHERE id = @id;
 UPDATE sandbox_snapshots SET purge_command_id = sqlc.narg(purge_command_id), version = version + 1, updated_at = now()
 WHERE id = @id;
 
--- SettleSnapshot ends a PENDING snapshot READY (with its size and sha256)
--- or FAILED (with the reason); a settled one is left as it is.
+-- SettleSnapshot ends a PENDING snapshot READY (with its size and sha256,
+-- and whether the host that took it was certified, until when) or FAILED
+-- (with the reason); a settled one is left as it is.
 -- name: SettleSnapshot :one
 UPDATE sandbox_snapshots SET state = @state::text, state_reason = @state_reason, size_bytes = sqlc.narg(size_bytes),
-    sha256 = sqlc.narg(sha256), settled_at = now(), version = version + 1, updated_at = now()
+    sha256 = sqlc.narg(sha256), host_certified = @host_certified, host_cert_valid_before = sqlc.narg(host_cert_valid_before),
+    settled_at = now(), version = version + 1, updated_at = now()
 WHERE id = @id AND state = 'PENDING'
 RETURNING *;
 

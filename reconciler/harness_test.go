@@ -215,3 +215,19 @@ func (e *env) perHost() map[string]int {
 	}
 	return out
 }
+
+// periodicRan waits for the periodic job name to run twice more, so one
+// whole run began after the call.
+func (e *env) periodicRan(name string) {
+	e.t.Helper()
+	var since time.Time
+	e.check(e.db.QueryRow(context.Background(), "SELECT now()").Scan(&since))
+	for range 2 {
+		e.eventually(10*time.Second, "a run of "+name, func() bool {
+			var at time.Time
+			err := e.db.QueryRow(context.Background(), "SELECT ran_at FROM periodic_runs WHERE name = $1", name).Scan(&at)
+			return err == nil && at.After(since)
+		})
+		e.check(e.db.QueryRow(context.Background(), "SELECT now()").Scan(&since))
+	}
+}

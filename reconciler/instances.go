@@ -153,6 +153,7 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		ToState: inst.State, StateReason: st.reason,
 		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
 		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
+		HostCertified: inst.HostCertified, HostCertValidBefore: inst.HostCertValidBefore,
 	}
 	if st.to != "" {
 		p.ToState = string(st.to)
@@ -183,6 +184,7 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	}
 	if st.recreate {
 		p.AvoidHostID, p.HostID = inst.HostID, nil
+		p.HostCertified, p.HostCertValidBefore = false, nil
 	}
 	return transition(ctx, q, p)
 }

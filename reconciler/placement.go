@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,8 +21,9 @@ import (
 
 // place puts a pending instance on a host of its pool: an allocation, its
 // GPU claims and an address, all under the pool's lock, so two reconcilers
-// never give out the same room or address. With no room it stays PENDING
-// with the reason, and is woken when room frees.
+// never give out the same room or address, and records whether the host is
+// certified, until when. With no room it stays PENDING with the reason, and
+// is woken when room frees.
 func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
 	pool, err := q.LockPool(ctx, inst.PoolID)
 	if err != nil {
@@ -39,6 +41,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	}
 	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{
 		Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds(), OnlyHost: only,
+		CertifiedMargin: r.cfg.CertifiedMargin.Seconds(),
 	})
 	if err != nil {
 		return false, fmt.Errorf("list hosts: %w", err)
@@ -59,9 +62,9 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	}
 	host, ok := choose(hosts, inst, pool, gpus)
 	if !ok {
-		reason := noRoom(pool, inst, hosts)
+		reason := noRoom(pool, inst, hosts, r.cfg.CertifiedMargin)
 		if only != nil {
-			reason = restoreNoRoom(ctx, q, inst, *only, hosts)
+			reason = restoreNoRoom(ctx, q, inst, pool, *only, hosts, r.cfg.CertifiedMargin)
 		}
 		devices, err := gpusBusy(ctx, q, inst, hostIDs)
 		if err != nil {
@@ -96,12 +99,16 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return false, fmt.Errorf("bump host generation: %w", err)
 	}
-	err = transition(ctx, q, sqlc.TransitionParams{
+	p := sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
 		ToState: string(lifecycle.Provisioning), HostID: &host.ID,
 		SpecPower: powerFor(lifecycle.Desired(inst.DesiredState)).spec(), SpecGeneration: gen, Mac: &mac,
 		AvoidHostID: inst.AvoidHostID,
-	})
+	}
+	if host.Certified {
+		p.HostCertified, p.HostCertValidBefore = true, host.CertNotAfter
+	}
+	err = transition(ctx, q, p)
 	if err != nil {
 		return false, err
 	}
@@ -111,9 +118,10 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 
 // choose picks the host for inst among those with room and a protocol
 // version that can honour it (domain.HostProtocol): the emptiest (spread)
-// or the fullest (pack), never the host it could not start on, and under
+// or the fullest (pack), never the host it could not start on, under
 // singleTenant only a host serving no other tenant, preferring one that
-// already serves this tenant.
+// already serves this tenant, and under requireCertifiedHosts only a host
+// whose certificate outlives the certified margin.
 func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.Pool, gpus map[uuid.UUID][]string) (sqlc.PlacementCandidatesRow, bool) {
 	var (
 		best      sqlc.PlacementCandidatesRow
@@ -134,6 +142,8 @@ func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.P
 			continue
 		case pool.SingleTenant && !h.OnlyTenant:
 			continue
+		case pool.RequireCertifiedHosts && !h.OutlivesMargin:
+			continue
 		case len(gpus[h.ID]) < int(inst.GpuCount):
 			continue
 		}
@@ -152,12 +162,29 @@ func choose(hosts []sqlc.PlacementCandidatesRow, inst sqlc.Instance, pool sqlc.P
 	return best, found
 }
 
-func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidatesRow) string {
+// noRoom says why no host of a pool can take inst. In a pool that requires
+// certified hosts it says so first, naming the hosts skipped for their
+// certificate.
+func noRoom(pool sqlc.Pool, inst sqlc.Instance, hosts []sqlc.PlacementCandidatesRow, margin time.Duration) string {
 	need := fmt.Sprintf("%d vCPUs, %d MiB, %d GiB", inst.Vcpus, inst.MemoryMb, inst.DiskGb)
 	if inst.GpuCount > 0 && inst.GpuModel != nil {
 		need += fmt.Sprintf(", %d × %s", inst.GpuCount, *inst.GpuModel)
 	}
 	reason := fmt.Sprintf("no live host in pool %s has room for %s", pool.Name, need)
+	if pool.RequireCertifiedHosts {
+		reason = fmt.Sprintf("no certified host in pool %s has room for %s", pool.Name, need)
+		var skipped []string
+		for _, h := range hosts {
+			if !h.OutlivesMargin {
+				skipped = append(skipped, h.Name)
+			}
+		}
+		reason += fmt.Sprintf(" (the pool requires a host certificate valid for %v more", margin)
+		if len(skipped) > 0 {
+			reason += fmt.Sprintf("; not certified or expiring sooner: %s", strings.Join(skipped, ", "))
+		}
+		reason += ")"
+	}
 	if inst.AvoidHostID != nil {
 		avoided := "its last host"
 		for _, h := range hosts {

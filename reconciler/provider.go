@@ -70,6 +70,7 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 		ToState: to, StateReason: st.reason,
 		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
 		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
+		HostCertified: inst.HostCertified, HostCertValidBefore: inst.HostCertValidBefore,
 	})
 	return err == nil && st.to != lifecycle.Error, err
 }

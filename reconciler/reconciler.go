@@ -4,7 +4,8 @@
 // moves each instance toward its desired state one guarded transition at a
 // time; vps.sandboxes keeps each sandbox template's warm pool; vps.snapshots
 // queues sandbox snapshots' host commands and vps.commands settles them).
-// Periodic work (the rescan, provider sweeps, the sandbox loop, usage metering) runs once per interval
+// Periodic work (the rescan, provider sweeps, the sandbox loop, usage
+// metering, certificate lapses) runs once per interval
 // across all reconcile processes. Postgres is the truth; the stream only
 // says where to look.
 package reconciler
@@ -103,6 +104,14 @@ type Config struct {
 	// machine's creation may be retried (BC_BOOTSTRAP_TIMEOUT). Default
 	// 15m.
 	BootstrapTimeout time.Duration
+	// CertifiedMargin is how long a host's certificate must still be valid
+	// for a pool that requires certified hosts to place on it
+	// (BC_CERTIFIED_MARGIN). Default vps.DefaultCertifiedMargin.
+	CertifiedMargin time.Duration
+	// LapseInterval is how often, by all reconcilers together, instances
+	// recorded as on a certified host whose certificate has expired are
+	// found and marked not certified. Default 1m.
+	LapseInterval time.Duration
 	// Warm adds instances to warm pools. Without it, pools are trimmed
 	// and rolled over but not filled.
 	Warm WarmPools
@@ -127,6 +136,8 @@ const (
 
 	DefaultBootstrapTokenTTL = time.Hour
 	DefaultBootstrapTimeout  = 15 * time.Minute
+
+	DefaultLapseInterval  = time.Minute
 )
 
 func (c *Config) applyDefaults() {
@@ -185,6 +196,12 @@ func (c *Config) applyDefaults() {
 	if c.BootstrapTimeout <= 0 {
 		c.BootstrapTimeout = DefaultBootstrapTimeout
 	}
+	if c.CertifiedMargin <= 0 {
+		c.CertifiedMargin = vps.DefaultCertifiedMargin
+	}
+	if c.LapseInterval <= 0 {
+		c.LapseInterval = DefaultLapseInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -207,8 +224,9 @@ type Reconciler struct {
 }
 
 // New returns a Reconciler running the vps.instances, vps.sandboxes,
-// vps.snapshots, vps.commands and vps.bootstraps kinds, the rescan, the provider sweeps and the sandbox loop; Register and
-// Every add more.
+// vps.snapshots, vps.commands and vps.bootstraps kinds, the rescan, the
+// provider sweeps, the sandbox loop, usage metering and the certificate lapse
+// pass; Register and Every add more.
 func New(cfg Config) *Reconciler {
 	cfg.applyDefaults()
 	r := &Reconciler{
@@ -231,6 +249,7 @@ func New(cfg Config) *Reconciler {
 	r.Every("vps.provider-sweeps", max(cfg.SweepInterval/4, 10*time.Millisecond), r.sweepDue)
 	r.Every("vps.sandboxes", cfg.SandboxInterval, r.sandboxSweep)
 	r.Every("vps.usage", cfg.UsageInterval, r.meterUsage)
+	r.Every("vps.certificate-lapses", cfg.LapseInterval, r.lapseCertifications)
 	return r
 }
 

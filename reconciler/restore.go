@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -42,9 +43,10 @@ func restoreHost(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool 
 }
 
 // restoreNoRoom says why a restore waits: the host holding its snapshot,
-// among the candidates when it is live and undrained, has no room, or is
-// not live.
-func restoreNoRoom(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, host uuid.UUID, candidates []sqlc.PlacementCandidatesRow) string {
+// among the candidates when it is live and undrained, has no room, has no
+// certificate valid for margin more when its pool requires one, or is not
+// live.
+func restoreNoRoom(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host uuid.UUID, candidates []sqlc.PlacementCandidatesRow, margin time.Duration) string {
 	name := ids.Encode(ids.Host, host)
 	if h, err := q.GetHost(ctx, host); err == nil {
 		name = h.Name
@@ -56,6 +58,10 @@ func restoreNoRoom(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hos
 	if spoken, need := domain.SpokenProtocol(candidates[0].Protocol), domain.HostProtocol(inst); spoken < need {
 		return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which speaks host protocol %d; a restore needs %d or later",
 			snap, name, spoken, need)
+	}
+	if pool.RequireCertifiedHosts && !candidates[0].OutlivesMargin {
+		return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which has no certificate valid for %v more; its pool requires certified hosts",
+			snap, name, margin)
 	}
 	return fmt.Sprintf("it restores snapshot %s, whose files are on host %s, which has no room for %d vCPUs, %d MiB, %d GiB",
 		snap, name, inst.Vcpus, inst.MemoryMb, inst.DiskGb)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -129,7 +130,30 @@ func outcome(ctx context.Context, q *sqlc.Queries, snap sqlc.SandboxSnapshot, cm
 			return failed(over)
 		}
 	}
-	return sqlc.SettleSnapshotParams{ID: snap.ID, State: domain.SnapshotReady, SizeBytes: &res.SizeBytes, Sha256: &res.SHA256}, nil
+	ready := sqlc.SettleSnapshotParams{ID: snap.ID, State: domain.SnapshotReady, SizeBytes: &res.SizeBytes, Sha256: &res.SHA256}
+	var err error
+	if ready.HostCertified, ready.HostCertValidBefore, err = takerCertification(ctx, q, snap); err != nil {
+		return sqlc.SettleSnapshotParams{}, err
+	}
+	return ready, nil
+}
+
+// takerCertification is whether the host that took a snapshot is
+// certified, until when, as the instance it was taken from records it now
+// (the host's reports keep it current, the report that ended the take
+// among them); not certified when that instance left the host.
+func takerCertification(ctx context.Context, q *sqlc.Queries, snap sqlc.SandboxSnapshot) (bool, *time.Time, error) {
+	if snap.PrincipalInstanceID == nil || snap.HostID == nil {
+		return false, nil, nil
+	}
+	inst, err := q.GetInstance(ctx, *snap.PrincipalInstanceID)
+	if err != nil {
+		return false, nil, fmt.Errorf("read the instance it was taken from: %w", err)
+	}
+	if inst.HostID == nil || *inst.HostID != *snap.HostID || !inst.HostCertified {
+		return false, nil, nil
+	}
+	return true, inst.HostCertValidBefore, nil
 }
 
 // overSnapshotBytes says why size more bytes would exceed a tenant's

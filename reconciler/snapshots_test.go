@@ -118,16 +118,7 @@ func (e *snapEnv) row(id uuid.UUID) snapRow {
 // loopRan waits for the sandbox loop to run twice more.
 func (e *snapEnv) loopRan() {
 	e.t.Helper()
-	var since time.Time
-	e.check(e.db.QueryRow(context.Background(), "SELECT now()").Scan(&since))
-	for range 2 {
-		e.eventually(10*time.Second, "a pass of the sandbox loop", func() bool {
-			var at time.Time
-			err := e.db.QueryRow(context.Background(), "SELECT ran_at FROM periodic_runs WHERE name = 'vps.sandboxes'").Scan(&at)
-			return err == nil && at.After(since)
-		})
-		e.check(e.db.QueryRow(context.Background(), "SELECT now()").Scan(&since))
-	}
+	e.periodicRan("vps.sandboxes")
 }
 
 const result = `{"sizeBytes": 4096, "sha256": "` + "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc" + `"}`

@@ -55,6 +55,56 @@ func (q *Queries) DoctorHeldByDeleted(ctx context.Context) ([]DoctorHeldByDelete
 	return items, nil
 }
 
+const doctorHostCertificates = `-- name: DoctorHostCertificates :many
+SELECT h.id, h.name, h.cert_not_after::timestamptz AS cert_not_after,
+       count(*)::int AS instances,
+       count(*) FILTER (WHERE p.require_certified_hosts)::int AS in_certified_pools
+FROM hosts h
+JOIN instances i ON i.host_id = h.id AND i.state NOT IN ('PENDING', 'DELETED')
+JOIN pools p ON p.id = i.pool_id
+WHERE h.cert_not_after < $1::timestamptz
+GROUP BY h.id
+ORDER BY h.cert_not_after, h.name
+`
+
+type DoctorHostCertificatesRow struct {
+	ID               uuid.UUID
+	Name             string
+	CertNotAfter     time.Time
+	Instances        int32
+	InCertifiedPools int32
+}
+
+// DoctorHostCertificates are the hosts holding live instances whose
+// certificate expires before @before (lapsed when it is past), with how
+// many live instances they hold and how many of those are in pools that
+// require certified hosts.
+func (q *Queries) DoctorHostCertificates(ctx context.Context, before time.Time) ([]DoctorHostCertificatesRow, error) {
+	rows, err := q.db.Query(ctx, doctorHostCertificates, before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DoctorHostCertificatesRow{}
+	for rows.Next() {
+		var i DoctorHostCertificatesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CertNotAfter,
+			&i.Instances,
+			&i.InCertifiedPools,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const doctorHostedPools = `-- name: DoctorHostedPools :many
 
 SELECT p.id, p.name, p.runtime, p.single_tenant,

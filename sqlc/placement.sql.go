@@ -8,6 +8,7 @@ package sqlc
 import (
 	"context"
 	"net/netip"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -193,50 +194,59 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 }
 
 const placementCandidates = `-- name: PlacementCandidates :many
-SELECT h.id, h.name, h.protocol,
+SELECT h.id, h.name, h.protocol, h.cert_not_after,
+       coalesce(h.cert_not_after > now(), false)::boolean AS certified,
+       coalesce(h.cert_not_after > now() + make_interval(secs => $1::float8), false)::boolean AS outlives_margin,
        c.vcpus, c.memory_mb, c.disk_gb,
        coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
        coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,
        coalesce(sum(a.disk_gb), 0)::bigint AS used_disk_gb,
        count(a.id)::int AS allocations,
-       coalesce(bool_and(a.tenant_id = $1::uuid), true)::boolean AS only_tenant
+       coalesce(bool_and(a.tenant_id = $2::uuid), true)::boolean AS only_tenant
 FROM hosts h
 JOIN host_capacity c ON c.host_id = h.id
 LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
-WHERE h.pool_id = $2 AND NOT h.draining
-  AND ($3::uuid IS NULL OR h.id = $3)
-  AND h.last_seen_at > now() - make_interval(secs => $4::float8)
+WHERE h.pool_id = $3 AND NOT h.draining
+  AND ($4::uuid IS NULL OR h.id = $4)
+  AND h.last_seen_at > now() - make_interval(secs => $5::float8)
 GROUP BY h.id, c.host_id
 ORDER BY h.id
 `
 
 type PlacementCandidatesParams struct {
-	Tenant      uuid.UUID
-	Pool        uuid.UUID
-	OnlyHost    *uuid.UUID
-	SilentAfter float64
+	CertifiedMargin float64
+	Tenant          uuid.UUID
+	Pool            uuid.UUID
+	OnlyHost        *uuid.UUID
+	SilentAfter     float64
 }
 
 type PlacementCandidatesRow struct {
-	ID           uuid.UUID
-	Name         string
-	Protocol     *int16
-	Vcpus        int32
-	MemoryMb     int64
-	DiskGb       int64
-	UsedVcpus    int64
-	UsedMemoryMb int64
-	UsedDiskGb   int64
-	Allocations  int32
-	OnlyTenant   bool
+	ID             uuid.UUID
+	Name           string
+	Protocol       *int16
+	CertNotAfter   *time.Time
+	Certified      bool
+	OutlivesMargin bool
+	Vcpus          int32
+	MemoryMb       int64
+	DiskGb         int64
+	UsedVcpus      int64
+	UsedMemoryMb   int64
+	UsedDiskGb     int64
+	Allocations    int32
+	OnlyTenant     bool
 }
 
 // PlacementCandidates lists the live, undrained hosts of a pool with their
-// capacity, what live allocations use of it, and the protocol version
-// they speak (NULL before they said). only_host, when given, keeps that
-// host alone: a restore runs where its snapshot's files are.
+// capacity, what live allocations use of it, the protocol version they
+// speak (NULL before they said) and their certificate: when it expires
+// (NULL: none), whether it is valid now, and whether it outlives
+// certified_margin. only_host, when given, keeps that host alone: a
+// restore runs where its snapshot's files are.
 func (q *Queries) PlacementCandidates(ctx context.Context, arg PlacementCandidatesParams) ([]PlacementCandidatesRow, error) {
 	rows, err := q.db.Query(ctx, placementCandidates,
+		arg.CertifiedMargin,
 		arg.Tenant,
 		arg.Pool,
 		arg.OnlyHost,
@@ -253,6 +263,9 @@ func (q *Queries) PlacementCandidates(ctx context.Context, arg PlacementCandidat
 			&i.ID,
 			&i.Name,
 			&i.Protocol,
+			&i.CertNotAfter,
+			&i.Certified,
+			&i.OutlivesMargin,
 			&i.Vcpus,
 			&i.MemoryMb,
 			&i.DiskGb,

@@ -12,21 +12,22 @@ import (
 )
 
 const createPool = `-- name: CreatePool :one
-INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store, runtime)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime
+INSERT INTO pools (id, name, class, tenant_id, placement, single_tenant, require_verified_image, provider_account_id, shared_snapshot_store, runtime, require_certified_hosts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime
 `
 
 type CreatePoolParams struct {
-	ID                   uuid.UUID
-	Name                 string
-	Class                string
-	TenantID             *uuid.UUID
-	Placement            string
-	SingleTenant         bool
-	RequireVerifiedImage bool
-	ProviderAccountID    *uuid.UUID
-	SharedSnapshotStore  bool
-	Runtime              *string
+	ID                    uuid.UUID
+	Name                  string
+	Class                 string
+	TenantID              *uuid.UUID
+	Placement             string
+	SingleTenant          bool
+	RequireVerifiedImage  bool
+	ProviderAccountID     *uuid.UUID
+	SharedSnapshotStore   bool
+	Runtime               *string
+	RequireCertifiedHosts bool
 }
 
 func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, error) {
@@ -41,6 +42,7 @@ func (q *Queries) CreatePool(ctx context.Context, arg CreatePoolParams) (Pool, e
 		arg.ProviderAccountID,
 		arg.SharedSnapshotStore,
 		arg.Runtime,
+		arg.RequireCertifiedHosts,
 	)
 	var i Pool
 	err := row.Scan(
@@ -159,6 +161,37 @@ func (q *Queries) ListPools(ctx context.Context, tenant *uuid.UUID) ([]Pool, err
 		return nil, err
 	}
 	return items, nil
+}
+
+const setPoolRequireCertifiedHosts = `-- name: SetPoolRequireCertifiedHosts :one
+UPDATE pools SET require_certified_hosts = $1 WHERE id = $2 RETURNING id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime
+`
+
+type SetPoolRequireCertifiedHostsParams struct {
+	Required bool
+	ID       uuid.UUID
+}
+
+// SetPoolRequireCertifiedHosts says whether a pool places only on hosts
+// whose certificate outlives the placement margin.
+func (q *Queries) SetPoolRequireCertifiedHosts(ctx context.Context, arg SetPoolRequireCertifiedHostsParams) (Pool, error) {
+	row := q.db.QueryRow(ctx, setPoolRequireCertifiedHosts, arg.Required, arg.ID)
+	var i Pool
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Class,
+		&i.TenantID,
+		&i.Placement,
+		&i.SingleTenant,
+		&i.RequireVerifiedImage,
+		&i.CreatedAt,
+		&i.RequireCertifiedHosts,
+		&i.ProviderAccountID,
+		&i.SharedSnapshotStore,
+		&i.Runtime,
+	)
+	return i, err
 }
 
 const setPoolSharedSnapshotStore = `-- name: SetPoolSharedSnapshotStore :one

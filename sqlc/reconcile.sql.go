@@ -193,25 +193,29 @@ UPDATE instances SET
     avoid_host_id = $7,
     observed_state = $8,
     observed_reason = $9,
+    host_certified = $10,
+    host_cert_valid_before = $11,
     version = version + 1,
     updated_at = now()
-WHERE id = $10 AND state = $11 AND version = $12
+WHERE id = $12 AND state = $13 AND version = $14
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type TransitionParams struct {
-	ToState        string
-	StateReason    string
-	HostID         *uuid.UUID
-	SpecPower      *string
-	SpecGeneration int64
-	Mac            *string
-	AvoidHostID    *uuid.UUID
-	ObservedState  *string
-	ObservedReason string
-	ID             uuid.UUID
-	FromState      string
-	FromVersion    int64
+	ToState             string
+	StateReason         string
+	HostID              *uuid.UUID
+	SpecPower           *string
+	SpecGeneration      int64
+	Mac                 *string
+	AvoidHostID         *uuid.UUID
+	ObservedState       *string
+	ObservedReason      string
+	HostCertified       bool
+	HostCertValidBefore *time.Time
+	ID                  uuid.UUID
+	FromState           string
+	FromVersion         int64
 }
 
 // Transition is the reconciler's one guarded write: a compare-and-set on the
@@ -227,6 +231,8 @@ func (q *Queries) Transition(ctx context.Context, arg TransitionParams) (Instanc
 		arg.AvoidHostID,
 		arg.ObservedState,
 		arg.ObservedReason,
+		arg.HostCertified,
+		arg.HostCertValidBefore,
 		arg.ID,
 		arg.FromState,
 		arg.FromVersion,

@@ -7,6 +7,7 @@ package sqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -337,27 +338,33 @@ func (q *Queries) SetSnapshotPurgeCommand(ctx context.Context, arg SetSnapshotPu
 
 const settleSnapshot = `-- name: SettleSnapshot :one
 UPDATE sandbox_snapshots SET state = $1::text, state_reason = $2, size_bytes = $3,
-    sha256 = $4, settled_at = now(), version = version + 1, updated_at = now()
-WHERE id = $5 AND state = 'PENDING'
+    sha256 = $4, host_certified = $5, host_cert_valid_before = $6,
+    settled_at = now(), version = version + 1, updated_at = now()
+WHERE id = $7 AND state = 'PENDING'
 RETURNING id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id
 `
 
 type SettleSnapshotParams struct {
-	State       string
-	StateReason string
-	SizeBytes   *int64
-	Sha256      *string
-	ID          uuid.UUID
+	State               string
+	StateReason         string
+	SizeBytes           *int64
+	Sha256              *string
+	HostCertified       bool
+	HostCertValidBefore *time.Time
+	ID                  uuid.UUID
 }
 
-// SettleSnapshot ends a PENDING snapshot READY (with its size and sha256)
-// or FAILED (with the reason); a settled one is left as it is.
+// SettleSnapshot ends a PENDING snapshot READY (with its size and sha256,
+// and whether the host that took it was certified, until when) or FAILED
+// (with the reason); a settled one is left as it is.
 func (q *Queries) SettleSnapshot(ctx context.Context, arg SettleSnapshotParams) (SandboxSnapshot, error) {
 	row := q.db.QueryRow(ctx, settleSnapshot,
 		arg.State,
 		arg.StateReason,
 		arg.SizeBytes,
 		arg.Sha256,
+		arg.HostCertified,
+		arg.HostCertValidBefore,
 		arg.ID,
 	)
 	var i SandboxSnapshot

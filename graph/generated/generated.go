@@ -201,22 +201,24 @@ type ComplexityRoot struct {
 	}
 
 	Instance struct {
-		Addresses     func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		DesiredState  func(childComplexity int) int
-		Flavor        func(childComplexity int) int
-		Host          func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Image         func(childComplexity int) int
-		ImageVerified func(childComplexity int) int
-		Name          func(childComplexity int) int
-		Pool          func(childComplexity int) int
-		SSHKeys       func(childComplexity int) int
-		State         func(childComplexity int) int
-		StateReason   func(childComplexity int) int
-		Tenant        func(childComplexity int) int
-		UpdatedAt     func(childComplexity int) int
-		Version       func(childComplexity int) int
+		Addresses           func(childComplexity int) int
+		CreatedAt           func(childComplexity int) int
+		DesiredState        func(childComplexity int) int
+		Flavor              func(childComplexity int) int
+		Host                func(childComplexity int) int
+		HostCertValidBefore func(childComplexity int) int
+		HostCertified       func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		Image               func(childComplexity int) int
+		ImageVerified       func(childComplexity int) int
+		Name                func(childComplexity int) int
+		Pool                func(childComplexity int) int
+		SSHKeys             func(childComplexity int) int
+		State               func(childComplexity int) int
+		StateReason         func(childComplexity int) int
+		Tenant              func(childComplexity int) int
+		UpdatedAt           func(childComplexity int) int
+		Version             func(childComplexity int) int
 	}
 
 	InstanceConnection struct {
@@ -254,40 +256,41 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		ClearGpuHealth             func(childComplexity int, input model.ClearGpuHealthInput) int
-		CreateAPIToken             func(childComplexity int, input model.CreateAPITokenInput) int
-		CreateFlavor               func(childComplexity int, input model.CreateFlavorInput) int
-		CreateHost                 func(childComplexity int, input model.CreateHostInput) int
-		CreateHostJoinToken        func(childComplexity int, input model.CreateHostJoinTokenInput) int
-		CreateIPPool               func(childComplexity int, input model.CreateIPPoolInput) int
-		CreateInstance             func(childComplexity int, input model.CreateInstanceInput) int
-		CreatePool                 func(childComplexity int, input model.CreatePoolInput) int
-		CreateProviderAccount      func(childComplexity int, input model.CreateProviderAccountInput) int
-		CreateProviderBootstrap    func(childComplexity int, input model.CreateProviderBootstrapInput) int
-		CreateSandbox              func(childComplexity int, input model.CreateSandboxInput) int
-		CreateSandboxSnapshot      func(childComplexity int, input model.CreateSandboxSnapshotInput) int
-		CreateSandboxTemplate      func(childComplexity int, input model.CreateSandboxTemplateInput) int
-		CreateTenant               func(childComplexity int, input model.CreateTenantInput) int
-		DeleteInstance             func(childComplexity int, input model.InstanceIDInput) int
-		DeleteProviderAccount      func(childComplexity int, input model.DeleteProviderAccountInput) int
-		DeleteSandbox              func(childComplexity int, input model.SandboxIDInput) int
-		DeleteSandboxSnapshot      func(childComplexity int, input model.SandboxSnapshotIDInput) int
-		DeleteSandboxTemplate      func(childComplexity int, input model.SandboxTemplateIDInput) int
-		DeleteTenant               func(childComplexity int, input model.DeleteTenantInput) int
-		PauseSandbox               func(childComplexity int, input model.SandboxIDInput) int
-		RegisterImage              func(childComplexity int, input model.RegisterImageInput) int
-		ResumeSandbox              func(childComplexity int, input model.SandboxIDInput) int
-		RevokeAPIToken             func(childComplexity int, input model.RevokeAPITokenInput) int
-		RevokeHostCertificates     func(childComplexity int, input model.RevokeHostCertificatesInput) int
-		SetHostCapacity            func(childComplexity int, input model.SetHostCapacityInput) int
-		SetHostDraining            func(childComplexity int, input model.SetHostDrainingInput) int
-		SetPoolSharedSnapshotStore func(childComplexity int, input model.SetPoolSharedSnapshotStoreInput) int
-		SetQuota                   func(childComplexity int, input model.SetQuotaInput) int
-		SetSandboxTimeout          func(childComplexity int, input model.SetSandboxTimeoutInput) int
-		StartInstance              func(childComplexity int, input model.InstanceIDInput) int
-		StopInstance               func(childComplexity int, input model.InstanceIDInput) int
-		UpdateProviderAccount      func(childComplexity int, input model.UpdateProviderAccountInput) int
-		UpdateSandboxTemplate      func(childComplexity int, input model.UpdateSandboxTemplateInput) int
+		ClearGpuHealth               func(childComplexity int, input model.ClearGpuHealthInput) int
+		CreateAPIToken               func(childComplexity int, input model.CreateAPITokenInput) int
+		CreateFlavor                 func(childComplexity int, input model.CreateFlavorInput) int
+		CreateHost                   func(childComplexity int, input model.CreateHostInput) int
+		CreateHostJoinToken          func(childComplexity int, input model.CreateHostJoinTokenInput) int
+		CreateIPPool                 func(childComplexity int, input model.CreateIPPoolInput) int
+		CreateInstance               func(childComplexity int, input model.CreateInstanceInput) int
+		CreatePool                   func(childComplexity int, input model.CreatePoolInput) int
+		CreateProviderAccount        func(childComplexity int, input model.CreateProviderAccountInput) int
+		CreateProviderBootstrap      func(childComplexity int, input model.CreateProviderBootstrapInput) int
+		CreateSandbox                func(childComplexity int, input model.CreateSandboxInput) int
+		CreateSandboxSnapshot        func(childComplexity int, input model.CreateSandboxSnapshotInput) int
+		CreateSandboxTemplate        func(childComplexity int, input model.CreateSandboxTemplateInput) int
+		CreateTenant                 func(childComplexity int, input model.CreateTenantInput) int
+		DeleteInstance               func(childComplexity int, input model.InstanceIDInput) int
+		DeleteProviderAccount        func(childComplexity int, input model.DeleteProviderAccountInput) int
+		DeleteSandbox                func(childComplexity int, input model.SandboxIDInput) int
+		DeleteSandboxSnapshot        func(childComplexity int, input model.SandboxSnapshotIDInput) int
+		DeleteSandboxTemplate        func(childComplexity int, input model.SandboxTemplateIDInput) int
+		DeleteTenant                 func(childComplexity int, input model.DeleteTenantInput) int
+		PauseSandbox                 func(childComplexity int, input model.SandboxIDInput) int
+		RegisterImage                func(childComplexity int, input model.RegisterImageInput) int
+		ResumeSandbox                func(childComplexity int, input model.SandboxIDInput) int
+		RevokeAPIToken               func(childComplexity int, input model.RevokeAPITokenInput) int
+		RevokeHostCertificates       func(childComplexity int, input model.RevokeHostCertificatesInput) int
+		SetHostCapacity              func(childComplexity int, input model.SetHostCapacityInput) int
+		SetHostDraining              func(childComplexity int, input model.SetHostDrainingInput) int
+		SetPoolRequireCertifiedHosts func(childComplexity int, input model.SetPoolRequireCertifiedHostsInput) int
+		SetPoolSharedSnapshotStore   func(childComplexity int, input model.SetPoolSharedSnapshotStoreInput) int
+		SetQuota                     func(childComplexity int, input model.SetQuotaInput) int
+		SetSandboxTimeout            func(childComplexity int, input model.SetSandboxTimeoutInput) int
+		StartInstance                func(childComplexity int, input model.InstanceIDInput) int
+		StopInstance                 func(childComplexity int, input model.InstanceIDInput) int
+		UpdateProviderAccount        func(childComplexity int, input model.UpdateProviderAccountInput) int
+		UpdateSandboxTemplate        func(childComplexity int, input model.UpdateSandboxTemplateInput) int
 	}
 
 	NetworkPolicy struct {
@@ -302,18 +305,19 @@ type ComplexityRoot struct {
 	}
 
 	Pool struct {
-		Class                func(childComplexity int) int
-		CreatedAt            func(childComplexity int) int
-		ID                   func(childComplexity int) int
-		IPPools              func(childComplexity int) int
-		Name                 func(childComplexity int) int
-		Placement            func(childComplexity int) int
-		ProviderAccount      func(childComplexity int) int
-		RequireVerifiedImage func(childComplexity int) int
-		Runtime              func(childComplexity int) int
-		SharedSnapshotStore  func(childComplexity int) int
-		SingleTenant         func(childComplexity int) int
-		Tenant               func(childComplexity int) int
+		Class                 func(childComplexity int) int
+		CreatedAt             func(childComplexity int) int
+		ID                    func(childComplexity int) int
+		IPPools               func(childComplexity int) int
+		Name                  func(childComplexity int) int
+		Placement             func(childComplexity int) int
+		ProviderAccount       func(childComplexity int) int
+		RequireCertifiedHosts func(childComplexity int) int
+		RequireVerifiedImage  func(childComplexity int) int
+		Runtime               func(childComplexity int) int
+		SharedSnapshotStore   func(childComplexity int) int
+		SingleTenant          func(childComplexity int) int
+		Tenant                func(childComplexity int) int
 	}
 
 	PoolPayload struct {
@@ -450,15 +454,17 @@ type ComplexityRoot struct {
 	}
 
 	SandboxSnapshot struct {
-		CreatedAt   func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Name        func(childComplexity int) int
-		SHA256      func(childComplexity int) int
-		Sandbox     func(childComplexity int) int
-		SettledAt   func(childComplexity int) int
-		SizeBytes   func(childComplexity int) int
-		State       func(childComplexity int) int
-		StateReason func(childComplexity int) int
+		CreatedAt           func(childComplexity int) int
+		HostCertValidBefore func(childComplexity int) int
+		HostCertified       func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		Name                func(childComplexity int) int
+		SHA256              func(childComplexity int) int
+		Sandbox             func(childComplexity int) int
+		SettledAt           func(childComplexity int) int
+		SizeBytes           func(childComplexity int) int
+		State               func(childComplexity int) int
+		StateReason         func(childComplexity int) int
 	}
 
 	SandboxSnapshotConnection struct {
@@ -668,6 +674,7 @@ type MutationResolver interface {
 	CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error)
 	CreateIPPool(ctx context.Context, input model.CreateIPPoolInput) (model.PoolPayload, error)
 	SetPoolSharedSnapshotStore(ctx context.Context, input model.SetPoolSharedSnapshotStoreInput) (model.PoolPayload, error)
+	SetPoolRequireCertifiedHosts(ctx context.Context, input model.SetPoolRequireCertifiedHostsInput) (model.PoolPayload, error)
 	CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error)
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
@@ -1416,6 +1423,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Instance.Host(childComplexity), true
+	case "Instance.hostCertValidBefore":
+		if e.ComplexityRoot.Instance.HostCertValidBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.HostCertValidBefore(childComplexity), true
+	case "Instance.hostCertified":
+		if e.ComplexityRoot.Instance.HostCertified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.HostCertified(childComplexity), true
 	case "Instance.id":
 		if e.ComplexityRoot.Instance.ID == nil {
 			break
@@ -1899,6 +1918,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetHostDraining(childComplexity, args["input"].(model.SetHostDrainingInput)), true
+	case "Mutation.setPoolRequireCertifiedHosts":
+		if e.ComplexityRoot.Mutation.SetPoolRequireCertifiedHosts == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setPoolRequireCertifiedHosts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetPoolRequireCertifiedHosts(childComplexity, args["input"].(model.SetPoolRequireCertifiedHostsInput)), true
 	case "Mutation.setPoolSharedSnapshotStore":
 		if e.ComplexityRoot.Mutation.SetPoolSharedSnapshotStore == nil {
 			break
@@ -2051,6 +2081,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.ProviderAccount(childComplexity), true
+	case "Pool.requireCertifiedHosts":
+		if e.ComplexityRoot.Pool.RequireCertifiedHosts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.RequireCertifiedHosts(childComplexity), true
 	case "Pool.requireVerifiedImage":
 		if e.ComplexityRoot.Pool.RequireVerifiedImage == nil {
 			break
@@ -2702,6 +2738,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SandboxSnapshot.CreatedAt(childComplexity), true
+	case "SandboxSnapshot.hostCertValidBefore":
+		if e.ComplexityRoot.SandboxSnapshot.HostCertValidBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.HostCertValidBefore(childComplexity), true
+	case "SandboxSnapshot.hostCertified":
+		if e.ComplexityRoot.SandboxSnapshot.HostCertified == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SandboxSnapshot.HostCertified(childComplexity), true
 	case "SandboxSnapshot.id":
 		if e.ComplexityRoot.SandboxSnapshot.ID == nil {
 			break
@@ -3319,6 +3367,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SandboxTemplateIdInput", ec.unmarshalInputSandboxTemplateIdInput),
 			graphql.NewInputUnmarshaler("SetHostCapacityInput", ec.unmarshalInputSetHostCapacityInput),
 			graphql.NewInputUnmarshaler("SetHostDrainingInput", ec.unmarshalInputSetHostDrainingInput),
+			graphql.NewInputUnmarshaler("SetPoolRequireCertifiedHostsInput", ec.unmarshalInputSetPoolRequireCertifiedHostsInput),
 			graphql.NewInputUnmarshaler("SetPoolSharedSnapshotStoreInput", ec.unmarshalInputSetPoolSharedSnapshotStoreInput),
 			graphql.NewInputUnmarshaler("SetQuotaInput", ec.unmarshalInputSetQuotaInput),
 			graphql.NewInputUnmarshaler("SetSandboxTimeoutInput", ec.unmarshalInputSetSandboxTimeoutInput),
@@ -3483,6 +3532,15 @@ type Instance implements Node {
   addresses: [String!]!
   "Operators only; null for members."
   host: Host
+  """
+  Whether the host it runs on proved itself with a valid host certificate
+  (issued by the control plane's CA) when it was placed there and in its
+  latest report. False when unplaced, at a provider, on a host that reports
+  with its bearer credential, and once that certificate lapsed or was revoked.
+  """
+  hostCertified: Boolean!
+  "Until when that host's certificate is valid; null when not certified. A renewal moves it."
+  hostCertValidBefore: DateTime
   createdAt: DateTime!
   updatedAt: DateTime!
   "Increases with every change; clients order and dedupe by it."
@@ -3698,6 +3756,13 @@ type Pool implements Node {
   BC_RUNTIMES; class vps-host only, null for other classes.
   """
   runtime: String
+  """
+  Whether instances are placed only on hosts whose certificate is valid for
+  at least the reconciler's certified margin (BC_CERTIFIED_MARGIN, default
+  24h) more; one that finds no such host with room stays PENDING saying so.
+  Class vps-host only.
+  """
+  requireCertifiedHosts: Boolean!
   ipPools: [IpPool!]!
   createdAt: DateTime!
 }
@@ -3797,11 +3862,18 @@ input CreatePoolInput {
   sharedSnapshotStore: Boolean
   "Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first."
   runtime: String
+  "Place only on hosts with a certificate valid for the certified margin more (default false); class vps-host only."
+  requireCertifiedHosts: Boolean
 }
 
 input SetPoolSharedSnapshotStoreInput {
   poolId: ID!
   sharedSnapshotStore: Boolean!
+}
+
+input SetPoolRequireCertifiedHostsInput {
+  poolId: ID!
+  requireCertifiedHosts: Boolean!
 }
 
 type PoolPayload {
@@ -3898,6 +3970,12 @@ extend type Mutation {
   Set it once they all do; clear it before any stops.
   """
   setPoolSharedSnapshotStore(input: SetPoolSharedSnapshotStoreInput!): PoolPayload!
+  """
+  Says whether a hosted pool places only on hosts whose certificate outlives
+  the certified margin. What runs stays where it is (a lapse is reported on
+  the instance); pending instances are looked at again.
+  """
+  setPoolRequireCertifiedHosts(input: SetPoolRequireCertifiedHostsInput!): PoolPayload!
   "Adopts a host; the credential in the payload is shown once."
   createHost(input: CreateHostInput!): CreateHostPayload!
   setHostCapacity(input: SetHostCapacityInput!): HostPayload!
@@ -4378,6 +4456,14 @@ type SandboxSnapshot implements Node {
   sha256: String
   "The sandbox it was taken of, which may have ended since."
   sandbox: Sandbox!
+  """
+  Whether the host that took it proved itself with a valid host certificate
+  (issued by the control plane's CA) when it became READY: its instance's
+  hostCertified then. False while PENDING and when FAILED.
+  """
+  hostCertified: Boolean!
+  "Until when that host's certificate was valid; null when not certified."
+  hostCertValidBefore: DateTime
   createdAt: DateTime!
   "When it became READY or FAILED."
   settledAt: DateTime
@@ -5033,6 +5119,10 @@ func (ec *executionContext) childFields_Instance(ctx context.Context, field grap
 		return ec.fieldContext_Instance_addresses(ctx, field)
 	case "host":
 		return ec.fieldContext_Instance_host(ctx, field)
+	case "hostCertified":
+		return ec.fieldContext_Instance_hostCertified(ctx, field)
+	case "hostCertValidBefore":
+		return ec.fieldContext_Instance_hostCertValidBefore(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Instance_createdAt(ctx, field)
 	case "updatedAt":
@@ -5155,6 +5245,8 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_sharedSnapshotStore(ctx, field)
 	case "runtime":
 		return ec.fieldContext_Pool_runtime(ctx, field)
+	case "requireCertifiedHosts":
+		return ec.fieldContext_Pool_requireCertifiedHosts(ctx, field)
 	case "ipPools":
 		return ec.fieldContext_Pool_ipPools(ctx, field)
 	case "createdAt":
@@ -5397,6 +5489,10 @@ func (ec *executionContext) childFields_SandboxSnapshot(ctx context.Context, fie
 		return ec.fieldContext_SandboxSnapshot_sha256(ctx, field)
 	case "sandbox":
 		return ec.fieldContext_SandboxSnapshot_sandbox(ctx, field)
+	case "hostCertified":
+		return ec.fieldContext_SandboxSnapshot_hostCertified(ctx, field)
+	case "hostCertValidBefore":
+		return ec.fieldContext_SandboxSnapshot_hostCertValidBefore(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_SandboxSnapshot_createdAt(ctx, field)
 	case "settledAt":
@@ -6153,6 +6249,20 @@ func (ec *executionContext) field_Mutation_setHostDraining_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
 			return ec.unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setPoolRequireCertifiedHosts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetPoolRequireCertifiedHostsInput, error) {
+			return ec.unmarshalNSetPoolRequireCertifiedHostsInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetPoolRequireCertifiedHostsInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -9327,6 +9437,52 @@ func (ec *executionContext) fieldContext_Instance_host(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Instance_hostCertified(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_hostCertified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostCertified, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_hostCertified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Instance", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Instance_hostCertValidBefore(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_hostCertValidBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostCertValidBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_hostCertValidBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Instance", field, false, false, "DateTime")
+}
+
 func (ec *executionContext) _Instance_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10409,6 +10565,50 @@ func (ec *executionContext) fieldContext_Mutation_setPoolSharedSnapshotStore(ctx
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setPoolSharedSnapshotStore_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setPoolRequireCertifiedHosts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setPoolRequireCertifiedHosts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetPoolRequireCertifiedHosts(ctx, fc.Args["input"].(model.SetPoolRequireCertifiedHostsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PoolPayload) graphql.Marshaler {
+			return ec.marshalNPoolPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setPoolRequireCertifiedHosts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setPoolRequireCertifiedHosts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11744,6 +11944,29 @@ func (ec *executionContext) _Pool_runtime(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Pool_runtime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "String")
+}
+
+func (ec *executionContext) _Pool_requireCertifiedHosts(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_requireCertifiedHosts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequireCertifiedHosts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_requireCertifiedHosts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Pool_ipPools(ctx context.Context, field graphql.CollectedField, obj *domain.Pool) (ret graphql.Marshaler) {
@@ -14651,6 +14874,52 @@ func (ec *executionContext) fieldContext_SandboxSnapshot_sandbox(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SandboxSnapshot_hostCertified(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_hostCertified(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostCertified, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_hostCertified(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SandboxSnapshot_hostCertValidBefore(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SandboxSnapshot_hostCertValidBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HostCertValidBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SandboxSnapshot_hostCertValidBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _SandboxSnapshot_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
@@ -18464,7 +18733,7 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore", "runtime"}
+	fieldsInOrder := [...]string{"name", "class", "tenantId", "placement", "singleTenant", "requireVerifiedImage", "providerAccountId", "sharedSnapshotStore", "runtime", "requireCertifiedHosts"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18534,6 +18803,13 @@ func (ec *executionContext) unmarshalInputCreatePoolInput(ctx context.Context, o
 				return it, err
 			}
 			it.Runtime = data
+		case "requireCertifiedHosts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requireCertifiedHosts"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequireCertifiedHosts = data
 		}
 	}
 	return it, nil
@@ -19976,6 +20252,55 @@ func (ec *executionContext) unmarshalInputSetHostDrainingInput(ctx context.Conte
 func UnmarshalSetHostDrainingInput(ctx context.Context, raw any) (model.SetHostDrainingInput, error) {
 	var out model.SetHostDrainingInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetHostDrainingInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetPoolRequireCertifiedHostsInput(ctx context.Context, obj any) (model.SetPoolRequireCertifiedHostsInput, error) {
+	var it model.SetPoolRequireCertifiedHostsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"poolId", "requireCertifiedHosts"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "poolId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("poolId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PoolID = data
+		case "requireCertifiedHosts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requireCertifiedHosts"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequireCertifiedHosts = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetPoolRequireCertifiedHostsInput unmarshals raw into the SetPoolRequireCertifiedHostsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetPoolRequireCertifiedHostsInput(ctx context.Context, raw any) (model.SetPoolRequireCertifiedHostsInput, error) {
+	var out model.SetPoolRequireCertifiedHostsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetPoolRequireCertifiedHostsInput", raw, &out)
 	return out, err
 }
 
@@ -21518,6 +21843,16 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Instance_host(ctx, field, obj)
 				})
+		case "hostCertified":
+			out.Values[i] = ec._Instance_hostCertified(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hostCertValidBefore":
+			out.Values[i] = ec._Instance_hostCertValidBefore(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Instance_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -21888,6 +22223,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setPoolRequireCertifiedHosts":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setPoolRequireCertifiedHosts(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createHost":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createHost(ctx, field)
@@ -22203,6 +22545,11 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 		case "runtime":
 			out.Values[i] = ec._Pool_runtime(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "requireCertifiedHosts":
+			out.Values[i] = ec._Pool_requireCertifiedHosts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ipPools":
@@ -23207,6 +23554,16 @@ func (ec *executionContext) _SandboxSnapshot(ctx context.Context, sel ast.Select
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._SandboxSnapshot_sandbox(ctx, field, obj)
 				})
+		case "hostCertified":
+			out.Values[i] = ec._SandboxSnapshot_hostCertified(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hostCertValidBefore":
+			out.Values[i] = ec._SandboxSnapshot_hostCertValidBefore(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._SandboxSnapshot_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -25506,6 +25863,11 @@ func (ec *executionContext) unmarshalNSetHostCapacityInput2githubᚗcomᚋbetter
 
 func (ec *executionContext) unmarshalNSetHostDrainingInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetHostDrainingInput(ctx context.Context, v any) (model.SetHostDrainingInput, error) {
 	res, err := ec.unmarshalInputSetHostDrainingInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetPoolRequireCertifiedHostsInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSetPoolRequireCertifiedHostsInput(ctx context.Context, v any) (model.SetPoolRequireCertifiedHostsInput, error) {
+	res, err := ec.unmarshalInputSetPoolRequireCertifiedHostsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

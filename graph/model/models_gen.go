@@ -143,6 +143,8 @@ type CreatePoolInput struct {
 	SharedSnapshotStore *bool `json:"sharedSnapshotStore,omitempty"`
 	// Class vps-host only: the runtime its hosts run, one BC_RUNTIMES lists; default its first.
 	Runtime *string `json:"runtime,omitempty"`
+	// Place only on hosts with a certificate valid for the certified margin more (default false); class vps-host only.
+	RequireCertifiedHosts *bool `json:"requireCertifiedHosts,omitempty"`
 }
 
 type CreateProviderAccountInput struct {
@@ -588,6 +590,11 @@ type SetHostCapacityInput struct {
 type SetHostDrainingInput struct {
 	HostID   string `json:"hostId"`
 	Draining bool   `json:"draining"`
+}
+
+type SetPoolRequireCertifiedHostsInput struct {
+	PoolID                string `json:"poolId"`
+	RequireCertifiedHosts bool   `json:"requireCertifiedHosts"`
 }
 
 type SetPoolSharedSnapshotStoreInput struct {

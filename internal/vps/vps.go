@@ -45,6 +45,10 @@ const (
 	// DefaultHostSilentAfter is how long a host may go without reporting
 	// before its instances are LOST.
 	DefaultHostSilentAfter = 30 * time.Second
+	// DefaultCertifiedMargin is how long a host's certificate must still
+	// be valid for a pool that requires certified hosts to place on it,
+	// and how soon before its expiry the doctor warns.
+	DefaultCertifiedMargin = 24 * time.Hour
 )
 
 // Runtimes a hosted pool's hosts may run, by the name a deployment lists in

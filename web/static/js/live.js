@@ -11,7 +11,7 @@
 import { FIELDS } from './sandboxes.js';
 
 export const EVENTS = `subscription Live { instanceEvents(includeCurrent: true) {
-  type version snapshot instance { id name state desiredState stateReason addresses version updatedAt } } }`;
+  type version snapshot instance { id name state desiredState stateReason addresses hostCertified hostCertValidBefore version updatedAt } } }`;
 
 // SANDBOX_EVENTS is the sandbox subscription; the sandbox is sent as the
 // step left it, with the fields the sandbox pages read.

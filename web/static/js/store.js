@@ -1,7 +1,7 @@
 // The live state of instances, kept from events and query results, ordered
 // and deduplicated by each instance's version.
 
-const LIVE_FIELDS = ['id', 'name', 'state', 'desiredState', 'stateReason', 'addresses', 'version', 'updatedAt'];
+const LIVE_FIELDS = ['id', 'name', 'state', 'desiredState', 'stateReason', 'addresses', 'hostCertified', 'hostCertValidBefore', 'version', 'updatedAt'];
 
 export class Store {
   constructor() {

@@ -6,11 +6,11 @@ import { badge, loading, failure, empty, pageHead } from '../ui.js';
 import { actionBar } from './actions.js';
 
 const QUERY = `query Instance($id: ID!) { instance(id: $id) {
-  id name state desiredState stateReason addresses version createdAt updatedAt imageVerified
+  id name state desiredState stateReason addresses version createdAt updatedAt imageVerified hostCertified hostCertValidBefore
   pool { id name class } flavor { name vcpus memoryMb diskGb gpuCount gpuModel }
   image { name format } sshKeys { type fingerprint comment } tenant { name } host { name } } }`;
 
-const FIELDS = 'id name state desiredState stateReason addresses version updatedAt';
+const FIELDS = 'id name state desiredState stateReason addresses hostCertified hostCertValidBefore version updatedAt';
 const ACTIONS = {
   start: { mutation: 'startInstance', verb: 'Start', busy: 'Starting…', body: 'It will boot and run again.' },
   stop: { mutation: 'stopInstance', verb: 'Stop', busy: 'Stopping…', body: 'Its guest is shut down; its disk and addresses are kept, and you can start it again.' },
@@ -71,6 +71,7 @@ export function instancePage(ctx) {
     view.reason = h('div', { id: 'instance-reason' });
     view.deleted = h('div');
     view.addresses = h('dd', { id: 'instance-addresses' });
+    view.certified = h('dd', { id: 'instance-certified' });
     view.timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-live': 'polite', 'aria-relevant': 'additions' });
     const f = inst.flavor;
     // Keep focus on the heading when it is replaced (after navigation).
@@ -90,6 +91,7 @@ export function instancePage(ctx) {
             h('dt', null, 'Flavor'), h('dd', null, `${f.name} — ${f.vcpus} vCPU, ${mib(f.memoryMb)} memory, ${f.diskGb} GB disk${f.gpuCount ? `, ${f.gpuCount} × ${f.gpuModel || 'GPU'}` : ''}`),
             h('dt', null, 'Image'), h('dd', null, inst.image ? `${inst.image.name} (${inst.image.format.toLowerCase()}${inst.imageVerified ? ', verified' : ''})` : h('span', { class: 'muted' }, 'no longer available')),
             h('dt', null, 'Pool'), h('dd', null, `${inst.pool.name} (${inst.pool.class})`),
+            h('dt', null, 'Host certificate'), view.certified,
             session.operator && [h('dt', null, 'Tenant'), h('dd', null, inst.tenant.name)],
             session.operator && [h('dt', null, 'Host'), h('dd', null, inst.host?.name || h('span', { class: 'muted' }, 'none'))],
             h('dt', null, 'ID'), h('dd', { class: 'mono' }, inst.id),
@@ -113,6 +115,9 @@ export function instancePage(ctx) {
     view.desired.title = `Desired state: ${inst.desiredState}`;
     replace(view.reason, inst.stateReason ? h('p', { class: `reason ${['ERROR', 'LOST'].includes(inst.state) ? 'reason-bad' : ''}` }, h('strong', null, 'Reason: '), inst.stateReason) : '');
     replace(view.addresses, inst.addresses.length ? h('span', { class: 'mono' }, inst.addresses.join(', ')) : h('span', { class: 'muted' }, 'none yet'));
+    replace(view.certified, inst.hostCertified
+      ? ['certified until ', time(inst.hostCertValidBefore)]
+      : h('span', { class: 'muted' }, 'not certified'));
     replace(view.deleted, inst.state === 'DELETED' ? h('p', { class: 'notice', id: 'instance-deleted' }, 'This instance is deleted. ', h('a', { href: '#/instances' }, 'Back to instances')) : '');
     renderActions();
   }

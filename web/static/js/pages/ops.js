@@ -44,7 +44,7 @@ const map = (m) => (m && Object.keys(m).length ? h('span', { class: 'mono small'
 export function poolsPage(ctx) {
   listPage(ctx, {
     title: 'Pools', what: 'pools', id: 'pools-body',
-    query: `query Pools { pools { id name class runtime placement singleTenant requireVerifiedImage tenant { name }
+    query: `query Pools { pools { id name class runtime placement singleTenant requireVerifiedImage requireCertifiedHosts tenant { name }
       providerAccount { name provider } ipPools { id cidr gateway rangeStart rangeEnd size leased } createdAt } }`,
     render: ({ pools }, note) => {
       replace(note, pools.length ? plural(pools.length, 'pool') : '');
@@ -56,6 +56,7 @@ export function poolsPage(ctx) {
           h('dt', null, 'Placement'), h('dd', null, p.placement.toLowerCase(), p.singleTenant ? ', single tenant' : ''),
           h('dt', null, 'Dedicated to'), h('dd', null, p.tenant?.name || none('all tenants')),
           h('dt', null, 'Images'), h('dd', null, p.requireVerifiedImage ? 'verified only' : 'any'),
+          p.class === 'vps-host' && [h('dt', null, 'Hosts'), h('dd', { class: 'pool-certified' }, p.requireCertifiedHosts ? 'certified only' : 'any')],
           p.providerAccount && [h('dt', null, 'Provider'), h('dd', null, `${p.providerAccount.name} (${p.providerAccount.provider.toLowerCase()})`)],
           h('dt', null, 'Created'), h('dd', null, time(p.createdAt))),
         h('h3', null, 'IP addresses'),
