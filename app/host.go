@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/better-compute/vps/hostcert"
 	"github.com/better-compute/vps/drivers/runtime/fake"
+	"github.com/better-compute/vps/hostcert"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/internal/conf"

@@ -257,7 +257,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		Sealer: sealer, Drivers: Drivers(cfg.Drivers), SandboxInterval: cfg.SandboxInterval, Warm: warm,
 		UsageInterval: cfg.UsageInterval, UsageSettle: cfg.UsageSettle,
 		SnapshotTimeout: cfg.SnapshotTimeout, CertifiedMargin: cfg.CertifiedMargin,
-		HostURL:         cfg.HostURL, SeedURL: cfg.SeedURL, HostCA: hostCA,
+		HostURL: cfg.HostURL, SeedURL: cfg.SeedURL, HostCA: hostCA,
 		BootstrapTokenTTL: cfg.BootstrapTokenTTL, BootstrapTimeout: cfg.BootstrapTimeout,
 	})
 	reg := server.NewRegistry()

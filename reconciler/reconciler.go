@@ -137,7 +137,7 @@ const (
 	DefaultBootstrapTokenTTL = time.Hour
 	DefaultBootstrapTimeout  = 15 * time.Minute
 
-	DefaultLapseInterval  = time.Minute
+	DefaultLapseInterval = time.Minute
 )
 
 func (c *Config) applyDefaults() {
