@@ -64,10 +64,10 @@ func (s *Service) CreatePool(ctx context.Context, in PoolInput) (domain.Pool, er
 			return apierr.Invalid("class", "must be a lowercase slug such as %s or %s", vps.ClassHosted, vps.ClassProvider)
 		}
 		if in.SharedSnapshotStore && in.Class != vps.ClassHosted {
-			return errSharedStoreClass(in.Class)
+			return sharedStoreSetting.refuse(in.Class)
 		}
 		if in.RequireCertifiedHosts && in.Class != vps.ClassHosted {
-			return errCertifiedClass(in.Class)
+			return certifiedSetting.refuse(in.Class)
 		}
 		if in.Placement == "" {
 			in.Placement = "spread"
@@ -135,10 +135,21 @@ func (s *Service) poolRuntime(class, asked string) (*string, error) {
 	return &asked, nil
 }
 
-// errSharedStoreClass refuses a shared snapshot store to a pool of a class
-// without hosts.
-func errSharedStoreClass(class string) error {
-	return apierr.Invalid("sharedSnapshotStore", "only a pool of class %s has hosts to share a snapshot store; this one is of class %s", vps.ClassHosted, class)
+// A hostedOnly setting is one only a pool with hosts (vps.ClassHosted) may
+// turn on: field names it in inputs and audit details, needs says what
+// hosts give it.
+type hostedOnly struct {
+	field, needs string
+}
+
+var (
+	sharedStoreSetting = hostedOnly{"sharedSnapshotStore", "to share a snapshot store"}
+	certifiedSetting   = hostedOnly{"requireCertifiedHosts", "to hold certificates"}
+)
+
+// refuse refuses the setting to a pool of class.
+func (h hostedOnly) refuse(class string) error {
+	return apierr.Invalid(h.field, "only a pool of class %s has hosts %s; this one is of class %s", vps.ClassHosted, h.needs, class)
 }
 
 // SetPoolSharedSnapshotStore says whether every host of a hosted pool
@@ -146,32 +157,10 @@ func errSharedStoreClass(class string) error {
 // or not (a restore runs on the host that took its snapshot). Operators
 // only; set it once the hosts share the store, clear it before they stop.
 func (s *Service) SetPoolSharedSnapshotStore(ctx context.Context, id uuid.UUID, shared bool) (domain.Pool, error) {
-	var pool sqlc.Pool
-	err := s.mutate(ctx, ActSetPoolSharedStore, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		ev.TargetID = id
-		if _, err := operator(ctx); err != nil {
-			return err
-		}
-		cur, err := q.LockPool(ctx, id)
-		if err != nil {
-			return notFound(err, "poolId", "pool")
-		}
-		if shared && cur.Class != vps.ClassHosted {
-			return errSharedStoreClass(cur.Class)
-		}
-		if pool, err = q.SetPoolSharedSnapshotStore(ctx, sqlc.SetPoolSharedSnapshotStoreParams{ID: id, Shared: shared}); err != nil {
-			return fmt.Errorf("set the pool's shared snapshot store: %w", err)
-		}
-		ev.Details = map[string]any{"sharedSnapshotStore": shared}
-		return nil
-	})
-	return domain.PoolFromRow(pool), err
-}
-
-// errCertifiedClass refuses requireCertifiedHosts to a pool of a class
-// without hosts.
-func errCertifiedClass(class string) error {
-	return apierr.Invalid("requireCertifiedHosts", "only a pool of class %s has hosts to hold certificates; this one is of class %s", vps.ClassHosted, class)
+	return s.setHostedOnly(ctx, ActSetPoolSharedStore, sharedStoreSetting, id, shared,
+		func(ctx context.Context, q *sqlc.Queries) (sqlc.Pool, error) {
+			return q.SetPoolSharedSnapshotStore(ctx, sqlc.SetPoolSharedSnapshotStoreParams{ID: id, Shared: shared})
+		})
 }
 
 // SetPoolRequireCertifiedHosts says whether a hosted pool places only on
@@ -179,8 +168,19 @@ func errCertifiedClass(class string) error {
 // stays where it is; the pool's pending instances are looked at again.
 // Operators only.
 func (s *Service) SetPoolRequireCertifiedHosts(ctx context.Context, id uuid.UUID, required bool) (domain.Pool, error) {
+	return s.setHostedOnly(ctx, ActSetPoolCertified, certifiedSetting, id, required,
+		func(ctx context.Context, q *sqlc.Queries) (sqlc.Pool, error) {
+			return q.SetPoolRequireCertifiedHosts(ctx, sqlc.SetPoolRequireCertifiedHostsParams{ID: id, Required: required})
+		})
+}
+
+// setHostedOnly sets a hostedOnly setting of pool id to on with set, in one
+// transaction with its audit row, and wakes the pool's pending instances,
+// which may place otherwise now. Operators only.
+func (s *Service) setHostedOnly(ctx context.Context, act Action, h hostedOnly, id uuid.UUID, on bool,
+	set func(context.Context, *sqlc.Queries) (sqlc.Pool, error)) (domain.Pool, error) {
 	var pool sqlc.Pool
-	err := s.mutate(ctx, ActSetPoolCertified, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+	err := s.mutate(ctx, act, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
 		ev.TargetID = id
 		if _, err := operator(ctx); err != nil {
 			return err
@@ -189,16 +189,16 @@ func (s *Service) SetPoolRequireCertifiedHosts(ctx context.Context, id uuid.UUID
 		if err != nil {
 			return notFound(err, "poolId", "pool")
 		}
-		if required && cur.Class != vps.ClassHosted {
-			return errCertifiedClass(cur.Class)
+		if on && cur.Class != vps.ClassHosted {
+			return h.refuse(cur.Class)
 		}
-		if pool, err = q.SetPoolRequireCertifiedHosts(ctx, sqlc.SetPoolRequireCertifiedHostsParams{ID: id, Required: required}); err != nil {
-			return fmt.Errorf("set the pool's requireCertifiedHosts: %w", err)
+		if pool, err = set(ctx, q); err != nil {
+			return fmt.Errorf("set the pool's %s: %w", h.field, err)
 		}
 		if err := events.WakePending(ctx, q, id); err != nil {
 			return err
 		}
-		ev.Details = map[string]any{"requireCertifiedHosts": required}
+		ev.Details = map[string]any{h.field: on}
 		return nil
 	})
 	return domain.PoolFromRow(pool), err
