@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/better-compute/vps/drivers/runtime/fake"
 	"github.com/better-compute/vps/hostcert"
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
@@ -179,7 +178,7 @@ func (c *HostConfig) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.FakeFailStarts, "fake-fail-starts", "", "fake runtime: fail every start with this `reason`")
 	fs.DurationVar(&c.FakeSnapshotDelay, "fake-snapshot-delay", 0, "fake runtime: how long a snapshot takes")
 	fs.StringVar(&c.FakeFailSnapshots, "fake-fail-snapshots", "", "fake runtime: fail every snapshot with this `reason`")
-	fs.IntVar(&c.FakeGPUs, "fake-gpus", 0, "fake runtime: how many fake NVIDIA GPUs (model "+fake.GPUModel+") the host has")
+	fs.IntVar(&c.FakeGPUs, "fake-gpus", 0, "fake runtime: how many fake NVIDIA GPUs the host has, at stable PCI addresses")
 	fs.StringVar(&c.FakeKmsg, "fake-kmsg", "", "fake runtime: `file` followed as the kernel log; NVIDIA Xid lines appended to it are the host's Xid events")
 	fs.IntVar(&c.FakeProtocol, "fake-protocol", 0, "fake runtime: host protocol `version` to speak, to test older daemons; 0: the current one")
 	fs.StringVar(&c.LibvirtURI, "libvirt-uri", "", "libvirt runtime: connection `URI`; empty: the runtime's default")
