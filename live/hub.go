@@ -98,9 +98,9 @@ type Sub struct {
 	sandbox func(*events.SandboxEvent) bool
 	// bootstrap: a subscriber of provider bootstrap events takes them all.
 	bootstrap bool
-	dropped chan struct{}
-	once    sync.Once
-	onDrop  func(reason string)
+	dropped   chan struct{}
+	once      sync.Once
+	onDrop    func(reason string)
 }
 
 // Dropped is closed when the hub gave up on the subscriber.

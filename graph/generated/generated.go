@@ -357,6 +357,7 @@ type ComplexityRoot struct {
 		State           func(childComplexity int) int
 		StateReason     func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
+		Version         func(childComplexity int) int
 	}
 
 	ProviderBootstrapEvent struct {
@@ -2275,6 +2276,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProviderBootstrap.UpdatedAt(childComplexity), true
+	case "ProviderBootstrap.version":
+		if e.ComplexityRoot.ProviderBootstrap.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Version(childComplexity), true
 
 	case "ProviderBootstrapEvent.providerBootstrap":
 		if e.ComplexityRoot.ProviderBootstrapEvent.ProviderBootstrap == nil {
@@ -4194,6 +4201,8 @@ type ProviderBootstrap implements Node {
   image: String!
   "When a machine that has not joined is deleted; null before it is created."
   deadline: DateTime
+  "Grows with every change: order and dedupe its events by it."
+  version: Int!
   createdAt: DateTime!
   updatedAt: DateTime!
 }
@@ -5407,6 +5416,8 @@ func (ec *executionContext) childFields_ProviderBootstrap(ctx context.Context, f
 		return ec.fieldContext_ProviderBootstrap_image(ctx, field)
 	case "deadline":
 		return ec.fieldContext_ProviderBootstrap_deadline(ctx, field)
+	case "version":
+		return ec.fieldContext_ProviderBootstrap_version(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_ProviderBootstrap_createdAt(ctx, field)
 	case "updatedAt":
@@ -12701,6 +12712,29 @@ func (ec *executionContext) _ProviderBootstrap_deadline(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_ProviderBootstrap_deadline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderBootstrap_version(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ProviderBootstrap_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
@@ -23078,6 +23112,11 @@ func (ec *executionContext) _ProviderBootstrap(ctx context.Context, sel ast.Sele
 		case "deadline":
 			out.Values[i] = ec._ProviderBootstrap_deadline(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._ProviderBootstrap_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
