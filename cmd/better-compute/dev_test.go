@@ -178,7 +178,10 @@ func TestDev(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	member := func(query string, vars map[string]any) string { t.Helper(); return as(got["Member token"], query, vars) }
+	member := func(query string, vars map[string]any) string {
+		t.Helper()
+		return as(got["Member token"], query, vars)
+	}
 	waitRunning := func(t *testing.T, where, id, address string) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
