@@ -149,6 +149,7 @@ type ComplexityRoot struct {
 	Host struct {
 		Alive              func(childComplexity int) int
 		Allocated          func(childComplexity int) int
+		BearerCredential   func(childComplexity int) int
 		Capacity           func(childComplexity int) int
 		CertValidBefore    func(childComplexity int) int
 		Certified          func(childComplexity int) int
@@ -1193,6 +1194,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.Allocated(childComplexity), true
+	case "Host.bearerCredential":
+		if e.ComplexityRoot.Host.BearerCredential == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.BearerCredential(childComplexity), true
 	case "Host.capacity":
 		if e.ComplexityRoot.Host.Capacity == nil {
 			break
@@ -3865,6 +3872,11 @@ type Host implements Node {
   certified: Boolean!
   "When its newest live certificate expires; null when it has none."
   certValidBefore: DateTime
+  """
+  Whether it has a bearer credential: the fallback by which it proves itself
+  without a certificate (createHost's bearerCredential).
+  """
+  bearerCredential: Boolean!
   createdAt: DateTime!
 }
 
@@ -5106,6 +5118,8 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_certified(ctx, field)
 	case "certValidBefore":
 		return ec.fieldContext_Host_certValidBefore(ctx, field)
+	case "bearerCredential":
+		return ec.fieldContext_Host_bearerCredential(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -8693,6 +8707,29 @@ func (ec *executionContext) _Host_certValidBefore(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Host_certValidBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Host_bearerCredential(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_bearerCredential(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BearerCredential, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_bearerCredential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -21778,6 +21815,11 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 		case "certValidBefore":
 			out.Values[i] = ec._Host_certValidBefore(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "bearerCredential":
+			out.Values[i] = ec._Host_bearerCredential(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
