@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket/wsjson"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
@@ -62,26 +63,21 @@ func (e *env) subscribeBootstraps(t *testing.T, token string) func() (json.RawMe
 func (e *env) relay(t *testing.T, rdb *redis.Client, prefix string) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := e.db.Query(ctx, `DELETE FROM outbox WHERE channel IS NOT NULL RETURNING id, channel, payload`)
+	rows, err := e.db.Query(ctx, `WITH d AS (DELETE FROM outbox WHERE channel IS NOT NULL RETURNING id, channel, payload)
+		SELECT channel, payload FROM d ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
-		id      int64
 		channel string
 		payload []byte
 	}
 	collected, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		return x, r.Scan(&x.id, &x.channel, &x.payload)
+		return x, r.Scan(&x.channel, &x.payload)
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i := range collected {
-		for j := i; j > 0 && collected[j].id < collected[j-1].id; j-- {
-			collected[j], collected[j-1] = collected[j-1], collected[j]
-		}
 	}
 	for _, r := range collected {
 		deadline := time.Now().Add(10 * time.Second)
@@ -128,7 +124,7 @@ func TestProviderBootstrapEvents(t *testing.T) {
 	}
 	// change takes a bootstrap a step, as the one that takes it does: in
 	// one transaction with its event.
-	change := func(bootstrap string, step func(q *sqlc.Queries, id [16]byte) (events.Type, sqlc.ProviderBootstrap, error)) {
+	change := func(bootstrap string, step func(q *sqlc.Queries, id uuid.UUID) (events.Type, sqlc.ProviderBootstrap, error)) {
 		t.Helper()
 		id := decode(t, ids.ProviderBootstrap, bootstrap)
 		err := pgx.BeginFunc(context.Background(), e.db, func(tx pgx.Tx) error {
@@ -183,17 +179,17 @@ func TestProviderBootstrapEvents(t *testing.T) {
 		}
 
 		fresh := create("rented-new")
-		change(fresh, func(q *sqlc.Queries, id [16]byte) (events.Type, sqlc.ProviderBootstrap, error) {
+		change(fresh, func(q *sqlc.Queries, id uuid.UUID) (events.Type, sqlc.ProviderBootstrap, error) {
 			server, deadline := "4711", time.Now().Add(time.Hour)
 			b, err := q.ProvisionBootstrap(ctx, sqlc.ProvisionBootstrapParams{ID: id, ServerID: &server, TokenHash: []byte("hash"), TokenExpiresAt: &deadline, Deadline: &deadline})
 			return events.Provisioning, b, err
 		})
-		change(old, func(q *sqlc.Queries, id [16]byte) (events.Type, sqlc.ProviderBootstrap, error) {
+		change(old, func(q *sqlc.Queries, id uuid.UUID) (events.Type, sqlc.ProviderBootstrap, error) {
 			reason := "the provider is out of cx22"
 			b, err := q.NoteBootstrapRetry(ctx, sqlc.NoteBootstrapRetryParams{ID: id, Reason: &reason})
 			return events.Updated, b, err
 		})
-		change(fresh, func(q *sqlc.Queries, id [16]byte) (events.Type, sqlc.ProviderBootstrap, error) {
+		change(fresh, func(q *sqlc.Queries, id uuid.UUID) (events.Type, sqlc.ProviderBootstrap, error) {
 			b, err := q.GetProviderBootstrap(ctx, id)
 			if err != nil {
 				return "", b, err
@@ -205,7 +201,7 @@ func TestProviderBootstrapEvents(t *testing.T) {
 			b, err = q.JoinBootstrap(ctx, sqlc.JoinBootstrapParams{ID: id, HostID: &host.ID})
 			return events.Joined, b, err
 		})
-		change(old, func(q *sqlc.Queries, id [16]byte) (events.Type, sqlc.ProviderBootstrap, error) {
+		change(old, func(q *sqlc.Queries, id uuid.UUID) (events.Type, sqlc.ProviderBootstrap, error) {
 			reason := "no machine could be created within 15m0s"
 			b, err := q.FailBootstrap(ctx, sqlc.FailBootstrapParams{ID: id, Reason: &reason})
 			return events.Failed, b, err
