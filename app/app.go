@@ -88,6 +88,9 @@ type Server struct {
 	// HostAddr is the address the host TLS listener listens on; empty
 	// when there is none.
 	HostAddr string
+	// HostURL is the URL its join commands name (BC_HOST_URL or its
+	// default); empty when there is no host listener.
+	HostURL string
 
 	db    *pgxpool.Pool
 	redis *redis.Client
@@ -166,7 +169,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 			ln.Close()
 			return fmt.Errorf("listen for hosts on %s: %w", cfg.HostListen, err)
 		}
-		s.HostAddr = hostLn.Addr().String()
+		s.HostAddr, s.HostURL = hostLn.Addr().String(), hostURL
 	}
 	hub := live.New(live.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Buffer: cfg.LiveBuffer, Logger: cfg.Logger})
 	limiter := ratelimit.New(ratelimit.Config{Redis: s.redis, Prefix: cfg.RedisPrefix, Rates: cfg.RateLimits, Logger: cfg.Logger})

@@ -2,6 +2,7 @@ package app
 
 import (
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -46,6 +47,10 @@ const (
 	// DefaultDevStateDir is relative to where dev runs, so each checkout
 	// has its own.
 	DefaultDevStateDir = ".dev"
+	// DefaultDevHostListen is dev's host listener (BC_HOST_LISTEN), beside
+	// its emulators' ports, so join commands work against dev as written;
+	// when it is taken, dev listens on a free port of loopback instead.
+	DefaultDevHostListen = "127.0.0.1:8093"
 )
 
 // devMakes says what dev makes for the variables serve requires, when they
@@ -59,12 +64,35 @@ var devMakes = map[string]string{
 
 // devDefaults are dev's own defaults of serve's variables: its emulators
 // listen on loopback, so provider accounts may reach private addresses
-// (BC_PROVIDER_ALLOW_PRIVATE=false turns that off), and it logs warnings
-// and errors only, beside its own summary. DevConfig.Flags applies them.
+// (BC_PROVIDER_ALLOW_PRIVATE=false turns that off), it serves hosts'
+// mutual TLS on loopback, and it logs warnings and errors only, beside its
+// own summary. DevConfig.Flags applies them.
 var devDefaults = map[string]string{
 	"BC_PROVIDER_ALLOW_PRIVATE": "true",
+	"BC_HOST_LISTEN":            DefaultDevHostListen,
 	"BC_LOG_LEVEL":              "WARN",
 	"BC_RUNTIMES":               vps.RuntimeLibvirtKVM + "," + vps.RuntimeFake,
+}
+
+// HostListener settles where dev's host listener listens and the URL its
+// join commands name: dev's default address, when it is taken, moves to a
+// free port of loopback (moved says so), and with no BC_HOST_URL set, hosts
+// reach a loopback listener at its address (serve's default names the
+// machine's hostname, which a laptop may not resolve). Another address is
+// left to serve's defaults.
+func (c *DevConfig) HostListener() (moved bool, err error) {
+	if c.HostListen != DefaultDevHostListen {
+		return false, nil
+	}
+	addr, err := devenv.Available(c.HostListen)
+	if err != nil {
+		return false, fmt.Errorf("host listener: %w", err)
+	}
+	moved, c.HostListen = addr != c.HostListen, addr
+	if c.HostURL == "" {
+		c.HostURL = "https://" + addr
+	}
+	return moved, nil
 }
 
 // Reconciler is the configuration of the reconciler dev runs with
@@ -99,6 +127,7 @@ func (c *DevConfig) Flags(fs *flag.FlagSet) {
 	c.LogLevel = slog.LevelWarn
 	fs.Lookup("log-level").DefValue = c.LogLevel.String()
 	c.Runtimes = []string{vps.RuntimeLibvirtKVM, vps.RuntimeFake}
+	c.HostListen = DefaultDevHostListen
 	fs.StringVar(&c.StateDir, "state-dir", DefaultDevStateDir,
 		"`directory` for the dev secret, operator token and private Postgres")
 	fs.IntVar(&c.SimHosts, "sim", 0,

@@ -11,6 +11,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/domain"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/sqlc"
@@ -77,6 +78,9 @@ func (s *Service) CreateProviderBootstrap(ctx context.Context, in ProviderBootst
 			ID: ids.New(), ProviderAccountID: acct.ID, PoolID: pool.ID, Name: in.Name, ServerType: in.ServerType, Image: in.Image,
 		}); err != nil {
 			return fmt.Errorf("create provider bootstrap: %w", err)
+		}
+		if err := events.RecordBootstrap(ctx, q, events.Created, b); err != nil {
+			return err
 		}
 		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicBootstraps, Key: b.ID}); err != nil {
 			return fmt.Errorf("wake the bootstraps reconciler: %w", err)

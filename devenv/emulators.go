@@ -62,6 +62,19 @@ func StartEmulators(ctx context.Context, log *slog.Logger, hetznerAddr, proxmoxA
 	return e, nil
 }
 
+// Available returns addr when it can be listened on or, when it is taken,
+// a free port of the same host: for a listener another package opens
+// next (dev's host listener), so the port may be taken again in between,
+// which that listener then reports.
+func Available(addr string) (string, error) {
+	ln, err := listen(addr, true)
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
 // listen listens on addr or, with fallback, when addr is taken, on a free
 // port of the same host.
 func listen(addr string, fallback bool) (net.Listener, error) {

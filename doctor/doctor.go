@@ -113,6 +113,7 @@ var checks = []check{
 	{"host capacity", checkCapacity},
 	{"silent hosts", checkSilentHosts},
 	{"host certificates", checkCertificates},
+	{"unhealthy GPUs", checkGPUs},
 	{"held by deleted instances", checkHeld},
 	{"stuck instances", checkStuck},
 	{"dead letters", checkDeadLetters},

@@ -355,3 +355,45 @@ func TestCertificateFindings(t *testing.T) {
 		}
 	})
 }
+
+// TestGPUFindings: a host whose GPUs a fatal Xid marked unhealthy is a
+// warning naming the host, its devices with their Xids, and the instance
+// holding one; healthy GPUs and a cleared mark are no finding.
+func TestGPUFindings(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	gpu := func(host uuid.UUID, address string) {
+		w.exec("INSERT INTO host_gpus (host_id, address, vendor, model) VALUES ($1, $2, 'nvidia', 'A100')", host, address)
+	}
+	mark := func(host uuid.UUID, address string, xid int) {
+		w.exec(`UPDATE host_gpus SET unhealthy_since = now(), health_reason = 'fatal Xid ' || $3::int, last_xid = $3, last_xid_at = now()
+			WHERE host_id = $1 AND address = $2`, host, address, xid)
+	}
+	gpu(w.host, "0000:01:00.0")
+	gpu(w.host, "0000:02:00.0")
+	gpu(w.host, "0000:03:00.0")
+	holder := w.instance(w.pool, "trainer")
+	w.exec("INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, '0000:01:00.0', $3)", ids.New(), w.host, holder)
+	mark(w.host, "0000:01:00.0", 79)
+	mark(w.host, "0000:02:00.0", 48)
+
+	cleared := w.adopt(w.pool, "hv-cleared", true)
+	gpu(cleared, "0000:01:00.0")
+	mark(cleared, "0000:01:00.0", 94)
+	w.exec("UPDATE host_gpus SET unhealthy_since = NULL, health_reason = NULL WHERE host_id = $1", cleared)
+	w.exec("UPDATE hosts SET last_seen_at = now()")
+
+	f := expect(t, w.findings(), "vps.hosts.gpus", doctor.LevelWarning, ids.Encode(ids.Host, w.host))
+	inst := ids.Encode(ids.Instance, holder)
+	if !slices.Contains(f.Objects, inst) {
+		t.Errorf("objects %v do not name the holder %s", f.Objects, inst)
+	}
+	for _, want := range []string{"2 unhealthy GPUs, 1 held", "0000:01:00.0 (A100, Xid 79", "held by instance " + inst, "0000:02:00.0 (A100, Xid 48"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message %q does not say %q", f.Message, want)
+		}
+	}
+	if strings.Contains(f.Message, "0000:03:00.0") {
+		t.Errorf("message %q names a healthy GPU", f.Message)
+	}
+}

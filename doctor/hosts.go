@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/better-compute/vps/ids"
@@ -69,6 +70,45 @@ func checkCertificates(ctx context.Context, d *Doctor) ([]Finding, error) {
 			f.Remedy = "let the host join again for a new certificate (or fix what stopped its renewal), or drain it and move its instances"
 		}
 		out = append(out, f)
+	}
+	return out, nil
+}
+
+// checkGPUs finds hosts with GPUs marked unhealthy by a fatal Xid: nothing
+// new is placed on those devices, and an instance holding one runs on a
+// broken device (vps.hosts.gpus, a warning per host naming its devices,
+// their Xids and holders).
+func checkGPUs(ctx context.Context, d *Doctor) ([]Finding, error) {
+	gpus, err := d.q.DoctorUnhealthyGPUs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list unhealthy GPUs: %w", err)
+	}
+	var out []Finding
+	var devices []string
+	held := 0
+	for i, g := range gpus {
+		if i == 0 || g.HostID != gpus[i-1].HostID {
+			devices, held = nil, 0
+			out = append(out, Finding{
+				Code: "vps.hosts.gpus", Level: LevelWarning, Objects: []string{ids.Encode(ids.Host, g.HostID)},
+				Remedy: "look at the devices (nvidia-smi, the host's kernel log); move the instances holding one, then clear the mark (clearGpuHealth) once a device is sound, or drain the host",
+			})
+		}
+		f := &out[len(out)-1]
+		dev := g.Address + " (" + g.Model
+		if g.LastXid != nil {
+			dev += fmt.Sprintf(", Xid %d", *g.LastXid)
+		}
+		dev += ", since " + g.UnhealthySince.UTC().Format(time.RFC3339)
+		if g.Holder != nil {
+			held++
+			inst := ids.Encode(ids.Instance, *g.Holder)
+			f.Objects = append(f.Objects, inst)
+			dev += ", held by instance " + inst
+		}
+		devices = append(devices, dev+")")
+		f.Message = fmt.Sprintf("host %s has %d unhealthy GPUs, %d held by an instance: %s; nothing new is placed on them",
+			g.HostName, len(devices), held, strings.Join(devices, "; "))
 	}
 	return out, nil
 }

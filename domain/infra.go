@@ -93,6 +93,9 @@ type Host struct {
 	// CertValidBefore is when its newest certificate not revoked expires;
 	// nil when it has none.
 	CertValidBefore *time.Time
+	// BearerCredential: it has a bearer credential, the fallback by which
+	// it proves itself without a certificate.
+	BearerCredential bool
 }
 
 // HostFromRow maps a hosts row.
@@ -100,7 +103,7 @@ func HostFromRow(r sqlc.Host) Host {
 	h := Host{
 		ID: r.ID, PoolID: r.PoolID, Name: r.Name, Draining: r.Draining, LastSeenAt: r.LastSeenAt,
 		SpecGeneration: r.SpecGeneration, ReportedGeneration: r.ReportedGeneration, Runtime: r.Runtime, CreatedAt: r.CreatedAt,
-		CertValidBefore: r.CertNotAfter,
+		CertValidBefore: r.CertNotAfter, BearerCredential: r.CredentialHash != nil,
 	}
 	if r.Protocol != nil {
 		v := int(*r.Protocol)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/hostjoin"
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/ids"
@@ -35,6 +39,70 @@ func bootstrapCluster(t *testing.T, cl *cloud, env ...string) (*cluster, string)
 	c.must(c.operator, `mutation($a: ID!) { createPool(input: {name: "shared-cloud", class: "provider", providerAccountId: $a}) { pool { id } } }`,
 		map[string]any{"a": acct}, "createPool", "pool", "id")
 	return c, acct
+}
+
+// bootstrapEvents follows the operators' channel of c's Redis from now
+// on, where the relay publishes provider bootstrap events. Its result
+// gives the steps published of bootstrap id so far, in order, deduped by
+// version, without UPDATED (a retry's reason), and fails the test if an
+// event holds secret.
+func (c *cluster) bootstrapEvents(t *testing.T) func(id, secret string) []string {
+	t.Helper()
+	opts, err := redis.ParseURL(c.redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	sub := rdb.Subscribe(context.Background(), "bc:"+events.OperatorChannel)
+	if _, err := sub.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		payloads []string
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for msg := range sub.Channel() {
+			mu.Lock()
+			payloads = append(payloads, msg.Payload)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { sub.Close(); <-done; rdb.Close() })
+	return func(id, secret string) []string {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		var steps []string
+		last := int64(0)
+		for _, p := range payloads {
+			if secret != "" && strings.Contains(p, secret) {
+				t.Errorf("a bootstrap event holds the token: %s", p)
+			}
+			var ev events.BootstrapEvent
+			if err := json.Unmarshal([]byte(p), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind != events.KindBootstrap || ev.Bootstrap.ID != id || ev.Version <= last {
+				continue
+			}
+			last = ev.Version
+			if ev.Type != events.Updated {
+				steps = append(steps, string(ev.Type))
+			}
+		}
+		return steps
+	}
+}
+
+// waitSteps waits until the steps published of bootstrap id are want.
+func waitSteps(t *testing.T, steps func(id, secret string) []string, id, secret string, want ...string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("the events %v of %s", want, id), func() bool {
+		return strings.Join(steps(id, secret), " ") == strings.Join(want, " ")
+	})
 }
 
 // caSHA256 is what a joining host pins: the SHA-256 of the DER of the
@@ -173,6 +241,7 @@ func TestProviderBootstrap(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
 			c, acct := bootstrapCluster(t, cl)
+			steps := c.bootstrapEvents(t)
 			asked := time.Now()
 			id := c.bootstrap(cl, acct, "rented-1")
 			m := machineOf(t, cl, c, id)
@@ -256,6 +325,10 @@ func TestProviderBootstrap(t *testing.T) {
 				}
 			})
 
+			t.Run("each step was published to operators, without the token", func(t *testing.T) {
+				waitSteps(t, steps, id, token, "CREATED", "PROVISIONING", "JOINED")
+			})
+
 			t.Run("the token is nowhere else", func(t *testing.T) {
 				c.scanFor(token)
 			})
@@ -307,6 +380,7 @@ func TestProviderBootstrapTimeout(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			cl := p.make(t)
 			c, acct := bootstrapCluster(t, cl, "BC_BOOTSTRAP_TIMEOUT=3s")
+			steps := c.bootstrapEvents(t)
 			id := c.bootstrap(cl, acct, "never-joins")
 			m := machineOf(t, cl, c, id)
 			c.waitBootstrap(id, "PROVISIONING", 10*time.Second)
@@ -327,6 +401,7 @@ func TestProviderBootstrapTimeout(t *testing.T) {
 			if code, _ := fetch(t, hostjoin.SeedURL(c.url, token)+"user-data"); code != http.StatusNotFound {
 				t.Errorf("a failed bootstrap's seed: %d, want 404", code)
 			}
+			waitSteps(t, steps, id, token, "CREATED", "PROVISIONING", "FAILED")
 			if status, body := c.joinRequest(token, csrFor(t, "")); status != http.StatusUnauthorized {
 				t.Errorf("a failed bootstrap's join: %d %s, want 401", status, body)
 			}

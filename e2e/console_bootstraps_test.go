@@ -13,7 +13,9 @@ import (
 // (nothing sent) and a taken one at its field (the API's CONFLICT), then
 // asks the emulated Hetzner account for a host, and the new bootstrap's
 // card shows it PROVISIONING with its deadline; one asked for through the
-// API meanwhile appears and moves on by itself, without a reload.
+// API meanwhile appears and moves on by itself, without a reload and
+// without the page asking for the list again (its live subscription,
+// providerBootstrapEvents, carries every change).
 func TestConsoleBootstraps(t *testing.T) {
 	chrome := chromium(t)
 	hostAddr := freeAddr(t)
@@ -38,6 +40,8 @@ func TestConsoleBootstraps(t *testing.T) {
 	b.do("log in as the operator", chromedp.SendKeys(chromedp.ID("login-token"), dev.operator), chromedp.Click(chromedp.ID("login-submit")))
 	b.wait("the bootstraps page with its form", `!!document.getElementById('bootstrap-form') && !!document.querySelector('#bootstraps-body .state-empty')`)
 	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+	b.do("spy on requests", chromedp.Evaluate[chromedp.Void](`window.__sent = []; { const f = window.fetch;
+		window.fetch = (url, opts) => { window.__sent.push(String(opts?.body || '')); return f(url, opts); }; }`))
 	fill := func(name string) {
 		b.do("fill the form", chromedp.Evaluate[chromedp.Void](`(() => {
 			const f = document.getElementById('bootstrap-form');
@@ -79,6 +83,9 @@ func TestConsoleBootstraps(t *testing.T) {
 			c.querySelector('h2').textContent.includes('rented-2') && c.dataset.state === 'PROVISIONING')`)
 		if !evaluate[bool](b, `window.__sameDocument === true`) {
 			t.Error("the page was reloaded")
+		}
+		if n := evaluate[int](b, `window.__sent.filter((body) => body.includes('providerBootstraps')).length`); n != 0 {
+			t.Errorf("the page read the list %d times: it polls instead of following its subscription", n)
 		}
 		b.shot("bootstraps")
 		b.noErrors()

@@ -366,6 +366,63 @@ func TestConsole(t *testing.T) {
 		b.shot("doctor")
 	})
 
+	step("the operator gives a host a join token, shown once, and revokes its certificates", func(t *testing.T) {
+		b := b.with(t)
+		pick := dev.catalog(t)
+		created := dev.gql(t, dev.operator, `mutation($p: ID!) { createHost(input: {poolId: $p, name: "hv-joining", bearerCredential: false}) { host { id } } }`,
+			map[string]any{"p": pick("pools", "sim")})
+		host := created["createHost"].(map[string]any)["host"].(map[string]any)["id"].(string)
+		card := fmt.Sprintf(`document.querySelector('.host[data-id=%q] .host-cert')`, host)
+		b.do("open hosts", chromedp.Click(chromedp.CSS(`a[href="#/ops/hosts"]`)))
+		b.waitFor(15*time.Second, "the new host, with neither certificate nor credential, beside the simulated hosts on their bearer credentials",
+			card+`?.dataset.certified === 'false' && `+card+`.textContent.includes('no bearer credential') &&
+			[...document.querySelectorAll('#hosts-body .host-cert')].filter((c) => c.textContent.includes('by its bearer credential')).length === 2`)
+		if evaluate[bool](b, fmt.Sprintf(`!!document.getElementById('revoke-%s')`, host)) {
+			t.Error("a host without a certificate offers to revoke it")
+		}
+
+		b.do("ask for a join token", chromedp.Click(chromedp.ID("join-token-"+host)))
+		b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+		b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+		b.wait("the token and its join command", `document.getElementById('once-dialog')?.open &&
+			document.getElementById('once-command').value.startsWith('better-compute host --server https://')`)
+		token := evaluate[string](b, `document.getElementById('once-token').value`)
+		command := evaluate[string](b, `document.getElementById('once-command').value`)
+		if !strings.HasPrefix(token, "bcj_") || !strings.Contains(command, "--join-token "+token+" ") {
+			t.Fatalf("token %q, command %q", token, command)
+		}
+		b.do("copy the command", chromedp.Click(chromedp.ID("once-command-copy")))
+		b.wait("the command copied, or selected to copy", `['true', 'selected'].includes(document.getElementById('once-command-copy').dataset.copied)`)
+		b.do("dismiss it", chromedp.Click(chromedp.ID("once-done")))
+		b.wait("the dialog gone, and the token with it", fmt.Sprintf(`!document.getElementById('once-dialog') && !document.documentElement.outerHTML.includes(%[1]q) &&
+			![...document.querySelectorAll('input, textarea')].some((i) => i.value.includes(%[1]q))`, token))
+
+		// The host runs the command as written (with the fake runtime).
+		fields := strings.Fields(command)
+		daemon := exec.Command(binary(t), append(fields[1:], "--runtime", "fake", "--state-dir", t.TempDir(), "--heartbeat", "500ms")...)
+		var out bytes.Buffer
+		daemon.Stdout, daemon.Stderr = &out, &out
+		if err := daemon.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { daemon.Process.Signal(os.Interrupt); daemon.Wait() })
+		b.waitFor(30*time.Second, "the host certified until its certificate expires", card+`?.dataset.certified === 'true' && `+card+`.textContent.includes('until') &&
+			!!document.getElementById('revoke-`+host+`')`)
+
+		b.do("revoke its certificates", chromedp.Click(chromedp.ID("revoke-"+host)))
+		b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+		b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+		b.waitFor(15*time.Second, "the host no longer certified", card+`?.dataset.certified === 'false' && !document.getElementById('revoke-`+host+`')`)
+		for _, x := range dev.gql(t, dev.operator, `{ hosts { id certified } }`, nil)["hosts"].([]any) {
+			if x := x.(map[string]any); x["id"] == host && x["certified"] != false {
+				t.Errorf("the API says host %s is still certified", host)
+			}
+		}
+		if n := dev.auditCount(t, "host.revokeCertificates"); n != 1 {
+			t.Errorf("%d revocations audited, want 1", n)
+		}
+	})
+
 	step("the first load of a session is fast", func(t *testing.T) {
 		b := b.with(t)
 		// As the logged-in operator, with the cache off: index.html, the

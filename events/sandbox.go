@@ -235,30 +235,42 @@ func SandboxStep(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) error
 	return recordSandbox(ctx, q, sbx, typ, reason)
 }
 
-// Decode decodes a published event: an instance's or a sandbox's. Both
-// are nil for a kind this build does not know.
-func Decode(payload []byte) (*InstanceEvent, *SandboxEvent, error) {
+// Published is a published event, decoded: one of its fields is set, or
+// none for a kind this build does not know.
+type Published struct {
+	Instance  *InstanceEvent
+	Sandbox   *SandboxEvent
+	Bootstrap *BootstrapEvent
+}
+
+// Decode decodes a published event: an instance's, a sandbox's or a
+// provider bootstrap's.
+func Decode(payload []byte) (Published, error) {
 	var head struct {
 		Kind string `json:"kind"`
 	}
 	if err := json.Unmarshal(payload, &head); err != nil {
-		return nil, nil, fmt.Errorf("decode event: %w", err)
+		return Published{}, fmt.Errorf("decode event: %w", err)
 	}
+	var p Published
+	var into any
 	switch head.Kind {
 	case KindInstance:
-		var ev InstanceEvent
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, nil, fmt.Errorf("decode instance event: %w", err)
-		}
-		return &ev, nil, nil
+		p.Instance = &InstanceEvent{}
+		into = p.Instance
 	case KindSandbox:
-		var ev SandboxEvent
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, nil, fmt.Errorf("decode sandbox event: %w", err)
-		}
-		return nil, &ev, nil
+		p.Sandbox = &SandboxEvent{}
+		into = p.Sandbox
+	case KindBootstrap:
+		p.Bootstrap = &BootstrapEvent{}
+		into = p.Bootstrap
+	default:
+		return Published{}, nil
 	}
-	return nil, nil, nil
+	if err := json.Unmarshal(payload, into); err != nil {
+		return Published{}, fmt.Errorf("decode %s event: %w", head.Kind, err)
+	}
+	return p, nil
 }
 
 // WakePool asks, in the transaction of q, for the upkeep of a template's

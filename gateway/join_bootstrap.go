@@ -34,8 +34,12 @@ func (g *Gateway) joinBootstrap(ctx context.Context, q *sqlc.Queries, tokenHash 
 	if err != nil {
 		return sqlc.Host{}, false, fmt.Errorf("create host of bootstrap %s: %w", ids.Log(ids.ProviderBootstrap, b.ID), err)
 	}
-	if _, err := q.JoinBootstrap(ctx, sqlc.JoinBootstrapParams{ID: b.ID, HostID: &host.ID}); err != nil {
+	joined, err := q.JoinBootstrap(ctx, sqlc.JoinBootstrapParams{ID: b.ID, HostID: &host.ID})
+	if err != nil {
 		return sqlc.Host{}, false, fmt.Errorf("mark bootstrap %s joined: %w", ids.Log(ids.ProviderBootstrap, b.ID), err)
+	}
+	if err := events.RecordBootstrap(ctx, q, events.Joined, joined); err != nil {
+		return sqlc.Host{}, false, err
 	}
 	if err := audit.Write(ctx, q, audit.Event{
 		Action: ActJoinBootstrap, TargetType: "providerBootstrap", TargetID: b.ID,

@@ -72,6 +72,11 @@ func (r *queryResolver) ProviderBootstrap(ctx context.Context, id string) (*doma
 	return &b, nil
 }
 
+// ProviderBootstrapEvents is the resolver for the providerBootstrapEvents field.
+func (r *subscriptionResolver) ProviderBootstrapEvents(ctx context.Context, includeCurrent *bool) (<-chan model.ProviderBootstrapEvent, error) {
+	return r.watchBootstraps(ctx, deref(includeCurrent))
+}
+
 // ProviderBootstrap returns generated.ProviderBootstrapResolver implementation.
 func (r *Resolver) ProviderBootstrap() generated.ProviderBootstrapResolver {
 	return &providerBootstrapResolver{r}

@@ -21,22 +21,22 @@ func TestHostJoinTokens(t *testing.T) {
 		JoinToken   string
 		JoinCommand *string
 		Host        struct {
-			ID              string
-			Certified       bool
-			CertValidBefore *string
+			ID                          string
+			Certified, BearerCredential bool
+			CertValidBefore             *string
 		}
 	}
 	command := regexp.MustCompile(`^better-compute host --server ` + regexp.QuoteMeta(testHostURL) + ` --join-token (bcj_\S+) --ca-sha256 [0-9a-f]{64}$`)
 	var certOnly, both struct{ CreateHost payload }
 	const create = `mutation($p: ID!, $n: String!, $b: Boolean) { createHost(input: {poolId: $p, name: $n, bearerCredential: $b}) {
-		credential joinToken joinCommand host { id certified certValidBefore } } }`
+		credential joinToken joinCommand host { id certified certValidBefore bearerCredential } } }`
 	e.must(e.operator, create, map[string]any{"p": pool, "n": "hv-1", "b": false}, &certOnly)
 	e.must(e.operator, create, map[string]any{"p": pool, "n": "hv-2"}, &both)
 	var tokens []string
 
 	t.Run("createHost", func(t *testing.T) {
 		p := certOnly.CreateHost
-		if p.Credential != nil || p.JoinCommand == nil || p.Host.Certified || p.Host.CertValidBefore != nil {
+		if p.Credential != nil || p.JoinCommand == nil || p.Host.Certified || p.Host.CertValidBefore != nil || p.Host.BearerCredential {
 			t.Fatalf("without a bearer credential: %+v", p)
 		}
 		if m := command.FindStringSubmatch(*p.JoinCommand); m == nil || m[1] != p.JoinToken {
@@ -45,7 +45,7 @@ func TestHostJoinTokens(t *testing.T) {
 		if e.count("hosts", "name = 'hv-1' AND credential_hash IS NULL") != 1 {
 			t.Fatal("hv-1 has a bearer credential")
 		}
-		if p := both.CreateHost; p.Credential == nil || !strings.HasPrefix(*p.Credential, "bch_") || !strings.HasPrefix(p.JoinToken, "bcj_") {
+		if p := both.CreateHost; p.Credential == nil || !strings.HasPrefix(*p.Credential, "bch_") || !strings.HasPrefix(p.JoinToken, "bcj_") || !p.Host.BearerCredential {
 			t.Fatalf("with a bearer credential: %+v", p)
 		}
 		tokens = append(tokens, p.JoinToken, both.CreateHost.JoinToken)

@@ -1,4 +1,5 @@
-// Package live fans instance and sandbox events out to GraphQL subscribers. Each serve
+// Package live fans instance, sandbox and provider bootstrap events out to
+// GraphQL subscribers (bootstrap events to operators only). Each serve
 // process holds one Redis subscription and routes every event in memory to
 // the subscribers allowed to see it whose filter matches: no Redis
 // connection per subscriber. A subscriber that falls behind is dropped, so
@@ -75,11 +76,13 @@ func New(cfg Config) *Hub {
 // Collectors are the hub's Prometheus metrics.
 func (h *Hub) Collectors() []prometheus.Collector { return h.metrics.collectors() }
 
-// Delivery is what a subscriber receives: an event (an instance's or a
-// sandbox's, as it subscribed), or a call to resync.
+// Delivery is what a subscriber receives: an event (an instance's, a
+// sandbox's or a provider bootstrap's, as it subscribed), or a call to
+// resync.
 type Delivery struct {
-	Event   *events.InstanceEvent
-	Sandbox *events.SandboxEvent
+	Event     *events.InstanceEvent
+	Sandbox   *events.SandboxEvent
+	Bootstrap *events.BootstrapEvent
 	// Resync: events may have been lost since Since; read the current
 	// state again.
 	Resync bool
@@ -93,9 +96,11 @@ type Sub struct {
 	tenant  string
 	match   func(*events.InstanceEvent) bool
 	sandbox func(*events.SandboxEvent) bool
-	dropped chan struct{}
-	once    sync.Once
-	onDrop  func(reason string)
+	// bootstrap: a subscriber of provider bootstrap events takes them all.
+	bootstrap bool
+	dropped   chan struct{}
+	once      sync.Once
+	onDrop    func(reason string)
 }
 
 // Dropped is closed when the hub gave up on the subscriber.
@@ -111,6 +116,13 @@ func (h *Hub) Subscribe(tenant string, match func(*events.InstanceEvent) bool, o
 // SubscribeSandboxes is Subscribe for sandbox events.
 func (h *Hub) SubscribeSandboxes(tenant string, match func(*events.SandboxEvent) bool, onDrop func(reason string)) *Sub {
 	return h.add(&Sub{tenant: tenant, sandbox: match, onDrop: onDrop})
+}
+
+// SubscribeBootstraps registers an operator's subscriber to every provider
+// bootstrap's events: they travel on the operators' channel, which no
+// tenant's subscriber sees.
+func (h *Hub) SubscribeBootstraps(onDrop func(reason string)) *Sub {
+	return h.add(&Sub{bootstrap: true, onDrop: onDrop})
 }
 
 func (h *Hub) add(s *Sub) *Sub {
@@ -169,19 +181,21 @@ func (h *Hub) send(s *Sub, d Delivery) bool {
 
 // dispatch routes one published event.
 func (h *Hub) dispatch(payload string) {
-	inst, sbx, err := events.Decode([]byte(payload))
+	p, err := events.Decode([]byte(payload))
 	var (
-		tenant string
+		tenant string // "": operators only
 		at     time.Time
 		d      Delivery
 	)
 	switch {
 	case err != nil:
 		return
-	case inst != nil:
-		tenant, at, d = inst.Instance.TenantID, inst.Instance.UpdatedAt, Delivery{Event: inst}
-	case sbx != nil:
-		tenant, at, d = sbx.Sandbox.TenantID, sbx.At, Delivery{Sandbox: sbx}
+	case p.Instance != nil:
+		tenant, at, d = p.Instance.Instance.TenantID, p.Instance.Instance.UpdatedAt, Delivery{Event: p.Instance}
+	case p.Sandbox != nil:
+		tenant, at, d = p.Sandbox.Sandbox.TenantID, p.Sandbox.At, Delivery{Sandbox: p.Sandbox}
+	case p.Bootstrap != nil:
+		at, d = p.Bootstrap.Bootstrap.UpdatedAt, Delivery{Bootstrap: p.Bootstrap}
 	default:
 		return // a kind this process does not know
 	}
@@ -200,7 +214,9 @@ func (h *Hub) dispatch(payload string) {
 			}
 		}
 	}
-	deliver(h.byTenant[tenant])
+	if tenant != "" {
+		deliver(h.byTenant[tenant])
+	}
 	deliver(h.operators)
 	h.metrics.fanout.Observe(time.Since(start).Seconds())
 	h.metrics.latency.Observe(time.Since(at).Seconds())
@@ -208,10 +224,13 @@ func (h *Hub) dispatch(payload string) {
 
 // wants reports whether s subscribed to the event d carries.
 func (s *Sub) wants(d Delivery) bool {
-	if d.Event != nil {
+	switch {
+	case d.Event != nil:
 		return s.match != nil && s.match(d.Event)
+	case d.Sandbox != nil:
+		return s.sandbox != nil && s.sandbox(d.Sandbox)
 	}
-	return s.sandbox != nil && s.sandbox(d.Sandbox)
+	return s.bootstrap && d.Bootstrap != nil
 }
 
 // resyncAll tells every subscriber that events since lostAt may be lost.

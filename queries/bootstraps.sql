@@ -66,7 +66,9 @@ RETURNING *;
 -- name: ProviderAccountOfBootstrap :one
 SELECT * FROM provider_accounts WHERE id = $1;
 
--- NoteBootstrapRetry keeps why an open bootstrap is being retried.
--- name: NoteBootstrapRetry :execrows
+-- NoteBootstrapRetry keeps why an open bootstrap is being retried,
+-- returning it when the reason changed (no row otherwise).
+-- name: NoteBootstrapRetry :one
 UPDATE provider_bootstraps SET state_reason = @reason, version = version + 1, updated_at = now()
-WHERE id = @id AND state IN ('PENDING', 'PROVISIONING') AND state_reason IS DISTINCT FROM @reason;
+WHERE id = @id AND state IN ('PENDING', 'PROVISIONING') AND state_reason IS DISTINCT FROM @reason
+RETURNING *;

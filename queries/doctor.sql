@@ -73,3 +73,15 @@ JOIN pools p ON p.id = i.pool_id
 WHERE h.cert_not_after < @before::timestamptz
 GROUP BY h.id
 ORDER BY h.cert_not_after, h.name;
+
+-- DoctorUnhealthyGPUs are the GPUs marked unhealthy, by host and address,
+-- with the Xid that marked them and the live instance holding each, if
+-- any.
+-- name: DoctorUnhealthyGPUs :many
+SELECT g.host_id, h.name AS host_name, g.address, g.model, g.unhealthy_since::timestamptz AS unhealthy_since,
+       g.health_reason, g.last_xid, d.instance_id AS holder
+FROM host_gpus g
+JOIN hosts h ON h.id = g.host_id
+LEFT JOIN device_claims d ON d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL
+WHERE g.unhealthy_since IS NOT NULL
+ORDER BY h.name, g.host_id, g.address;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/better-compute/vps/audit"
 	"github.com/better-compute/vps/drivers/cloud"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/hostjoin"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/sqlc"
@@ -119,18 +120,21 @@ func (k *bootstraps) provision(ctx context.Context, q *sqlc.Queries, b sqlc.Prov
 	if permanent(err) {
 		var pe *cloud.Error
 		errors.As(err, &pe)
-		_, err := q.FailBootstrap(ctx, sqlc.FailBootstrapParams{ID: b.ID, Reason: ptr("the provider refused to create its machine: " + pe.Message)})
-		return Result{}, err
+		return Result{}, failBootstrap(ctx, q, b.ID, "the provider refused to create its machine: "+pe.Message)
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	now := time.Now()
 	expires, deadline := now.Add(cfg.BootstrapTokenTTL), now.Add(cfg.BootstrapTimeout)
-	if _, err := q.ProvisionBootstrap(ctx, sqlc.ProvisionBootstrapParams{
+	provisioned, err := q.ProvisionBootstrap(ctx, sqlc.ProvisionBootstrapParams{
 		ID: b.ID, ServerID: &srv.ID, TokenHash: hash, TokenExpiresAt: &expires, Deadline: &deadline,
-	}); err != nil {
+	})
+	if err != nil {
 		return Result{}, fmt.Errorf("record bootstrap machine %s: %w", srv.ID, err)
+	}
+	if err := events.RecordBootstrap(ctx, q, events.Provisioning, provisioned); err != nil {
+		return Result{}, err
 	}
 	k.r.log.InfoContext(ctx, "created a bootstrap's machine", "bootstrap", ids.Log(ids.ProviderBootstrap, b.ID),
 		"account", ids.Log(ids.ProviderAccount, a.id), "server", srv.ID, "deadline", deadline)
@@ -160,11 +164,22 @@ func (k *bootstraps) fail(ctx context.Context, q *sqlc.Queries, b sqlc.ProviderB
 			return err
 		}
 	}
-	if _, err := q.FailBootstrap(ctx, sqlc.FailBootstrapParams{ID: b.ID, Reason: &reason}); err != nil {
-		return fmt.Errorf("fail bootstrap: %w", err)
+	if err := failBootstrap(ctx, q, b.ID, reason); err != nil {
+		return err
 	}
 	k.r.log.InfoContext(ctx, "a bootstrap failed", "bootstrap", ids.Log(ids.ProviderBootstrap, b.ID), "reason", reason)
 	return nil
+}
+
+// failBootstrap ends an open bootstrap FAILED with reason, and records its
+// event, in the transaction of q: every way a bootstrap fails goes
+// through it.
+func failBootstrap(ctx context.Context, q *sqlc.Queries, id uuid.UUID, reason string) error {
+	b, err := q.FailBootstrap(ctx, sqlc.FailBootstrapParams{ID: id, Reason: &reason})
+	if err != nil {
+		return fmt.Errorf("fail bootstrap %s: %w", ids.Log(ids.ProviderBootstrap, id), err)
+	}
+	return events.RecordBootstrap(ctx, q, events.Failed, b)
 }
 
 // account returns the driver of the bootstrap's provider account; gone
@@ -173,7 +188,7 @@ func (k *bootstraps) account(ctx context.Context, q *sqlc.Queries, b sqlc.Provid
 	row, err := q.GetProviderAccount(ctx, b.ProviderAccountID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if b.State == bootstrapPending || b.State == bootstrapProvisioning {
-			_, err = q.FailBootstrap(ctx, sqlc.FailBootstrapParams{ID: b.ID, Reason: ptr("its provider account was deleted")})
+			err = failBootstrap(ctx, q, b.ID, "its provider account was deleted")
 		}
 		return nil, true, err
 	}
@@ -211,14 +226,24 @@ func (k *bootstraps) deleteMachines(ctx context.Context, q *sqlc.Queries, a *acc
 	return nil
 }
 
-// noteRetry keeps why a bootstrap is being retried in its stateReason.
+// noteRetry keeps why a bootstrap is being retried in its stateReason,
+// with its Updated event when the reason changed.
 func (k *bootstraps) noteRetry(ctx context.Context, id uuid.UUID, reason string) {
-	if _, err := sqlc.New(k.r.db).NoteBootstrapRetry(ctx, sqlc.NoteBootstrapRetryParams{ID: id, Reason: &reason}); err != nil {
+	err := pgx.BeginFunc(ctx, k.r.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		b, err := q.NoteBootstrapRetry(ctx, sqlc.NoteBootstrapRetryParams{ID: id, Reason: &reason})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the same reason, or no longer open
+		}
+		if err != nil {
+			return err
+		}
+		return events.RecordBootstrap(ctx, q, events.Updated, b)
+	})
+	if err != nil {
 		k.r.log.WarnContext(ctx, "record bootstrap retry reason", "bootstrap", ids.Log(ids.ProviderBootstrap, id), "err", err)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // waiting is an error that says, in words for operators, what a bootstrap
 // waits for: its stateReason while it is retried.

@@ -168,8 +168,8 @@ func TestCertificateLapse(t *testing.T) {
 		for len(want) > 0 {
 			select {
 			case msg := <-sub.Channel():
-				ev, _, err := events.Decode([]byte(msg.Payload))
-				if err == nil && ev != nil && ev.Type == events.Updated && !ev.Instance.HostCertified {
+				p, err := events.Decode([]byte(msg.Payload))
+				if ev := p.Instance; err == nil && ev != nil && ev.Type == events.Updated && !ev.Instance.HostCertified {
 					delete(want, ev.Instance.ID)
 				}
 			case <-deadline:

@@ -295,9 +295,10 @@ func (q *Queries) LockProviderBootstrap(ctx context.Context, id uuid.UUID) (Prov
 	return i, err
 }
 
-const noteBootstrapRetry = `-- name: NoteBootstrapRetry :execrows
+const noteBootstrapRetry = `-- name: NoteBootstrapRetry :one
 UPDATE provider_bootstraps SET state_reason = $1, version = version + 1, updated_at = now()
 WHERE id = $2 AND state IN ('PENDING', 'PROVISIONING') AND state_reason IS DISTINCT FROM $1
+RETURNING id, provider_account_id, pool_id, name, server_type, image, state, state_reason, provider_server_id, host_id, join_token_hash, token_expires_at, token_used_at, deadline, machine_deleted, version, created_at, updated_at
 `
 
 type NoteBootstrapRetryParams struct {
@@ -305,13 +306,32 @@ type NoteBootstrapRetryParams struct {
 	ID     uuid.UUID
 }
 
-// NoteBootstrapRetry keeps why an open bootstrap is being retried.
-func (q *Queries) NoteBootstrapRetry(ctx context.Context, arg NoteBootstrapRetryParams) (int64, error) {
-	result, err := q.db.Exec(ctx, noteBootstrapRetry, arg.Reason, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// NoteBootstrapRetry keeps why an open bootstrap is being retried,
+// returning it when the reason changed (no row otherwise).
+func (q *Queries) NoteBootstrapRetry(ctx context.Context, arg NoteBootstrapRetryParams) (ProviderBootstrap, error) {
+	row := q.db.QueryRow(ctx, noteBootstrapRetry, arg.Reason, arg.ID)
+	var i ProviderBootstrap
+	err := row.Scan(
+		&i.ID,
+		&i.ProviderAccountID,
+		&i.PoolID,
+		&i.Name,
+		&i.ServerType,
+		&i.Image,
+		&i.State,
+		&i.StateReason,
+		&i.ProviderServerID,
+		&i.HostID,
+		&i.JoinTokenHash,
+		&i.TokenExpiresAt,
+		&i.TokenUsedAt,
+		&i.Deadline,
+		&i.MachineDeleted,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const openProviderBootstraps = `-- name: OpenProviderBootstraps :many

@@ -322,3 +322,56 @@ func (q *Queries) DoctorStuckInstances(ctx context.Context, since time.Time) ([]
 	}
 	return items, nil
 }
+
+const doctorUnhealthyGPUs = `-- name: DoctorUnhealthyGPUs :many
+SELECT g.host_id, h.name AS host_name, g.address, g.model, g.unhealthy_since::timestamptz AS unhealthy_since,
+       g.health_reason, g.last_xid, d.instance_id AS holder
+FROM host_gpus g
+JOIN hosts h ON h.id = g.host_id
+LEFT JOIN device_claims d ON d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL
+WHERE g.unhealthy_since IS NOT NULL
+ORDER BY h.name, g.host_id, g.address
+`
+
+type DoctorUnhealthyGPUsRow struct {
+	HostID         uuid.UUID
+	HostName       string
+	Address        string
+	Model          string
+	UnhealthySince time.Time
+	HealthReason   *string
+	LastXid        *int32
+	Holder         *uuid.UUID
+}
+
+// DoctorUnhealthyGPUs are the GPUs marked unhealthy, by host and address,
+// with the Xid that marked them and the live instance holding each, if
+// any.
+func (q *Queries) DoctorUnhealthyGPUs(ctx context.Context) ([]DoctorUnhealthyGPUsRow, error) {
+	rows, err := q.db.Query(ctx, doctorUnhealthyGPUs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DoctorUnhealthyGPUsRow{}
+	for rows.Next() {
+		var i DoctorUnhealthyGPUsRow
+		if err := rows.Scan(
+			&i.HostID,
+			&i.HostName,
+			&i.Address,
+			&i.Model,
+			&i.UnhealthySince,
+			&i.HealthReason,
+			&i.LastXid,
+			&i.Holder,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

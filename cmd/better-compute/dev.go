@@ -90,12 +90,22 @@ func runDev(ctx context.Context, dev *app.DevConfig) error {
 			return err
 		}
 	}
+	moved, err := dev.HostListener()
+	if err != nil {
+		return err
+	}
+	if moved {
+		log.Warn("host listener address taken: serving on a free port", "taken", app.DefaultDevHostListen, "addr", cfg.HostListen)
+	}
 	srv, err := app.Start(ctx, *cfg)
 	if err != nil {
 		return err
 	}
 	url := "http://" + srv.Addr + "/graphql"
 	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s\n  Operator token:  %s\n", srv.Addr, url, cfg.BootstrapToken)
+	if srv.HostURL != "" {
+		fmt.Printf("  Host listener:   %s  (join commands of createHost name it)\n", srv.HostURL)
+	}
 	if dev.SimHosts > 0 {
 		sim, err := startSim(ctx, dev.Reconciler(), srv, dev.SimHosts, stateDir, log)
 		if err != nil {

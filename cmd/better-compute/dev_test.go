@@ -122,8 +122,9 @@ func (d *devProcess) read(t *testing.T, timeout time.Duration, awaited string, d
 
 // TestDev runs `better-compute dev` as a newcomer would, with nothing
 // configured, and checks it serves within 10 seconds and answers a query
-// with the token it printed. Its emulators listen on free ports, so that it
-// needs no port to be free.
+// with the token it printed, and that a host joins by the join command
+// createHost gives, as written, at the host listener it printed. Its
+// emulators listen on free ports, so that it needs no port to be free.
 func TestDev(t *testing.T) {
 	dev := startDev(t, "--sim", "2", "--hetzner-emulator", "127.0.0.1:0", "--proxmox-emulator", "127.0.0.1:0")
 	start := dev.started
@@ -133,12 +134,12 @@ func TestDev(t *testing.T) {
 		switch {
 		case ok && (key == "GraphQL" || key == "Operator token"):
 			got[key] = strings.TrimSpace(value)
-		case ok && key == "Member token":
+		case ok && (key == "Member token" || key == "Host listener"):
 			got[key], _, _ = strings.Cut(strings.TrimSpace(value), " ")
 		case strings.HasPrefix(strings.TrimSpace(line), "curl -s"):
 			got["curl"] = strings.TrimSpace(line)
 		}
-		return len(got) == 4
+		return len(got) == 5
 	})
 
 	req, _ := http.NewRequest("POST", got["GraphQL"], strings.NewReader(`{"query":"{ viewer { principal { role } } }"}`))
@@ -163,12 +164,12 @@ func TestDev(t *testing.T) {
 	}
 	t.Logf("dev answered a query %v after it started", took.Round(time.Millisecond))
 
-	member := func(query string, vars map[string]any) string {
+	as := func(token, query string, vars map[string]any) string {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 		req, _ := http.NewRequest("POST", got["GraphQL"], bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+got["Member token"])
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -176,6 +177,10 @@ func TestDev(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
+	}
+	member := func(query string, vars map[string]any) string {
+		t.Helper()
+		return as(got["Member token"], query, vars)
 	}
 	waitRunning := func(t *testing.T, where, id, address string) {
 		deadline := time.Now().Add(30 * time.Second)
@@ -232,6 +237,65 @@ func TestDev(t *testing.T) {
 				t.Fatalf("create in %s: %s", c.pool, b)
 			}
 			waitRunning(t, "in "+c.pool, created.Data.CreateInstance.Instance.ID, c.address)
+		}
+	})
+
+	t.Run("a host joins by its join command as written, at the printed host listener", func(t *testing.T) {
+		var pools struct {
+			Data struct{ Pools []struct{ ID, Name string } }
+		}
+		json.Unmarshal([]byte(as(got["Operator token"], `{ pools { id name } }`, nil)), &pools)
+		pool := ""
+		for _, p := range pools.Data.Pools {
+			if p.Name == devenv.SimPool {
+				pool = p.ID
+			}
+		}
+		var created struct {
+			Data struct {
+				CreateHost struct {
+					JoinCommand string
+					Host        struct{ ID string }
+				}
+			}
+		}
+		b := as(got["Operator token"], `mutation($p: ID!) { createHost(input: {poolId: $p, name: "joined-by-command", bearerCredential: false}) { joinCommand host { id } } }`,
+			map[string]any{"p": pool})
+		json.Unmarshal([]byte(b), &created)
+		command := strings.Fields(created.Data.CreateHost.JoinCommand)
+		if len(command) < 2 || command[0] != "better-compute" || !strings.Contains(created.Data.CreateHost.JoinCommand, "--server "+got["Host listener"]+" ") {
+			t.Fatalf("createHost: %s; want a join command naming the printed host listener %s", b, got["Host listener"])
+		}
+		host := exec.Command(binary(t), append(command[1:], "--runtime", "fake", "--state-dir", t.TempDir(), "--heartbeat", "500ms")...)
+		var hostLog lockedBuffer
+		host.Stdout, host.Stderr = &hostLog, &hostLog
+		if err := host.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { host.Process.Signal(os.Interrupt); host.Wait() })
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			b := as(got["Operator token"], `{ hosts { id certified alive } }`, nil)
+			var hosts struct {
+				Data struct {
+					Hosts []struct {
+						ID               string
+						Certified, Alive bool
+					}
+				}
+			}
+			json.Unmarshal([]byte(b), &hosts)
+			joined := false
+			for _, h := range hosts.Data.Hosts {
+				joined = joined || (h.ID == created.Data.CreateHost.Host.ID && h.Certified && h.Alive)
+			}
+			if joined {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the host did not join and report: %s\nits log:\n%s", b, hostLog.String())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 

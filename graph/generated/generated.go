@@ -149,6 +149,7 @@ type ComplexityRoot struct {
 	Host struct {
 		Alive              func(childComplexity int) int
 		Allocated          func(childComplexity int) int
+		BearerCredential   func(childComplexity int) int
 		Capacity           func(childComplexity int) int
 		CertValidBefore    func(childComplexity int) int
 		Certified          func(childComplexity int) int
@@ -357,6 +358,14 @@ type ComplexityRoot struct {
 		State           func(childComplexity int) int
 		StateReason     func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
+		Version         func(childComplexity int) int
+	}
+
+	ProviderBootstrapEvent struct {
+		ProviderBootstrap func(childComplexity int) int
+		Snapshot          func(childComplexity int) int
+		Type              func(childComplexity int) int
+		Version           func(childComplexity int) int
 	}
 
 	ProviderBootstrapPayload struct {
@@ -558,8 +567,9 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		InstanceEvents func(childComplexity int, filter *model.InstanceEventFilter, includeCurrent *bool) int
-		SandboxEvents  func(childComplexity int, filter *model.SandboxEventFilter, includeCurrent *bool) int
+		InstanceEvents          func(childComplexity int, filter *model.InstanceEventFilter, includeCurrent *bool) int
+		ProviderBootstrapEvents func(childComplexity int, includeCurrent *bool) int
+		SandboxEvents           func(childComplexity int, filter *model.SandboxEventFilter, includeCurrent *bool) int
 	}
 
 	Tenant struct {
@@ -790,6 +800,7 @@ type SandboxTemplateResolver interface {
 	Metrics(ctx context.Context, obj *domain.SandboxTemplate, since *time.Time) (model.SandboxTemplateMetrics, error)
 }
 type SubscriptionResolver interface {
+	ProviderBootstrapEvents(ctx context.Context, includeCurrent *bool) (<-chan model.ProviderBootstrapEvent, error)
 	InstanceEvents(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent *bool) (<-chan model.InstanceEvent, error)
 	SandboxEvents(ctx context.Context, filter *model.SandboxEventFilter, includeCurrent *bool) (<-chan model.SandboxEvent, error)
 }
@@ -1183,6 +1194,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.Allocated(childComplexity), true
+	case "Host.bearerCredential":
+		if e.ComplexityRoot.Host.BearerCredential == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.BearerCredential(childComplexity), true
 	case "Host.capacity":
 		if e.ComplexityRoot.Host.Capacity == nil {
 			break
@@ -2266,6 +2283,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProviderBootstrap.UpdatedAt(childComplexity), true
+	case "ProviderBootstrap.version":
+		if e.ComplexityRoot.ProviderBootstrap.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrap.Version(childComplexity), true
+
+	case "ProviderBootstrapEvent.providerBootstrap":
+		if e.ComplexityRoot.ProviderBootstrapEvent.ProviderBootstrap == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrapEvent.ProviderBootstrap(childComplexity), true
+	case "ProviderBootstrapEvent.snapshot":
+		if e.ComplexityRoot.ProviderBootstrapEvent.Snapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrapEvent.Snapshot(childComplexity), true
+	case "ProviderBootstrapEvent.type":
+		if e.ComplexityRoot.ProviderBootstrapEvent.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrapEvent.Type(childComplexity), true
+	case "ProviderBootstrapEvent.version":
+		if e.ComplexityRoot.ProviderBootstrapEvent.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderBootstrapEvent.Version(childComplexity), true
 
 	case "ProviderBootstrapPayload.providerBootstrap":
 		if e.ComplexityRoot.ProviderBootstrapPayload.ProviderBootstrap == nil {
@@ -3151,6 +3199,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.InstanceEvents(childComplexity, args["filter"].(*model.InstanceEventFilter), args["includeCurrent"].(*bool)), true
+	case "Subscription.providerBootstrapEvents":
+		if e.ComplexityRoot.Subscription.ProviderBootstrapEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_providerBootstrapEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ProviderBootstrapEvents(childComplexity, args["includeCurrent"].(*bool)), true
 	case "Subscription.sandboxEvents":
 		if e.ComplexityRoot.Subscription.SandboxEvents == nil {
 			break
@@ -3813,6 +3872,11 @@ type Host implements Node {
   certified: Boolean!
   "When its newest live certificate expires; null when it has none."
   certValidBefore: DateTime
+  """
+  Whether it has a bearer credential: the fallback by which it proves itself
+  without a certificate (createHost's bearerCredential).
+  """
+  bearerCredential: Boolean!
   createdAt: DateTime!
 }
 
@@ -4149,6 +4213,8 @@ type ProviderBootstrap implements Node {
   image: String!
   "When a machine that has not joined is deleted; null before it is created."
   deadline: DateTime
+  "Grows with every change: order and dedupe its events by it."
+  version: Int!
   createdAt: DateTime!
   updatedAt: DateTime!
 }
@@ -4180,6 +4246,43 @@ extend type Query {
 extend type Mutation {
   "Rents a machine through a provider account and makes it a host of a hosted pool. Operators only."
   createProviderBootstrap(input: CreateProviderBootstrapInput!): ProviderBootstrapPayload!
+}
+
+extend type Subscription {
+  """
+  Every change of every provider bootstrap, in order, each with the
+  bootstrap's version: its creation, each state it reaches, and UPDATED
+  when only its stateReason changes (why it is retried). With
+  includeCurrent, every bootstrap as it is now comes first (snapshot:
+  true, typed by its state), then live events, with no gap and no repeat
+  between the two; after a resync they are sent again (snapshot: true).
+  Operators only: a member is refused (FORBIDDEN).
+  """
+  providerBootstrapEvents(includeCurrent: Boolean): ProviderBootstrapEvent!
+}
+
+"What happened to a provider bootstrap."
+enum ProviderBootstrapEventType {
+  "It was asked for (PENDING)."
+  CREATED
+  "Its machine was created and has until its deadline to join."
+  PROVISIONING
+  "Its machine joined: its host is set."
+  JOINED
+  "It ended without a host; stateReason says why."
+  FAILED
+  "Only its stateReason changed: why it is retried."
+  UPDATED
+}
+
+type ProviderBootstrapEvent {
+  type: ProviderBootstrapEventType!
+  "The bootstrap as the change left it."
+  providerBootstrap: ProviderBootstrap!
+  "The bootstrap's version: order and dedupe by it."
+  version: Int!
+  "True for the current state sent on subscribing (includeCurrent) or after a resync."
+  snapshot: Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/doctor.graphqls", Input: `enum DoctorLevel {
@@ -5015,6 +5118,8 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_certified(ctx, field)
 	case "certValidBefore":
 		return ec.fieldContext_Host_certValidBefore(ctx, field)
+	case "bearerCredential":
+		return ec.fieldContext_Host_bearerCredential(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
 	}
@@ -5325,12 +5430,28 @@ func (ec *executionContext) childFields_ProviderBootstrap(ctx context.Context, f
 		return ec.fieldContext_ProviderBootstrap_image(ctx, field)
 	case "deadline":
 		return ec.fieldContext_ProviderBootstrap_deadline(ctx, field)
+	case "version":
+		return ec.fieldContext_ProviderBootstrap_version(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_ProviderBootstrap_createdAt(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_ProviderBootstrap_updatedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProviderBootstrap", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderBootstrapEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_ProviderBootstrapEvent_type(ctx, field)
+	case "providerBootstrap":
+		return ec.fieldContext_ProviderBootstrapEvent_providerBootstrap(ctx, field)
+	case "version":
+		return ec.fieldContext_ProviderBootstrapEvent_version(ctx, field)
+	case "snapshot":
+		return ec.fieldContext_ProviderBootstrapEvent_snapshot(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderBootstrapEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_ProviderBootstrapPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6716,6 +6837,20 @@ func (ec *executionContext) field_Subscription_instanceEvents_args(ctx context.C
 		return nil, err
 	}
 	args["includeCurrent"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_providerBootstrapEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeCurrent",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeCurrent"] = arg0
 	return args, nil
 }
 
@@ -8572,6 +8707,29 @@ func (ec *executionContext) _Host_certValidBefore(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Host_certValidBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _Host_bearerCredential(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_bearerCredential(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BearerCredential, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_bearerCredential(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Host", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Host_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
@@ -12593,6 +12751,29 @@ func (ec *executionContext) fieldContext_ProviderBootstrap_deadline(_ context.Co
 	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
 }
 
+func (ec *executionContext) _ProviderBootstrap_version(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrap_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrap_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ProviderBootstrap_createdAt(ctx context.Context, field graphql.CollectedField, obj *domain.ProviderBootstrap) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12637,6 +12818,107 @@ func (ec *executionContext) _ProviderBootstrap_updatedAt(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_ProviderBootstrap_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ProviderBootstrap", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderBootstrapEvent_type(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrapEvent_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderBootstrapEventType) graphql.Marshaler {
+			return ec.marshalNProviderBootstrapEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrapEvent_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrapEvent", field, false, false, "ProviderBootstrapEventType")
+}
+
+func (ec *executionContext) _ProviderBootstrapEvent_providerBootstrap(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrapEvent_providerBootstrap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderBootstrap, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.ProviderBootstrap) graphql.Marshaler {
+			return ec.marshalNProviderBootstrap2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderBootstrap(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrapEvent_providerBootstrap(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderBootstrapEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrap(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderBootstrapEvent_version(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrapEvent_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrapEvent_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrapEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ProviderBootstrapEvent_snapshot(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderBootstrapEvent_snapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderBootstrapEvent_snapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderBootstrapEvent", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ProviderBootstrapPayload_providerBootstrap(ctx context.Context, field graphql.CollectedField, obj *model.ProviderBootstrapPayload) (ret graphql.Marshaler) {
@@ -16400,6 +16682,50 @@ func (ec *executionContext) _SshKey_comment(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_SshKey_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SshKey", field, false, false, "String")
+}
+
+func (ec *executionContext) _Subscription_providerBootstrapEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_providerBootstrapEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ProviderBootstrapEvents(ctx, fc.Args["includeCurrent"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderBootstrapEvent) graphql.Marshaler {
+			return ec.marshalNProviderBootstrapEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_providerBootstrapEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderBootstrapEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_providerBootstrapEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Subscription_instanceEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -21491,6 +21817,11 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "bearerCredential":
+			out.Values[i] = ec._Host_bearerCredential(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Host_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -22825,6 +23156,11 @@ func (ec *executionContext) _ProviderBootstrap(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "version":
+			out.Values[i] = ec._ProviderBootstrap_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._ProviderBootstrap_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -22834,6 +23170,54 @@ func (ec *executionContext) _ProviderBootstrap(ctx context.Context, sel ast.Sele
 			out.Values[i] = ec._ProviderBootstrap_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var providerBootstrapEventImplementors = []string{"ProviderBootstrapEvent"}
+
+func (ec *executionContext) _ProviderBootstrapEvent(ctx context.Context, sel ast.SelectionSet, obj *model.ProviderBootstrapEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerBootstrapEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderBootstrapEvent")
+		case "type":
+			out.Values[i] = ec._ProviderBootstrapEvent_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "providerBootstrap":
+			out.Values[i] = ec._ProviderBootstrapEvent_providerBootstrap(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._ProviderBootstrapEvent_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snapshot":
+			out.Values[i] = ec._ProviderBootstrapEvent_snapshot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -24219,6 +24603,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	}
 
 	switch fields[0].Name {
+	case "providerBootstrapEvents":
+		return ec._Subscription_providerBootstrapEvents(ctx, fields[0])
 	case "instanceEvents":
 		return ec._Subscription_instanceEvents(ctx, fields[0])
 	case "sandboxEvents":
@@ -25520,6 +25906,20 @@ func (ec *executionContext) marshalNProviderBootstrap2ᚕgithubᚗcomᚋbetter�
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNProviderBootstrapEvent2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapEvent(ctx context.Context, sel ast.SelectionSet, v model.ProviderBootstrapEvent) graphql.Marshaler {
+	return ec._ProviderBootstrapEvent(ctx, sel, &v)
+}
+
+func (ec *executionContext) unmarshalNProviderBootstrapEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapEventType(ctx context.Context, v any) (model.ProviderBootstrapEventType, error) {
+	var res model.ProviderBootstrapEventType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProviderBootstrapEventType2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapEventType(ctx context.Context, sel ast.SelectionSet, v model.ProviderBootstrapEventType) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNProviderBootstrapPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderBootstrapPayload(ctx context.Context, sel ast.SelectionSet, v model.ProviderBootstrapPayload) graphql.Marshaler {

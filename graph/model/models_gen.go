@@ -388,6 +388,16 @@ type ProviderAccountPayload struct {
 	ProviderAccount domain.ProviderAccount `json:"providerAccount"`
 }
 
+type ProviderBootstrapEvent struct {
+	Type ProviderBootstrapEventType `json:"type"`
+	// The bootstrap as the change left it.
+	ProviderBootstrap domain.ProviderBootstrap `json:"providerBootstrap"`
+	// The bootstrap's version: order and dedupe by it.
+	Version int `json:"version"`
+	// True for the current state sent on subscribing (includeCurrent) or after a resync.
+	Snapshot bool `json:"snapshot"`
+}
+
 type ProviderBootstrapPayload struct {
 	ProviderBootstrap domain.ProviderBootstrap `json:"providerBootstrap"`
 }
@@ -1080,6 +1090,73 @@ func (e *Placement) UnmarshalJSON(b []byte) error {
 }
 
 func (e Placement) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What happened to a provider bootstrap.
+type ProviderBootstrapEventType string
+
+const (
+	// It was asked for (PENDING).
+	ProviderBootstrapEventTypeCreated ProviderBootstrapEventType = "CREATED"
+	// Its machine was created and has until its deadline to join.
+	ProviderBootstrapEventTypeProvisioning ProviderBootstrapEventType = "PROVISIONING"
+	// Its machine joined: its host is set.
+	ProviderBootstrapEventTypeJoined ProviderBootstrapEventType = "JOINED"
+	// It ended without a host; stateReason says why.
+	ProviderBootstrapEventTypeFailed ProviderBootstrapEventType = "FAILED"
+	// Only its stateReason changed: why it is retried.
+	ProviderBootstrapEventTypeUpdated ProviderBootstrapEventType = "UPDATED"
+)
+
+var AllProviderBootstrapEventType = []ProviderBootstrapEventType{
+	ProviderBootstrapEventTypeCreated,
+	ProviderBootstrapEventTypeProvisioning,
+	ProviderBootstrapEventTypeJoined,
+	ProviderBootstrapEventTypeFailed,
+	ProviderBootstrapEventTypeUpdated,
+}
+
+func (e ProviderBootstrapEventType) IsValid() bool {
+	switch e {
+	case ProviderBootstrapEventTypeCreated, ProviderBootstrapEventTypeProvisioning, ProviderBootstrapEventTypeJoined, ProviderBootstrapEventTypeFailed, ProviderBootstrapEventTypeUpdated:
+		return true
+	}
+	return false
+}
+
+func (e ProviderBootstrapEventType) String() string {
+	return string(e)
+}
+
+func (e *ProviderBootstrapEventType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProviderBootstrapEventType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProviderBootstrapEventType", str)
+	}
+	return nil
+}
+
+func (e ProviderBootstrapEventType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProviderBootstrapEventType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProviderBootstrapEventType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

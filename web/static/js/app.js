@@ -28,6 +28,7 @@ const session = {
   store: new Store(),
   resyncers: new Set(),
   sandboxWatchers: new Set(), // fns given every sandboxEvents event
+  bootstrapWatchers: new Set(), // fns given every providerBootstrapEvents event (operators)
   get operator() { return this.viewer?.principal.role === 'OPERATOR'; },
 };
 
@@ -141,6 +142,8 @@ function route() {
     watch: (fn) => disposers.push(session.store.subscribe(fn)),
     // watchSandboxes runs fn on every sandboxEvents event while the page is shown.
     watchSandboxes: (fn) => { session.sandboxWatchers.add(fn); disposers.push(() => session.sandboxWatchers.delete(fn)); },
+    // watchBootstraps runs fn on every providerBootstrapEvents event while the page is shown.
+    watchBootstraps: (fn) => { session.bootstrapWatchers.add(fn); disposers.push(() => session.bootstrapWatchers.delete(fn)); },
   };
   if (!r) {
     ctx.setTitle('Not found');
@@ -244,9 +247,10 @@ function startLive(token) {
     onStatus: showStatus,
     onEvent: (ev) => session.store.apply(ev),
     onSandboxEvent: (ev) => session.sandboxWatchers.forEach((fn) => fn(ev)),
+    onBootstrapEvent: (ev) => session.bootstrapWatchers.forEach((fn) => fn(ev)),
     onResync: () => session.resyncers.forEach((fn) => fn()),
     onAuthFailed: (why) => logout(`${why} Log in again.`),
-  });
+  }, { operator: session.operator });
   session.live = live;
   live.start();
 }

@@ -1,10 +1,12 @@
 // Live instance events over graphql-transport-ws, in plain JavaScript.
 //
-// One websocket per session carries two subscriptions:
-// instanceEvents(includeCurrent: true), the current state of every instance
-// the caller may see, then every change; and sandboxEvents, every step of
-// the lives of the sandboxes the caller may see (pages read the current
-// state themselves, and again on a resync). When the socket drops, the client
+// One websocket per session carries two subscriptions, three for an
+// operator: instanceEvents(includeCurrent: true), the current state of
+// every instance the caller may see, then every change; sandboxEvents,
+// every step of the lives of the sandboxes the caller may see; and, for an
+// operator, providerBootstrapEvents, every change of every provider
+// bootstrap (pages read the current state of those two themselves, and
+// again on a resync). When the socket drops, the client
 // says so (status "down"), reconnects with backoff, subscribes again with
 // includeCurrent and tells the pages to re-read what they show (onResync).
 
@@ -18,15 +20,25 @@ export const EVENTS = `subscription Live { instanceEvents(includeCurrent: true) 
 export const SANDBOX_EVENTS = `subscription LiveSandboxes { sandboxEvents {
   type version reason at snapshot sandbox { ${FIELDS} } } }`;
 
+// BOOTSTRAP_EVENTS is the operators' provider bootstrap subscription, with
+// the fields the bootstraps page shows.
+export const BOOTSTRAP_FIELDS = `id name state stateReason serverType image deadline createdAt updatedAt version
+  providerAccount { name provider } pool { name } host { id name }`;
+export const BOOTSTRAP_EVENTS = `subscription LiveBootstraps { providerBootstrapEvents {
+  type version providerBootstrap { ${BOOTSTRAP_FIELDS} } } }`;
+
 const BACKOFF = [500, 1000, 2000, 4000, 8000, 15000];
 const QUIET = 40000; // the server pings every 15 s; this long without a frame is a dead link
 
 export class Live {
   // token: the bearer token. handlers: onStatus(status), onEvent(event),
-  // onSandboxEvent(event), onResync(), onAuthFailed(reason).
-  constructor(token, handlers) {
+  // onSandboxEvent(event), onBootstrapEvent(event), onResync(),
+  // onAuthFailed(reason). operator: the caller may subscribe to provider
+  // bootstrap events (a member is refused).
+  constructor(token, handlers, { operator = false } = {}) {
     this.token = token;
     this.h = handlers;
+    this.subs = operator ? [EVENTS, SANDBOX_EVENTS, BOOTSTRAP_EVENTS] : [EVENTS, SANDBOX_EVENTS];
     this.ws = null;
     this.attempt = 0;
     this.everLive = false;
@@ -54,8 +66,7 @@ export class Live {
     this.ws = null;
     if (ws) {
       try {
-        ws.send(JSON.stringify({ id: '1', type: 'complete' }));
-        ws.send(JSON.stringify({ id: '2', type: 'complete' }));
+        this.subs.forEach((_, i) => ws.send(JSON.stringify({ id: String(i + 1), type: 'complete' })));
       } catch {
         // already closing
       }
@@ -104,8 +115,7 @@ export class Live {
         case 'connection_ack': {
           this.acked = true;
           this.attempt = 0;
-          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: EVENTS, variables: {} } }));
-          ws.send(JSON.stringify({ id: '2', type: 'subscribe', payload: { query: SANDBOX_EVENTS, variables: {} } }));
+          this.subs.forEach((query, i) => ws.send(JSON.stringify({ id: String(i + 1), type: 'subscribe', payload: { query, variables: {} } })));
           const again = this.everLive;
           this.everLive = true;
           this.setStatus({ state: 'live', resynced: again });
@@ -116,6 +126,7 @@ export class Live {
           const data = msg.payload?.data;
           if (data?.instanceEvents) this.h.onEvent?.(data.instanceEvents);
           else if (data?.sandboxEvents) this.h.onSandboxEvent?.(data.sandboxEvents);
+          else if (data?.providerBootstrapEvents) this.h.onBootstrapEvent?.(data.providerBootstrapEvents);
           else if (msg.payload?.errors?.length) this.failed(msg.payload.errors);
           break;
         }

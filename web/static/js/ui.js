@@ -107,6 +107,58 @@ export function confirm({ title, body, ok, danger }) {
   });
 }
 
+// showOnce shows secrets the API returns once (a join token, a command
+// holding it) in a modal dialog, each read-only with a copy button. They
+// live only in the dialog: closing it removes it, and nothing else keeps
+// them. It resolves when closed; close() closes it from outside (the page
+// is left).
+export function showOnce({ title, body, values }) {
+  let close = () => {};
+  const done = new Promise((resolve) => {
+    const titleId = uid('dlg-title');
+    const rows = values.map(({ label, value, id }) => {
+      const field = h('input', { type: 'text', readonly: true, class: 'mono secret', id, value, spellcheck: 'false', 'aria-label': label });
+      const copy = h('button', { type: 'button', class: 'btn btn-small', id: `${id}-copy` }, 'Copy');
+      copy.addEventListener('click', async () => {
+        field.focus();
+        field.select();
+        let copied = false;
+        try {
+          await navigator.clipboard.writeText(field.value);
+          copied = true;
+        } catch {
+          try {
+            copied = document.execCommand('copy');
+          } catch {
+            copied = false;
+          }
+        }
+        // Not copied: it is selected, for the user to copy.
+        copy.dataset.copied = copied ? 'true' : 'selected';
+        replace(copy, copied ? 'Copied' : 'Press Ctrl+C');
+      });
+      return h('div', { class: 'field' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, field, copy));
+    });
+    const dlg = h('dialog', { class: 'dialog', 'aria-labelledby': titleId, id: 'once-dialog' },
+      h('form', { method: 'dialog' },
+        h('h2', { id: titleId }, title),
+        h('p', null, body),
+        rows,
+        h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'btn btn-primary', id: 'once-done' }, 'Done'))));
+    const opener = document.activeElement;
+    dlg.addEventListener('close', () => {
+      dlg.querySelectorAll('input').forEach((i) => { i.value = ''; i.removeAttribute('value'); });
+      dlg.remove();
+      if (opener && opener.isConnected) opener.focus();
+      resolve();
+    });
+    close = () => { if (dlg.open) dlg.close(); };
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+  return { done, close: () => close() };
+}
+
 // alertBox is a region for errors of an action, announced when filled.
 export function alertBox() {
   const el = h('div', { class: 'alert', role: 'alert' });

@@ -1,20 +1,22 @@
 // The provider bootstraps page (operators): a form that asks a provider
 // account for a machine to become a host of a hosted pool, and every
-// bootstrap's progress (PENDING → PROVISIONING → JOINED or FAILED), reread
-// every 2 s while the page is shown, as the hosts page is. A bootstrap's
-// join token is never part of what the API returns, so never shown.
+// bootstrap's progress (PENDING → PROVISIONING → JOINED or FAILED), live:
+// the list is read once, then kept by the session's
+// providerBootstrapEvents subscription, ordered and deduped by each
+// bootstrap's version, and read again when the live connection comes back.
+// A bootstrap's join token is never part of what the API returns, so never
+// shown.
 import { h, replace, time, plural } from '../dom.js';
 import { gql } from '../api.js';
+import { BOOTSTRAP_FIELDS } from '../live.js';
 import { loading, failure, empty, pageHead, tag } from '../ui.js';
 import { formKit } from './form.js';
 
-const LIST = `query Bootstraps { providerBootstraps { id name state stateReason serverType image deadline createdAt updatedAt
-  providerAccount { name provider } pool { name } host { id name } } }`;
+const LIST = `query Bootstraps { providerBootstraps { ${BOOTSTRAP_FIELDS} } }`;
 const CHOICES = `query BootstrapChoices { providerAccounts { id name provider tenant { id } } pools { id name class } }`;
 const CREATE = `mutation CreateBootstrap($in: CreateProviderBootstrapInput!) { createProviderBootstrap(input: $in) { providerBootstrap { id name state } } }`;
 
 const NAME = /^[a-z][a-z0-9-]{0,62}$/;
-const EVERY = 2000;
 const TONE = { PENDING: 'idle', PROVISIONING: 'warn', JOINED: 'ok', FAILED: 'bad' };
 // The API's input names, by the form's fields.
 const API_FIELD = { providerAccountId: 'account', poolId: 'pool', serverType: 'serverType', image: 'image', name: 'name' };
@@ -28,15 +30,28 @@ export function bootstrapsPage(ctx) {
     h('p', null, 'Rent a machine through an operators\' provider account; it installs nothing but a join script and becomes a host of a hosted pool. Its image must carry the better-compute binary.'),
     formBox, h('h2', null, 'Bootstraps'), note, list);
 
-  let timer = 0;
+  // byId holds every bootstrap shown, the newest version of each: from the
+  // list, and from events, whichever is newer.
+  const byId = new Map();
   let loaded = false;
+  let changedAt = null;
+  const keep = (b) => {
+    const cur = byId.get(b.id);
+    if (cur && cur.version >= b.version) return false;
+    byId.set(b.id, b);
+    return true;
+  };
+  function show() {
+    const bs = [...byId.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+    replace(list, render(bs));
+    const open = bs.filter((b) => b.state === 'PENDING' || b.state === 'PROVISIONING').length;
+    replace(note, bs.length ? `${plural(bs.length, 'bootstrap')}, ${open} under way. Live${changedAt ? `; last change at ${changedAt.toLocaleTimeString()}` : ''}.` : '');
+  }
   async function reload() {
-    clearTimeout(timer);
     try {
       const { providerBootstraps: bs } = await gql(LIST, {}, { signal: ctx.signal });
-      replace(list, render(bs));
-      const open = bs.filter((b) => b.state === 'PENDING' || b.state === 'PROVISIONING').length;
-      replace(note, bs.length ? `${plural(bs.length, 'bootstrap')}, ${open} under way. Refreshed every 2 s; last at ${new Date().toLocaleTimeString()}.` : '');
+      bs.forEach(keep);
+      show();
       if (!loaded) ctx.markUsable('bootstraps-body');
       loaded = true;
     } catch (err) {
@@ -44,14 +59,19 @@ export function bootstrapsPage(ctx) {
       if (!loaded) replace(list, failure('bootstraps', err, () => { replace(list, loading('bootstraps')); reload(); }));
       else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${new Date().toLocaleTimeString()}.`);
     }
-    if (!ctx.signal.aborted) timer = setTimeout(reload, EVERY);
   }
-  ctx.onDispose(() => clearTimeout(timer));
+  ctx.watchBootstraps((ev) => {
+    if (!keep(ev.providerBootstrap) || !loaded) return;
+    changedAt = new Date();
+    show();
+  });
+  // Events may have been missed while the live connection was down.
+  ctx.onResync(reload);
 
   async function loadForm() {
     try {
       const data = await gql(CHOICES, {}, { signal: ctx.signal });
-      replace(formBox, form(data, reload));
+      replace(formBox, form(data));
     } catch (err) {
       if (err.name === 'AbortError') return;
       replace(formBox, failure('provider accounts and pools', err, () => { replace(formBox, loading('provider accounts and pools')); loadForm(); }));
@@ -79,7 +99,7 @@ function render(bs) {
 }
 
 // form asks for a bootstrap from an operators' account into a hosted pool.
-function form({ providerAccounts, pools }, reload) {
+function form({ providerAccounts, pools }) {
   const accounts = providerAccounts.filter((a) => !a.tenant);
   const hosted = pools.filter((p) => p.class === 'vps-host');
   if (!accounts.length || !hosted.length) {
@@ -117,8 +137,7 @@ function form({ providerAccounts, pools }, reload) {
     submit.disabled = true;
     try {
       await gql(CREATE, { in: { providerAccountId: account.value, poolId: pool.value, name: name.value.trim(), serverType: serverType.value.trim(), image: image.value.trim() } });
-      name.value = '';
-      reload();
+      name.value = ''; // its card comes with its CREATED event
     } catch (err) {
       showApiError(err, (ext, msg) => (API_FIELD[ext.field] ? [API_FIELD[ext.field], msg] : null));
     } finally {

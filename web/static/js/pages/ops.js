@@ -1,7 +1,7 @@
 // Operator pages: pools, hosts, doctor, flavors, images and tenants.
 import { h, replace, time, ago, mib, plural } from '../dom.js';
 import { gql, describe } from '../api.js';
-import { loading, failure, empty, pageHead, table, bar, tag, confirm } from '../ui.js';
+import { loading, failure, empty, pageHead, table, bar, tag, confirm, showOnce } from '../ui.js';
 
 // listPage loads query and renders it into the page, with loading, error
 // and empty states; with every, it reloads on that interval (ms) while the
@@ -73,7 +73,8 @@ export function hostsPage(ctx) {
   listPage(ctx, {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
     query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { address vendor model healthy unhealthySince healthReason lastXid lastXidAt }
-      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion runtime } }`,
+      allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion runtime
+      certified certValidBefore bearerCredential } }`,
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
       replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
@@ -96,8 +97,12 @@ export function hostsPage(ctx) {
               bar('Disk', x.allocated.diskGb, c.diskGb, (n) => `${n} GB`),
               x.gpus.length ? bar('GPU', x.allocated.gpus, x.gpus.length) : null)
             : h('p', { class: 'muted' }, 'No capacity set yet (setHostCapacity).'),
+          certificate(x),
           x.gpus.length ? gpuList(x, note, reload) : null,
-          drainButton(x, note, reload));
+          h('div', { class: 'actions' },
+            drainButton(x, note, reload),
+            x.certified ? revokeButton(x, note, reload) : null,
+            joinTokenButton(ctx, x, note)));
       }));
     },
   });
@@ -156,10 +161,64 @@ function clearGpuButton(host, gpu, note, reload) {
   }, 'Clear mark');
 }
 
+// certificate says how a host proves itself to the gateway: by a
+// certificate until when, or by its bearer credential, or by nothing yet.
+function certificate(host) {
+  let text;
+  if (host.certified) text = [tag('certified', 'ok'), ' until ', time(host.certValidBefore)];
+  else if (host.bearerCredential) text = [tag('not certified', 'warn'), ' proves itself by its bearer credential'];
+  else text = [tag('not certified', 'bad'), ' no certificate and no bearer credential: give it a join token'];
+  return h('p', { class: 'small host-cert', dataset: { certified: String(host.certified) } }, 'Certificate: ', text);
+}
+
+// revokeButton revokes every certificate of a host, after a confirmation:
+// the gateway refuses them at once.
+function revokeButton(host, note, reload) {
+  return h('button', {
+    type: 'button', class: 'btn btn-danger', id: `revoke-${host.id}`,
+    onclick: async () => {
+      if (!await confirm({ title: `Revoke the certificates of ${host.name}?`, ok: 'Revoke certificates', danger: true,
+        body: `The gateway refuses them at once: ${host.name} cannot report${host.bearerCredential ? ' except by its bearer credential' : ''} until it joins again with a new join token.` })) return;
+      try {
+        await gql(`mutation RevokeHost($h: ID!) { revokeHostCertificates(input: {hostId: $h}) { host { id certified } } }`, { h: host.id });
+        replace(note, `Revoked the certificates of ${host.name}.`);
+        reload();
+      } catch (err) {
+        replace(note, `Could not revoke the certificates of ${host.name}: ${describe(err)}`);
+      }
+    },
+  }, 'Revoke certificates');
+}
+
+// joinTokenButton gives a host a new one-time join token, after a
+// confirmation, and shows it and its join command once: they live only in
+// the dialog, gone when it is closed or the page is left.
+function joinTokenButton(ctx, host, note) {
+  return h('button', {
+    type: 'button', class: 'btn', id: `join-token-${host.id}`,
+    onclick: async () => {
+      if (!await confirm({ title: `New join token for ${host.name}?`, ok: 'Make join token',
+        body: 'A one-time token with which its host daemon joins and gets a certificate, as after its certificates were revoked or expired. It is shown once.' })) return;
+      try {
+        const { createHostJoinToken: p } = await gql(`mutation HostJoinToken($h: ID!) { createHostJoinToken(input: {hostId: $h}) { joinToken joinTokenExpiresAt joinCommand } }`, { h: host.id });
+        const values = [{ label: 'Join token', value: p.joinToken, id: 'once-token' }];
+        if (p.joinCommand) values.push({ label: 'Join command (run it on the host)', value: p.joinCommand, id: 'once-command' });
+        const shown = showOnce({
+          title: `Join token for ${host.name}`, values,
+          body: `Shown once; it works until ${new Date(p.joinTokenExpiresAt).toLocaleString()}, once.${p.joinCommand ? '' : ' This server has no host TLS listener (BC_HOST_LISTEN): give the token to better-compute host --join-token with --server and --ca-sha256.'}`,
+        });
+        ctx.onDispose(shown.close);
+      } catch (err) {
+        replace(note, `Could not make a join token for ${host.name}: ${describe(err)}`);
+      }
+    },
+  }, 'New join token');
+}
+
 // drainButton drains a host (after a confirmation) or returns it to service.
 function drainButton(host, note, reload) {
   const drain = !host.draining;
-  return h('div', { class: 'actions' }, h('button', {
+  return h('button', {
     type: 'button', class: 'btn', id: `drain-${host.id}`,
     onclick: async () => {
       if (drain && !await confirm({ title: `Drain ${host.name}?`, ok: 'Drain host',
@@ -172,7 +231,7 @@ function drainButton(host, note, reload) {
         replace(note, `Could not ${drain ? 'drain' : 'return'} ${host.name}: ${describe(err)}`);
       }
     },
-  }, drain ? 'Drain' : 'Return to service'));
+  }, drain ? 'Drain' : 'Return to service');
 }
 
 export function flavorsPage(ctx) {
