@@ -107,8 +107,12 @@ func checkGPUs(ctx context.Context, d *Doctor) ([]Finding, error) {
 			dev += ", held by instance " + inst
 		}
 		devices = append(devices, dev+")")
-		f.Message = fmt.Sprintf("host %s has %d unhealthy GPUs, %d held by an instance: %s; nothing new is placed on them",
-			g.HostName, len(devices), held, strings.Join(devices, "; "))
+		gpus := "GPUs"
+		if len(devices) == 1 {
+			gpus = "GPU"
+		}
+		f.Message = fmt.Sprintf("host %s has %d unhealthy %s, %d held by an instance: %s; nothing new is placed on them",
+			g.HostName, len(devices), gpus, held, strings.Join(devices, "; "))
 	}
 	return out, nil
 }
