@@ -4,6 +4,7 @@
 package devenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -112,13 +113,9 @@ func startPrivate(ctx context.Context, log *slog.Logger, dir string) (string, fu
 			return "", nil, fmt.Errorf("initdb: %w: %s", err, out)
 		}
 	}
-	port, err := freePort()
+	port, err := startOnFreePort(ctx, owner, bin, data, dir)
 	if err != nil {
 		return "", nil, err
-	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
-	if out, err := runAs(ctx, owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "start").CombinedOutput(); err != nil {
-		return "", nil, fmt.Errorf("start private Postgres: %w: %s", err, out)
 	}
 	var once sync.Once
 	stop := func() {
@@ -186,6 +183,42 @@ func ServerUser() (*user.User, error) {
 		return nil, fmt.Errorf("Postgres cannot run as root and there is no postgres user: %w", err)
 	}
 	return u, nil
+}
+
+// startOnFreePort starts the server on a free loopback port and returns
+// it. A port found free may be taken by another process before the server
+// binds it: then it tries another, up to three times. A failure says what
+// the server logged.
+func startOnFreePort(ctx context.Context, owner *user.User, bin, data, dir string) (int, error) {
+	logFile := filepath.Join(dir, "server.log")
+	var err error
+	for range 3 {
+		var port int
+		if port, err = freePort(); err != nil {
+			return 0, err
+		}
+		before, _ := os.ReadFile(logFile) // pg_ctl appends to it
+		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
+		out, startErr := runAs(ctx, owner, filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", logFile, "-w", "start").CombinedOutput()
+		if startErr == nil {
+			return port, nil
+		}
+		logged, _ := os.ReadFile(logFile)
+		logged = logged[min(len(before), len(logged)):]
+		err = fmt.Errorf("start private Postgres on port %d: %w: %s; its log: %s", port, startErr, out, tail(logged, 2000))
+		if !bytes.Contains(logged, []byte("could not bind")) {
+			break
+		}
+	}
+	return 0, err
+}
+
+// tail is the last n bytes of b, as text.
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
 
 func runAs(ctx context.Context, u *user.User, name string, args ...string) *exec.Cmd {
