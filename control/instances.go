@@ -121,27 +121,6 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := s.servable(ctx, q, pool, flavor, img); err != nil {
 		return none, err
 	}
-	// The tenant lock serializes the rest per tenant, so quota counts, names
-	// and idempotency keys cannot race. What needs no lock is checked above,
-	// to hold it briefly.
-	if _, err := q.LockTenant(ctx, tenant); err != nil {
-		return none, notFound(err, "tenantId", "tenant")
-	}
-	ev.TenantID = tenant
-	if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
-		return prev, err
-	}
-	taken, err := q.InstanceNameTaken(ctx, sqlc.InstanceNameTakenParams{TenantID: tenant, Name: in.Name})
-	if err != nil {
-		return none, fmt.Errorf("check instance name: %w", err)
-	}
-	if taken {
-		return none, &apierr.Error{Code: apierr.Conflict, Field: "name", Message: fmt.Sprintf("an instance named %s exists", in.Name)}
-	}
-	if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
-		return none, err
-	}
-
 	id := ids.New()
 	var sealed []byte
 	if in.UserData != nil {
@@ -175,12 +154,36 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		IdempotencyKey: idem,
 		UserDataSealed: sealed,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// A create with the same idempotency key came first: the insert
+		// waited for it to commit.
+		if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
+			return prev, err
+		}
+		return none, fmt.Errorf("insert instance: idempotency key %q conflicts but finds no instance", in.IdempotencyKey)
+	case violates(err, "instances_name_live"):
+		ev.TenantID = tenant
+		return none, &apierr.Error{Code: apierr.Conflict, Field: "name", Message: fmt.Sprintf("an instance named %s exists", in.Name)}
+	case violates(err, "instances_tenant_id_fkey"):
+		return none, apierr.NotFoundf("tenantId", "tenant not found")
+	case err != nil:
 		return none, fmt.Errorf("insert instance: %w", err)
 	}
 	ev.TargetID = inst.ID
 	ev.Details = map[string]any{"name": inst.Name, "desiredState": inst.DesiredState}
 	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
+		return none, err
+	}
+	// The tenant's lock, held until commit, serializes the quota check per
+	// tenant: it counts every instance committed before it. It is taken
+	// last, so it is held only for the check, the audit row and the commit;
+	// names and idempotency keys need no lock (unique indexes, above).
+	if _, err := q.LockTenant(ctx, tenant); err != nil {
+		return none, notFound(err, "tenantId", "tenant")
+	}
+	ev.TenantID = tenant
+	if err := s.checkQuota(ctx, q, tenant, inst.ID, flavor); err != nil {
 		return none, err
 	}
 	return inst, nil
@@ -224,7 +227,10 @@ func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.U
 	return prev, true, nil
 }
 
-func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
+// checkQuota refuses one more instance of flavor f in tenant when the
+// tenant's instances, besides the one with ID besides (uuid.Nil for none),
+// would exceed its quota. The caller holds the tenant's lock.
+func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant, besides uuid.UUID, f sqlc.Flavor) error {
 	quota, err := q.GetQuota(ctx, tenant)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -232,11 +238,11 @@ func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.U
 	if err != nil {
 		return fmt.Errorf("read quota: %w", err)
 	}
-	usage, err := q.TenantUsage(ctx, tenant)
+	usage, err := q.TenantUsageBesides(ctx, sqlc.TenantUsageBesidesParams{TenantID: tenant, InstanceID: besides})
 	if err != nil {
 		return fmt.Errorf("count usage: %w", err)
 	}
-	return checkQuota(quota, usage, f, 1)
+	return checkQuota(quota, sqlc.TenantUsageRow(usage), f, 1)
 }
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.

@@ -22,6 +22,15 @@ SELECT count(*)::int AS instances,
        coalesce(sum(gpu_count), 0)::int AS gpus
 FROM instances WHERE tenant_id = $1 AND state <> 'DELETED';
 
+-- TenantUsageBesides is TenantUsage without one instance: what a create
+-- that inserted that instance before taking the tenant's lock adds to.
+-- name: TenantUsageBesides :one
+SELECT count(*)::int AS instances,
+       coalesce(sum(vcpus), 0)::int AS vcpus,
+       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(gpu_count), 0)::int AS gpus
+FROM instances WHERE tenant_id = @tenant_id AND state <> 'DELETED' AND id <> @instance_id;
+
 -- DeleteTenantQuota removes a tenant's limits.
 -- name: DeleteTenantQuota :execrows
 DELETE FROM quotas WHERE tenant_id = $1;

@@ -119,3 +119,37 @@ func (q *Queries) TenantUsage(ctx context.Context, tenantID uuid.UUID) (TenantUs
 	)
 	return i, err
 }
+
+const tenantUsageBesides = `-- name: TenantUsageBesides :one
+SELECT count(*)::int AS instances,
+       coalesce(sum(vcpus), 0)::int AS vcpus,
+       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+       coalesce(sum(gpu_count), 0)::int AS gpus
+FROM instances WHERE tenant_id = $1 AND state <> 'DELETED' AND id <> $2
+`
+
+type TenantUsageBesidesParams struct {
+	TenantID   uuid.UUID
+	InstanceID uuid.UUID
+}
+
+type TenantUsageBesidesRow struct {
+	Instances int32
+	Vcpus     int32
+	MemoryMb  int64
+	Gpus      int32
+}
+
+// TenantUsageBesides is TenantUsage without one instance: what a create
+// that inserted that instance before taking the tenant's lock adds to.
+func (q *Queries) TenantUsageBesides(ctx context.Context, arg TenantUsageBesidesParams) (TenantUsageBesidesRow, error) {
+	row := q.db.QueryRow(ctx, tenantUsageBesides, arg.TenantID, arg.InstanceID)
+	var i TenantUsageBesidesRow
+	err := row.Scan(
+		&i.Instances,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.Gpus,
+	)
+	return i, err
+}
