@@ -43,11 +43,8 @@ type CreateInstanceInput struct {
 func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (domain.Instance, error) {
 	var out domain.Instance
 	err := s.mutate(ctx, ActCreateInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		inst, err := s.admit(ctx, tx, q, ev, in)
-		if err != nil {
-			return err
-		}
-		out, err = withAddresses(ctx, q, inst)
+		var err error
+		out, err = s.admit(ctx, tx, q, ev, in)
 		return err
 	})
 	if err != nil {
@@ -56,8 +53,8 @@ func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (d
 	return out, nil
 }
 
-func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (sqlc.Instance, error) {
-	var none sqlc.Instance
+func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (domain.Instance, error) {
+	var none domain.Instance
 	p, err := caller(ctx)
 	if err != nil {
 		return none, err
@@ -175,6 +172,10 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
 		return none, err
 	}
+	out, err := withAddresses(ctx, q, inst)
+	if err != nil {
+		return none, err
+	}
 	// The tenant's lock, held until commit, serializes the quota check per
 	// tenant: it counts every instance committed before it. It is taken
 	// last, so it is held only for the check, the audit row and the commit;
@@ -186,7 +187,7 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := s.checkQuota(ctx, q, tenant, inst.ID, flavor); err != nil {
 		return none, err
 	}
-	return inst, nil
+	return out, nil
 }
 
 // servable refuses, for a provider pool, a flavor or an image its provider
@@ -211,38 +212,36 @@ func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool,
 }
 
 // replay returns the instance a tenant created before with key, if any.
-func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.UUID, key string) (sqlc.Instance, bool, error) {
+func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.UUID, key string) (domain.Instance, bool, error) {
 	if key == "" {
-		return sqlc.Instance{}, false, nil
+		return domain.Instance{}, false, nil
 	}
 	prev, err := q.GetInstanceByIdempotencyKey(ctx, sqlc.GetInstanceByIdempotencyKeyParams{TenantID: tenant, IdempotencyKey: &key})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return prev, false, nil
+		return domain.Instance{}, false, nil
 	}
 	if err != nil {
-		return prev, false, fmt.Errorf("look up idempotency key: %w", err)
+		return domain.Instance{}, false, fmt.Errorf("look up idempotency key: %w", err)
 	}
 	ev.TenantID, ev.TargetID = tenant, prev.ID
 	ev.Details = map[string]any{"idempotentReplay": true}
-	return prev, true, nil
+	out, err := withAddresses(ctx, q, prev)
+	return out, true, err
 }
 
 // checkQuota refuses one more instance of flavor f in tenant when the
 // tenant's instances, besides the one with ID besides (uuid.Nil for none),
 // would exceed its quota. The caller holds the tenant's lock.
 func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant, besides uuid.UUID, f sqlc.Flavor) error {
-	quota, err := q.GetQuota(ctx, tenant)
+	row, err := q.QuotaUsage(ctx, sqlc.QuotaUsageParams{TenantID: tenant, InstanceID: besides})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read quota: %w", err)
+		return fmt.Errorf("read quota and usage: %w", err)
 	}
-	usage, err := q.TenantUsageBesides(ctx, sqlc.TenantUsageBesidesParams{TenantID: tenant, InstanceID: besides})
-	if err != nil {
-		return fmt.Errorf("count usage: %w", err)
-	}
-	return checkQuota(quota, sqlc.TenantUsageRow(usage), f, 1)
+	usage := sqlc.TenantUsageRow{Instances: row.Instances, Vcpus: row.Vcpus, MemoryMb: row.MemoryMb, Gpus: row.Gpus}
+	return checkQuota(row.Quota, usage, f, 1)
 }
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.
