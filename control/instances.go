@@ -43,11 +43,8 @@ type CreateInstanceInput struct {
 func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (domain.Instance, error) {
 	var out domain.Instance
 	err := s.mutate(ctx, ActCreateInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
-		inst, err := s.admit(ctx, tx, q, ev, in)
-		if err != nil {
-			return err
-		}
-		out, err = withAddresses(ctx, q, inst)
+		var err error
+		out, err = s.admit(ctx, tx, q, ev, in)
 		return err
 	})
 	if err != nil {
@@ -56,8 +53,8 @@ func (s *Service) CreateInstance(ctx context.Context, in CreateInstanceInput) (d
 	return out, nil
 }
 
-func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (sqlc.Instance, error) {
-	var none sqlc.Instance
+func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event, in CreateInstanceInput) (domain.Instance, error) {
+	var none domain.Instance
 	p, err := caller(ctx)
 	if err != nil {
 		return none, err
@@ -121,27 +118,6 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := s.servable(ctx, q, pool, flavor, img); err != nil {
 		return none, err
 	}
-	// The tenant lock serializes the rest per tenant, so quota counts, names
-	// and idempotency keys cannot race. What needs no lock is checked above,
-	// to hold it briefly.
-	if _, err := q.LockTenant(ctx, tenant); err != nil {
-		return none, notFound(err, "tenantId", "tenant")
-	}
-	ev.TenantID = tenant
-	if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
-		return prev, err
-	}
-	taken, err := q.InstanceNameTaken(ctx, sqlc.InstanceNameTakenParams{TenantID: tenant, Name: in.Name})
-	if err != nil {
-		return none, fmt.Errorf("check instance name: %w", err)
-	}
-	if taken {
-		return none, &apierr.Error{Code: apierr.Conflict, Field: "name", Message: fmt.Sprintf("an instance named %s exists", in.Name)}
-	}
-	if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
-		return none, err
-	}
-
 	id := ids.New()
 	var sealed []byte
 	if in.UserData != nil {
@@ -175,7 +151,20 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		IdempotencyKey: idem,
 		UserDataSealed: sealed,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// A create with the same idempotency key came first: the insert
+		// waited for it to commit.
+		if prev, ok, err := replay(ctx, q, ev, tenant, in.IdempotencyKey); ok || err != nil {
+			return prev, err
+		}
+		return none, fmt.Errorf("insert instance: idempotency key %q conflicts but finds no instance", in.IdempotencyKey)
+	case violates(err, "instances_name_live"):
+		ev.TenantID = tenant
+		return none, &apierr.Error{Code: apierr.Conflict, Field: "name", Message: fmt.Sprintf("an instance named %s exists", in.Name)}
+	case violates(err, "instances_tenant_id_fkey"):
+		return none, apierr.NotFoundf("tenantId", "tenant not found")
+	case err != nil:
 		return none, fmt.Errorf("insert instance: %w", err)
 	}
 	ev.TargetID = inst.ID
@@ -183,7 +172,22 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
 		return none, err
 	}
-	return inst, nil
+	out, err := withAddresses(ctx, q, inst)
+	if err != nil {
+		return none, err
+	}
+	// The tenant's lock, held until commit, serializes the quota check per
+	// tenant: it counts every instance committed before it. It is taken
+	// last, so it is held only for the check, the audit row and the commit;
+	// names and idempotency keys need no lock (unique indexes, above).
+	if _, err := q.LockTenant(ctx, tenant); err != nil {
+		return none, notFound(err, "tenantId", "tenant")
+	}
+	ev.TenantID = tenant
+	if err := s.checkQuota(ctx, q, tenant, inst.ID, flavor); err != nil {
+		return none, err
+	}
+	return out, nil
 }
 
 // servable refuses, for a provider pool, a flavor or an image its provider
@@ -208,35 +212,36 @@ func (s *Service) servable(ctx context.Context, q *sqlc.Queries, pool sqlc.Pool,
 }
 
 // replay returns the instance a tenant created before with key, if any.
-func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.UUID, key string) (sqlc.Instance, bool, error) {
+func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.UUID, key string) (domain.Instance, bool, error) {
 	if key == "" {
-		return sqlc.Instance{}, false, nil
+		return domain.Instance{}, false, nil
 	}
 	prev, err := q.GetInstanceByIdempotencyKey(ctx, sqlc.GetInstanceByIdempotencyKeyParams{TenantID: tenant, IdempotencyKey: &key})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return prev, false, nil
+		return domain.Instance{}, false, nil
 	}
 	if err != nil {
-		return prev, false, fmt.Errorf("look up idempotency key: %w", err)
+		return domain.Instance{}, false, fmt.Errorf("look up idempotency key: %w", err)
 	}
 	ev.TenantID, ev.TargetID = tenant, prev.ID
 	ev.Details = map[string]any{"idempotentReplay": true}
-	return prev, true, nil
+	out, err := withAddresses(ctx, q, prev)
+	return out, true, err
 }
 
-func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
-	quota, err := q.GetQuota(ctx, tenant)
+// checkQuota refuses one more instance of flavor f in tenant when the
+// tenant's instances, besides the one with ID besides (uuid.Nil for none),
+// would exceed its quota. The caller holds the tenant's lock.
+func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant, besides uuid.UUID, f sqlc.Flavor) error {
+	row, err := q.QuotaUsage(ctx, sqlc.QuotaUsageParams{TenantID: tenant, InstanceID: besides})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read quota: %w", err)
+		return fmt.Errorf("read quota and usage: %w", err)
 	}
-	usage, err := q.TenantUsage(ctx, tenant)
-	if err != nil {
-		return fmt.Errorf("count usage: %w", err)
-	}
-	return checkQuota(quota, usage, f, 1)
+	usage := sqlc.TenantUsageRow{Instances: row.Instances, Vcpus: row.Vcpus, MemoryMb: row.MemoryMb, Gpus: row.Gpus}
+	return checkQuota(row.Quota, usage, f, 1)
 }
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.

@@ -245,3 +245,10 @@ func notFound(err error, field, what string) error {
 	}
 	return fmt.Errorf("read %s: %w", what, err)
 }
+
+// violates reports whether err is a database error of the named unique or
+// foreign key constraint.
+func violates(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == constraint
+}

@@ -149,6 +149,38 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	})
 }
 
+// TestNameUnderConcurrency races creates of one name in one tenant: the
+// unique index, not a check under the tenant's lock, admits exactly one, and
+// the others are told the name is taken.
+func TestNameUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("namesake")
+
+	const calls = 10
+	errs := make([]string, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			r := e.do(w.member, createInstance, map[string]any{"in": w.input("same")})
+			if len(r.Errors) > 0 {
+				errs[i] = r.code() + " " + r.Errors[0].Extensions.Field
+			}
+		})
+	}
+	wg.Wait()
+	tally := map[string]int{}
+	for _, c := range errs {
+		tally[c]++
+	}
+	if tally[""] != 1 || tally["CONFLICT name"] != calls-1 || len(tally) != 2 {
+		t.Fatalf("outcomes = %v, want 1 created and %d CONFLICT on name", tally, calls-1)
+	}
+	if n := e.count("instances", "name = 'same'"); n != 1 {
+		t.Fatalf("instances named same = %d, want 1", n)
+	}
+}
+
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

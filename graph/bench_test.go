@@ -14,14 +14,26 @@ import (
 // concurrent clients against the real Postgres: creates per second and
 // latency percentiles. "one-tenant" is the worst case, where every create
 // takes the same tenant's admission lock; "16-tenants" gives each client its
-// own tenant.
+// own tenant; "1-tenants-quota" is one tenant with a quota it never
+// reaches, so every create also counts the tenant's usage under the lock.
 func BenchmarkCreateInstance(b *testing.B) {
-	for _, tenants := range []int{1, 16} {
-		b.Run(fmt.Sprintf("%d-tenants", tenants), func(b *testing.B) {
+	for _, c := range []struct {
+		tenants int
+		quota   bool
+	}{{1, false}, {1, true}, {16, false}} {
+		name := fmt.Sprintf("%d-tenants", c.tenants)
+		if c.quota {
+			name += "-quota"
+		}
+		b.Run(name, func(b *testing.B) {
+			tenants := c.tenants
 			e := setup(b)
 			worlds := make([]world, tenants)
 			for i := range worlds {
 				worlds[i] = e.world(fmt.Sprintf("t%d", i))
+				if c.quota {
+					e.must(e.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 1000000}) { tenant { id } } }`, map[string]any{"t": worlds[i].tenant}, nil)
+				}
 			}
 			const clients = 16
 			procs := runtime.GOMAXPROCS(0)

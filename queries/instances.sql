@@ -1,3 +1,6 @@
+-- InsertInstance inserts nothing (no rows) when the tenant has an instance
+-- with the idempotency key already; it waits for a create of the same key in
+-- progress to end first, so a repeat finds the first instance.
 -- name: InsertInstance :one
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
@@ -5,7 +8,9 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING *;
+)
+ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING *;
 
 -- name: GetInstance :one
 SELECT * FROM instances WHERE id = $1;
@@ -19,9 +24,6 @@ SELECT * FROM instances WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: GetInstanceByIdempotencyKey :one
 SELECT * FROM instances WHERE tenant_id = $1 AND idempotency_key = $2;
-
--- name: InstanceNameTaken :one
-SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND name = $2 AND state <> 'DELETED');
 
 -- ListInstances pages newest first. A NULL argument does not filter.
 -- name: ListInstances :many

@@ -22,6 +22,22 @@ SELECT count(*)::int AS instances,
        coalesce(sum(gpu_count), 0)::int AS gpus
 FROM instances WHERE tenant_id = $1 AND state <> 'DELETED';
 
+-- QuotaUsage reads a tenant's quota and what its live instances, besides
+-- the one with ID instance_id, hold against it, in one statement: a create
+-- that inserted that instance before taking the tenant's lock checks it
+-- under the lock in one round trip. No row when the tenant has no quota.
+-- name: QuotaUsage :one
+SELECT sqlc.embed(quotas), u.instances, u.vcpus, u.memory_mb, u.gpus
+FROM quotas, LATERAL (
+    SELECT count(*)::int AS instances,
+           coalesce(sum(vcpus), 0)::int AS vcpus,
+           coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+           coalesce(sum(gpu_count), 0)::int AS gpus
+    FROM instances
+    WHERE tenant_id = quotas.tenant_id AND state <> 'DELETED' AND id <> @instance_id
+) u
+WHERE quotas.tenant_id = @tenant_id;
+
 -- DeleteTenantQuota removes a tenant's limits.
 -- name: DeleteTenantQuota :execrows
 DELETE FROM quotas WHERE tenant_id = $1;

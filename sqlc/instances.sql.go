@@ -314,7 +314,9 @@ INSERT INTO instances (
     desired_state, state, idempotency_key, user_data_sealed
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+)
+ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
 type InsertInstanceParams struct {
@@ -339,6 +341,9 @@ type InsertInstanceParams struct {
 	UserDataSealed []byte
 }
 
+// InsertInstance inserts nothing (no rows) when the tenant has an instance
+// with the idempotency key already; it waits for a create of the same key in
+// progress to end first, so a repeat finds the first instance.
 func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) (Instance, error) {
 	row := q.db.QueryRow(ctx, insertInstance,
 		arg.ID,
@@ -410,22 +415,6 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.EnvSealed,
 	)
 	return i, err
-}
-
-const instanceNameTaken = `-- name: InstanceNameTaken :one
-SELECT EXISTS (SELECT 1 FROM instances WHERE tenant_id = $1 AND name = $2 AND state <> 'DELETED')
-`
-
-type InstanceNameTakenParams struct {
-	TenantID uuid.UUID
-	Name     string
-}
-
-func (q *Queries) InstanceNameTaken(ctx context.Context, arg InstanceNameTakenParams) (bool, error) {
-	row := q.db.QueryRow(ctx, instanceNameTaken, arg.TenantID, arg.Name)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
 }
 
 const listInstances = `-- name: ListInstances :many

@@ -44,6 +44,56 @@ func (q *Queries) GetQuota(ctx context.Context, tenantID uuid.UUID) (Quota, erro
 	return i, err
 }
 
+const quotaUsage = `-- name: QuotaUsage :one
+SELECT quotas.tenant_id, quotas.max_instances, quotas.max_vcpus, quotas.max_memory_mb, quotas.max_gpus, quotas.updated_at, quotas.max_snapshots, quotas.max_snapshot_bytes, u.instances, u.vcpus, u.memory_mb, u.gpus
+FROM quotas, LATERAL (
+    SELECT count(*)::int AS instances,
+           coalesce(sum(vcpus), 0)::int AS vcpus,
+           coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
+           coalesce(sum(gpu_count), 0)::int AS gpus
+    FROM instances
+    WHERE tenant_id = quotas.tenant_id AND state <> 'DELETED' AND id <> $1
+) u
+WHERE quotas.tenant_id = $2
+`
+
+type QuotaUsageParams struct {
+	InstanceID uuid.UUID
+	TenantID   uuid.UUID
+}
+
+type QuotaUsageRow struct {
+	Quota     Quota
+	Instances int32
+	Vcpus     int32
+	MemoryMb  int64
+	Gpus      int32
+}
+
+// QuotaUsage reads a tenant's quota and what its live instances, besides
+// the one with ID instance_id, hold against it, in one statement: a create
+// that inserted that instance before taking the tenant's lock checks it
+// under the lock in one round trip. No row when the tenant has no quota.
+func (q *Queries) QuotaUsage(ctx context.Context, arg QuotaUsageParams) (QuotaUsageRow, error) {
+	row := q.db.QueryRow(ctx, quotaUsage, arg.InstanceID, arg.TenantID)
+	var i QuotaUsageRow
+	err := row.Scan(
+		&i.Quota.TenantID,
+		&i.Quota.MaxInstances,
+		&i.Quota.MaxVcpus,
+		&i.Quota.MaxMemoryMb,
+		&i.Quota.MaxGpus,
+		&i.Quota.UpdatedAt,
+		&i.Quota.MaxSnapshots,
+		&i.Quota.MaxSnapshotBytes,
+		&i.Instances,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.Gpus,
+	)
+	return i, err
+}
+
 const setQuota = `-- name: SetQuota :one
 INSERT INTO quotas (tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, max_snapshots, max_snapshot_bytes)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
