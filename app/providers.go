@@ -16,14 +16,15 @@ import (
 
 // DriverOptions tune every provider driver of a reconciler.
 type DriverOptions struct {
-	// PollInterval is how often actions and tasks are polled. Zero: the
-	// driver's default (500ms).
+	// PollInterval is how often Proxmox tasks are polled (Hetzner's
+	// actions are not: the sweep sees them finish). Zero: the driver's
+	// default (500ms).
 	PollInterval time.Duration
 	// Timeout bounds each request to a provider. Zero: the driver's
 	// default (30s).
 	Timeout time.Duration
-	// ShutdownTimeout is how long a stop waits for an ACPI shutdown before
-	// powering off. Zero: the driver's default (60s).
+	// ShutdownTimeout is how long an ACPI shutdown has before the server
+	// is powered off. Zero: the driver's default (60s).
 	ShutdownTimeout time.Duration
 	// Endpoints is the operator's policy on where accounts may send
 	// requests (BC_PROVIDER_ENDPOINTS, BC_PROVIDER_ALLOW_PRIVATE), checked
@@ -58,7 +59,7 @@ func Drivers(o DriverOptions) cloud.Factory {
 			return hetzner.New(hetzner.Config{
 				Token: a.Credentials, Endpoint: s.Endpoint, Location: s.Location,
 				HTTPClient: &http.Client{Transport: o.Endpoints.Transport(a.Shared)},
-				Timeout:    o.Timeout, PollInterval: o.PollInterval, ShutdownTimeout: o.ShutdownTimeout,
+				Timeout:    o.Timeout, ShutdownTimeout: o.ShutdownTimeout,
 			})
 		case control.ProviderProxmox:
 			s, err := proxmox.ParseSettings(a.Settings)
