@@ -16,9 +16,9 @@ import (
 
 // DriverOptions tune every provider driver of a reconciler.
 type DriverOptions struct {
-	// PollInterval is how often Proxmox tasks are polled (Hetzner's
-	// actions are not: the sweep sees them finish). Zero: the driver's
-	// default (500ms).
+	// PollInterval is how often the tasks and actions a driver waits for
+	// are polled (see each driver's doc for which it waits for). Zero: the
+	// driver's default (500ms).
 	PollInterval time.Duration
 	// Timeout bounds each request to a provider. Zero: the driver's
 	// default (30s).
@@ -59,7 +59,7 @@ func Drivers(o DriverOptions) cloud.Factory {
 			return hetzner.New(hetzner.Config{
 				Token: a.Credentials, Endpoint: s.Endpoint, Location: s.Location,
 				HTTPClient: &http.Client{Transport: o.Endpoints.Transport(a.Shared)},
-				Timeout:    o.Timeout, ShutdownTimeout: o.ShutdownTimeout,
+				Timeout:    o.Timeout, PollInterval: o.PollInterval, ShutdownTimeout: o.ShutdownTimeout,
 			})
 		case control.ProviderProxmox:
 			s, err := proxmox.ParseSettings(a.Settings)

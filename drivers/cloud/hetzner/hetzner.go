@@ -14,12 +14,15 @@
 //	Start    1 POST poweron; none while a start it asked is under way.
 //	Stop     1 POST shutdown; none while that shutdown is under way
 //	         (ShutdownTimeout); after it, 1 POST poweroff.
-//	Delete   1 DELETE; a server already gone is success.
+//	Delete   1 DELETE + 1 GET /actions/{id} per PollInterval until the
+//	         action finishes; a server already gone is success.
 //
-// No call waits for its action: the actions the API returns are checked
-// for an error they already have, and the sweep's next List sees the
-// server running, off or gone (cloud.Asked). A create, poweron or shutdown
-// thus costs one call, not one plus a poll per PollInterval.
+// Create, Start and Stop do not wait for their actions: the actions the
+// API returns are checked for an error they already have, and the sweep's
+// next List sees the server running or off (cloud.Asked). Each costs one
+// call, not one plus a poll per PollInterval. Delete waits: the instance's
+// quota is released when it returns, and the server must no longer count
+// against the project's limit by then.
 //
 // SSH keys: with empty user data they go into a generated #cloud-config
 // (ssh_authorized_keys), costing no call; with any other user data, which
@@ -59,6 +62,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds each request. Zero: 30s.
 	Timeout time.Duration
+	// PollInterval is the first wait before polling a delete action
+	// again; later waits grow (see pollGap). Zero: 500ms.
+	PollInterval time.Duration
 	// ShutdownTimeout is how long an ACPI shutdown has before a Stop
 	// called again powers the server off, and how long a Start is taken
 	// to be under way. Zero: 60s.
@@ -71,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 500 * time.Millisecond
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 60 * time.Second
@@ -269,8 +278,9 @@ func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) 
 	return cloud.StatusStopping, nil
 }
 
-// Delete deletes the server without waiting for the action; a server that
-// is gone is deleted.
+// Delete deletes the server and waits for the action, so that what the
+// server counted against the project is free when it returns; a server
+// that is gone is deleted.
 func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	srv, err := parseID(ref.ID)
 	if err != nil {
@@ -284,7 +294,7 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 		return classify(err, resp)
 	}
 	d.asked.Forget(ref.ID)
-	return actionError(res.Action)
+	return d.wait(ctx, res.Action)
 }
 
 // Budget is the rate limit the last response stated.
@@ -303,6 +313,54 @@ func actionError(a *hcloud.Action) error {
 		return classify(err, nil)
 	}
 	return nil
+}
+
+// wait polls the action until it finishes (see pollGap). It polls
+// GET /actions/{id} itself, rather than with hcloud-go's WaitFor, to keep
+// each response for classifying its error.
+func (d *Driver) wait(ctx context.Context, a *hcloud.Action) error {
+	if a == nil {
+		return nil
+	}
+	for n := 0; a.Status == hcloud.ActionStatusRunning; n++ {
+		if err := sleep(ctx, d.pollGap(n)); err != nil {
+			return err
+		}
+		got, resp, err := d.client.Action.GetByID(ctx, a.ID)
+		if err != nil {
+			return classify(err, resp)
+		}
+		if got == nil {
+			return &cloud.Error{Kind: cloud.Retryable, Message: fmt.Sprintf("action %d not found", a.ID)}
+		}
+		a = got
+	}
+	if err := a.Error(); err != nil {
+		return classify(err, nil)
+	}
+	return nil
+}
+
+// pollGap is the wait before the nth poll of something slow: PollInterval,
+// growing by half each time up to ten times it, so that waiting on a slow
+// action spends few of the project's 3,600 requests an hour.
+func (d *Driver) pollGap(n int) time.Duration {
+	gap := d.cfg.PollInterval
+	for range min(n, 6) { // 1.5^6 ≈ 11
+		gap += gap / 2
+	}
+	return min(gap, 10*d.cfg.PollInterval)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return classify(ctx.Err(), nil)
+	}
 }
 
 func parseID(serverID string) (*hcloud.Server, error) {

@@ -45,6 +45,7 @@ func setup(t testing.TB, ecfg hetznertest.Config, opts ...func(*Config)) env {
 		Token:           token,
 		Endpoint:        srv.URL + "/v1",
 		Timeout:         2 * time.Second,
+		PollInterval:    5 * time.Millisecond,
 		ShutdownTimeout: 300 * time.Millisecond,
 	}
 	for _, o := range opts {
@@ -213,7 +214,9 @@ func TestDelete(t *testing.T) {
 	if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	testenv.Eventually(t, 5*time.Second, "gone", func() bool { return e.status(t, id) == "" })
+	if servers, err := e.d.List(ctx); err != nil || len(servers) != 0 {
+		t.Errorf("List after Delete = %v, %v", servers, err)
+	}
 	if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 		t.Errorf("second Delete: %v", err)
 	}
@@ -507,7 +510,7 @@ func TestCallsPerMethod(t *testing.T) {
 			_, err := e.d.Start(ctx, cloud.Ref{ID: id})
 			return err
 		}, 1},
-		{"Delete", func() error { return e.d.Delete(ctx, cloud.Ref{ID: id}) }, 1},
+		{"Delete", func() error { return e.d.Delete(ctx, cloud.Ref{ID: id}) }, 4},
 	}
 	for _, s := range steps {
 		e.emu.Faults().Reset()
@@ -625,4 +628,22 @@ func BenchmarkSweep100(b *testing.B) {
 	}
 	total, _ := e.emu.Faults().Total()
 	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
+}
+
+// TestPollGap: waits on a slow action grow by half up to ten times the
+// poll interval, so a 20 s action costs a handful of requests, not 40.
+func TestPollGap(t *testing.T) {
+	d := &Driver{cfg: Config{PollInterval: 500 * time.Millisecond}}
+	var total time.Duration
+	polls := 0
+	for total < 20*time.Second {
+		total += d.pollGap(polls)
+		polls++
+	}
+	if d.pollGap(0) != 500*time.Millisecond || d.pollGap(1) != 750*time.Millisecond || d.pollGap(100) != 5*time.Second {
+		t.Fatalf("gaps %v %v %v", d.pollGap(0), d.pollGap(1), d.pollGap(100))
+	}
+	if polls > 9 {
+		t.Fatalf("a 20 s action takes %d polls", polls)
+	}
 }
