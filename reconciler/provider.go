@@ -153,6 +153,9 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 			obs.server, obs.serverAt, obs.status, obs.addresses = nil, nil, "", nil
 		}
 	}
+	if obs.status == cloud.StatusStarting || obs.status == cloud.StatusStopping {
+		a.awaitChange(r.cfg.SweepInterval)
+	}
 	obs.at = time.Now()
 	return err
 }
