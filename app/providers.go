@@ -16,14 +16,15 @@ import (
 
 // DriverOptions tune every provider driver of a reconciler.
 type DriverOptions struct {
-	// PollInterval is how often actions and tasks are polled. Zero: the
+	// PollInterval is how often the tasks and actions a driver waits for
+	// are polled (see each driver's doc for which it waits for). Zero: the
 	// driver's default (500ms).
 	PollInterval time.Duration
 	// Timeout bounds each request to a provider. Zero: the driver's
 	// default (30s).
 	Timeout time.Duration
-	// ShutdownTimeout is how long a stop waits for an ACPI shutdown before
-	// powering off. Zero: the driver's default (60s).
+	// ShutdownTimeout is how long an ACPI shutdown has before the server
+	// is powered off. Zero: the driver's default (60s).
 	ShutdownTimeout time.Duration
 	// Endpoints is the operator's policy on where accounts may send
 	// requests (BC_PROVIDER_ENDPOINTS, BC_PROVIDER_ALLOW_PRIVATE), checked

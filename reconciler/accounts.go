@@ -34,6 +34,9 @@ type account struct {
 	lastCall    time.Time
 	// inflight calls have taken from the budget the provider last stated.
 	inflight int
+	// changingUntil: a start or stop asked of one of its servers may still
+	// be under way (sweep.go, awaitChange).
+	changingUntil time.Time
 }
 
 // accounts caches one account per provider account, so its pace is shared

@@ -30,8 +30,17 @@ func TestPacing(t *testing.T) {
 			if got := spacing(c.b, now); got != c.gap {
 				t.Errorf("spacing = %v, want %v", got, c.gap)
 			}
-			if got := sweepInterval(10*time.Second, c.b); got != c.interval {
+			if got := sweepInterval(10*time.Second, c.b, false); got != c.interval {
 				t.Errorf("sweepInterval = %v, want %v", got, c.interval)
+			}
+			// A start or stop under way quickens the sweep, unless the budget
+			// is short.
+			want := c.interval
+			if want == 10*time.Second {
+				want = 2500 * time.Millisecond
+			}
+			if got := sweepInterval(10*time.Second, c.b, true); got != want {
+				t.Errorf("sweepInterval while changing = %v, want %v", got, want)
 			}
 		})
 	}

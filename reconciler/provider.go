@@ -119,7 +119,9 @@ func (o observation) params(id uuid.UUID) sqlc.SetProviderServerParams {
 }
 
 // callProvider makes a step's call and records in obs what it made of the
-// server. A call that succeeded says what the server is now.
+// server. A call that succeeded says what the server is now: a start or
+// stop the provider carries on alone leaves it starting or stopping, and
+// the sweep's next list, seeing it running or stopped, wakes the instance.
 func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *account, inst sqlc.Instance, c call, obs *observation) error {
 	var err error
 	switch c {
@@ -130,18 +132,29 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 			obs.server, obs.serverAt, obs.status, obs.addresses = &srv.ID, &now, srv.Status, srv.Addresses
 		}
 	case callStart:
-		if err = a.call(ctx, "start server", func(ctx context.Context) error { return a.driver.Start(ctx, serverOf(inst)) }); err == nil {
-			obs.status = cloud.StatusRunning
+		var status cloud.Status
+		if err = a.call(ctx, "start server", func(ctx context.Context) (err error) {
+			status, err = a.driver.Start(ctx, serverOf(inst))
+			return err
+		}); err == nil {
+			obs.status = status
 		}
 	case callStop:
-		if err = a.call(ctx, "stop server", func(ctx context.Context) error { return a.driver.Stop(ctx, serverOf(inst)) }); err == nil {
-			obs.status = cloud.StatusStopped
+		var status cloud.Status
+		if err = a.call(ctx, "stop server", func(ctx context.Context) (err error) {
+			status, err = a.driver.Stop(ctx, serverOf(inst))
+			return err
+		}); err == nil {
+			obs.status = status
 		}
 	case callDelete:
 		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, serverOf(inst)) })
 		if err == nil || cloud.KindOf(err) == cloud.NotFound {
 			obs.server, obs.serverAt, obs.status, obs.addresses = nil, nil, "", nil
 		}
+	}
+	if obs.status == cloud.StatusStarting || obs.status == cloud.StatusStopping {
+		a.awaitChange(r.cfg.SweepInterval)
 	}
 	obs.at = time.Now()
 	return err

@@ -102,10 +102,16 @@ type Driver interface {
 	// FindBootstrap returns the machines carrying a provider bootstrap's
 	// BootstrapLabel: the look-up before a bootstrap's create.
 	FindBootstrap(ctx context.Context, bootstrapID string) ([]Server, error)
-	// Start powers a server on.
-	Start(ctx context.Context, s Ref) error
-	// Stop shuts a server down, powering it off if it does not stop.
-	Stop(ctx context.Context, s Ref) error
+	// Start powers a server on and returns its status as the call leaves
+	// it: running when the driver waited, starting when the provider goes
+	// on alone and the next List shows the server running. A Start repeated
+	// while the first is under way makes no call (Asked).
+	Start(ctx context.Context, s Ref) (Status, error)
+	// Stop shuts a server down, powering it off if it does not stop, and
+	// returns its status as the call leaves it: stopped or stopping, as
+	// with Start. A Stop repeated while the shutdown is under way makes no
+	// call; once the shutdown has had its time, it powers the server off.
+	Stop(ctx context.Context, s Ref) (Status, error)
 	// Delete removes a server; deleting one that is gone succeeds.
 	Delete(ctx context.Context, s Ref) error
 	// Budget is what the provider last said of the account's rate limit.

@@ -151,7 +151,3 @@ func retryAfter(resp *hcloud.Response, now time.Time) time.Duration {
 func invalid(msg string) *cloud.Error {
 	return &cloud.Error{Kind: cloud.Invalid, Message: msg}
 }
-
-func notFound(id int64) *cloud.Error {
-	return &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("server %d not found", id)}
-}

@@ -11,12 +11,18 @@
 //	List     1 GET /servers?label_selector=…&per_page=50 per 50 servers.
 //	Find     1 GET /servers?label_selector=…=<instance ID>.
 //	FindBootstrap  the same, by cloud.BootstrapLabel.
-//	Start    1 POST poweron + 1 GET /actions/{id} per PollInterval until
-//	         the action finishes.
-//	Stop     1 POST shutdown + action polls + 1 GET /servers/{id} per
-//	         PollInterval until the server is off; after ShutdownTimeout,
-//	         1 POST poweroff + action polls.
-//	Delete   1 DELETE + action polls; a server already gone is success.
+//	Start    1 POST poweron; none while a start it asked is under way.
+//	Stop     1 POST shutdown; none while that shutdown is under way
+//	         (ShutdownTimeout); after it, 1 POST poweroff.
+//	Delete   1 DELETE + 1 GET /actions/{id} per PollInterval until the
+//	         action finishes; a server already gone is success.
+//
+// Create, Start and Stop do not wait for their actions: the actions the
+// API returns are checked for an error they already have, and the sweep's
+// next List sees the server running or off (cloud.Asked). Each costs one
+// call, not one plus a poll per PollInterval. Delete waits: the instance's
+// quota is released when it returns, and the server must no longer count
+// against the project's limit by then.
 //
 // SSH keys: with empty user data they go into a generated #cloud-config
 // (ssh_authorized_keys), costing no call; with any other user data, which
@@ -56,12 +62,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Timeout bounds each request. Zero: 30s.
 	Timeout time.Duration
-	// PollInterval is the first wait before polling an action or a
-	// shutting-down server again; later waits grow (see pollGap). Zero:
-	// 500ms.
+	// PollInterval is the first wait before polling a delete action
+	// again; later waits grow (see pollGap). Zero: 500ms.
 	PollInterval time.Duration
-	// ShutdownTimeout is how long Stop waits for an ACPI shutdown before
-	// powering the server off. Zero: 60s.
+	// ShutdownTimeout is how long an ACPI shutdown has before a Stop
+	// called again powers the server off, and how long a Start is taken
+	// to be under way. Zero: 60s.
 	ShutdownTimeout time.Duration
 }
 
@@ -89,6 +95,8 @@ type Driver struct {
 
 	mu     sync.Mutex
 	budget cloud.Budget
+	// asked are the power changes under way (Start, Stop).
+	asked cloud.Asked
 }
 
 var _ cloud.Driver = (*Driver)(nil)
@@ -124,7 +132,6 @@ func New(cfg Config) (*Driver, error) {
 		hcloud.WithApplication("better-compute", ""),
 		// No retries: the reconciler retries, and a 429 must reach it.
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(0), MaxRetries: 0}),
-		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(cfg.PollInterval)}),
 	)
 	return d, nil
 }
@@ -170,10 +177,8 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 		return cloud.Server{}, classify(err, resp)
 	}
 	for _, a := range append([]*hcloud.Action{res.Action}, res.NextActions...) {
-		if a != nil {
-			if err := a.Error(); err != nil {
-				return cloud.Server{}, classify(err, nil)
-			}
+		if err := actionError(a); err != nil {
+			return cloud.Server{}, err
 		}
 	}
 	if res.Server == nil {
@@ -223,63 +228,59 @@ func (d *Driver) list(ctx context.Context, selector string) ([]cloud.Server, err
 	}
 }
 
-// Start powers the server on and waits for the action. Hetzner never gives
-// a deleted server's ID again, so calls by ID need no label check.
-func (d *Driver) Start(ctx context.Context, ref cloud.Ref) error {
+// Start powers the server on and returns it starting, without waiting for
+// the action: the next List shows it running. Hetzner never gives a
+// deleted server's ID again, so calls by ID need no label check.
+func (d *Driver) Start(ctx context.Context, ref cloud.Ref) (cloud.Status, error) {
 	srv, err := parseID(ref.ID)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if ago, ok := d.asked.Since(ref.ID, cloud.StatusStarting); ok && ago < d.cfg.ShutdownTimeout {
+		return cloud.StatusStarting, nil
 	}
 	a, resp, err := d.client.Server.Poweron(ctx, srv)
 	if err != nil {
-		return classify(err, resp)
+		return "", classify(err, resp)
 	}
-	return d.wait(ctx, a)
+	if err := actionError(a); err != nil {
+		return "", err
+	}
+	d.asked.Ask(ref.ID, cloud.StatusStarting)
+	return cloud.StatusStarting, nil
 }
 
-// Stop shuts the server down by ACPI and waits up to ShutdownTimeout for it
-// to be off; then it powers it off.
-func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) error {
+// Stop shuts the server down by ACPI and returns it stopping, without
+// waiting: the next List shows it off. Called again within
+// ShutdownTimeout of the shutdown it makes no call; called after, it
+// powers the server off.
+func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) {
 	srv, err := parseID(ref.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
-	a, resp, err := d.client.Server.Shutdown(ctx, srv)
+	ago, asked := d.asked.Since(ref.ID, cloud.StatusStopping)
+	if asked && ago < d.cfg.ShutdownTimeout {
+		return cloud.StatusStopping, nil
+	}
+	power := d.client.Server.Shutdown
+	if asked {
+		power = d.client.Server.Poweroff // the guest ignored the shutdown
+	}
+	a, resp, err := power(ctx, srv)
 	if err != nil {
-		return classify(err, resp)
+		return "", classify(err, resp)
 	}
-	if err := d.wait(ctx, a); err != nil {
-		return err
+	if err := actionError(a); err != nil {
+		return "", err
 	}
-	deadline := time.Now().Add(d.cfg.ShutdownTimeout)
-	for n := 0; ; n++ {
-		s, resp, err := d.client.Server.GetByID(ctx, srv.ID)
-		if err != nil {
-			return classify(err, resp)
-		}
-		if s == nil {
-			return notFound(srv.ID)
-		}
-		if s.Status == hcloud.ServerStatusOff {
-			return nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			break
-		}
-		if err := sleep(ctx, min(left, d.pollGap(n))); err != nil {
-			return err
-		}
-	}
-	a, resp, err = d.client.Server.Poweroff(ctx, srv)
-	if err != nil {
-		return classify(err, resp)
-	}
-	return d.wait(ctx, a)
+	d.asked.Ask(ref.ID, cloud.StatusStopping)
+	return cloud.StatusStopping, nil
 }
 
-// Delete deletes the server and waits for the action; a server that is
-// gone is deleted.
+// Delete deletes the server and waits for the action, so that what the
+// server counted against the project is free when it returns; a server
+// that is gone is deleted.
 func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	srv, err := parseID(ref.ID)
 	if err != nil {
@@ -292,6 +293,7 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 		}
 		return classify(err, resp)
 	}
+	d.asked.Forget(ref.ID)
 	return d.wait(ctx, res.Action)
 }
 
@@ -300,6 +302,17 @@ func (d *Driver) Budget() cloud.Budget {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.budget
+}
+
+// actionError is the error of an action the API returned already failed.
+func actionError(a *hcloud.Action) error {
+	if a == nil {
+		return nil
+	}
+	if err := a.Error(); err != nil {
+		return classify(err, nil)
+	}
+	return nil
 }
 
 // wait polls the action until it finishes (see pollGap). It polls

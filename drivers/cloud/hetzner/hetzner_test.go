@@ -157,14 +157,24 @@ func TestStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t, hetznertest.Config{IgnoreShutdown: tc.ignore})
 			id := e.running(t, "i-1")
+			ctx := context.Background()
 			start := time.Now()
-			if err := e.d.Stop(context.Background(), cloud.Ref{ID: id}); err != nil {
-				t.Fatalf("Stop: %v", err)
+			if got, err := e.d.Stop(ctx, cloud.Ref{ID: id}); err != nil || got != cloud.StatusStopping {
+				t.Fatalf("Stop = %q, %v; want stopping", got, err)
 			}
-			if got := e.status(t, id); got != cloud.StatusStopped {
-				t.Errorf("status after Stop = %q, want stopped", got)
-			}
+			// Stop again, as the reconciler does when a sweep lists the
+			// server still running: no call until the shutdown's time is up,
+			// then a poweroff.
+			testenv.Eventually(t, 5*time.Second, "off", func() bool {
+				if _, err := e.d.Stop(ctx, cloud.Ref{ID: id}); err != nil {
+					t.Fatalf("Stop again: %v", err)
+				}
+				return e.emu.Servers()[0].Status == "off"
+			})
 			calls := e.emu.Faults().Calls()
+			if n := calls["POST /v1/servers/{id}/actions/shutdown"]; n != 1 {
+				t.Errorf("shutdown calls = %d, want 1 (%v)", n, calls)
+			}
 			if n := calls["POST /v1/servers/{id}/actions/poweroff"]; n != tc.poweroffs {
 				t.Errorf("poweroff calls = %d, want %d (%v)", n, tc.poweroffs, calls)
 			}
@@ -183,12 +193,18 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "stopped", func() bool { return e.status(t, s.ID) == cloud.StatusStopped })
-	if err := e.d.Start(ctx, cloud.Ref{ID: s.ID}); err != nil {
-		t.Fatalf("Start: %v", err)
+	if got, err := e.d.Start(ctx, cloud.Ref{ID: s.ID}); err != nil || got != cloud.StatusStarting {
+		t.Fatalf("Start = %q, %v; want starting", got, err)
 	}
-	if got := e.status(t, s.ID); got != cloud.StatusRunning {
-		t.Errorf("status after Start = %q, want running", got)
+	// A Start repeated while the first is under way makes no call.
+	e.emu.Faults().Reset()
+	if _, err := e.d.Start(ctx, cloud.Ref{ID: s.ID}); err != nil {
+		t.Fatal(err)
 	}
+	if total, _ := e.emu.Faults().Total(); total != 0 {
+		t.Errorf("a repeated Start made %d calls", total)
+	}
+	testenv.Eventually(t, 5*time.Second, "running", func() bool { return e.status(t, s.ID) == cloud.StatusRunning })
 }
 
 func TestDelete(t *testing.T) {
@@ -204,21 +220,24 @@ func TestDelete(t *testing.T) {
 	if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 		t.Errorf("second Delete: %v", err)
 	}
-	for name, op := range map[string]func(context.Context, cloud.Ref) error{"Start": e.d.Start, "Stop": e.d.Stop} {
+	for name, op := range map[string]func(context.Context, cloud.Ref) (cloud.Status, error){"Start": e.d.Start, "Stop": e.d.Stop} {
 		t.Run(name+" on deleted", func(t *testing.T) {
-			wantKind(t, op(ctx, cloud.Ref{ID: id}), cloud.NotFound)
+			_, err := op(ctx, cloud.Ref{ID: id})
+			wantKind(t, err, cloud.NotFound)
 		})
 	}
 	t.Run("behind our back", func(t *testing.T) {
 		id := e.running(t, "i-2")
 		e.emu.DeleteServer(mustID(t, id))
-		wantKind(t, e.d.Start(ctx, cloud.Ref{ID: id}), cloud.NotFound)
+		_, err := e.d.Start(ctx, cloud.Ref{ID: id})
+		wantKind(t, err, cloud.NotFound)
 		if err := e.d.Delete(ctx, cloud.Ref{ID: id}); err != nil {
 			t.Errorf("Delete: %v", err)
 		}
 	})
 	t.Run("malformed ID", func(t *testing.T) {
-		wantKind(t, e.d.Start(ctx, cloud.Ref{ID: "web-1"}), cloud.Invalid)
+		_, err := e.d.Start(ctx, cloud.Ref{ID: "web-1"})
+		wantKind(t, err, cloud.Invalid)
 	})
 }
 
@@ -316,7 +335,8 @@ func TestErrors(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return e.d.Start(ctx, cloud.Ref{ID: s.ID})
+				_, err = e.d.Start(ctx, cloud.Ref{ID: s.ID})
+				return err
 			},
 			kind: cloud.Retryable,
 		},
@@ -464,9 +484,7 @@ func TestFind(t *testing.T) {
 
 // TestCallsPerMethod measures the calls of each method in the normal case.
 func TestCallsPerMethod(t *testing.T) {
-	e := setup(t, hetznertest.Config{ActionDuration: 20 * time.Millisecond}, func(c *Config) {
-		c.PollInterval = 15 * time.Millisecond
-	})
+	e := setup(t, hetznertest.Config{ActionDuration: 20 * time.Millisecond})
 	ctx := context.Background()
 	var id string
 	steps := []struct {
@@ -483,9 +501,15 @@ func TestCallsPerMethod(t *testing.T) {
 		{"Stop", func() error {
 			testenv.Eventually(t, 5*time.Second, "running", func() bool { return e.emu.Servers()[0].Status == "running" })
 			e.emu.Faults().Reset()
-			return e.d.Stop(ctx, cloud.Ref{ID: id})
-		}, 8},
-		{"Start", func() error { return e.d.Start(ctx, cloud.Ref{ID: id}) }, 4},
+			_, err := e.d.Stop(ctx, cloud.Ref{ID: id})
+			return err
+		}, 1},
+		{"Start", func() error {
+			testenv.Eventually(t, 5*time.Second, "off", func() bool { return e.emu.Servers()[0].Status == "off" })
+			e.emu.Faults().Reset()
+			_, err := e.d.Start(ctx, cloud.Ref{ID: id})
+			return err
+		}, 1},
 		{"Delete", func() error { return e.d.Delete(ctx, cloud.Ref{ID: id}) }, 4},
 	}
 	for _, s := range steps {

@@ -13,12 +13,18 @@
 //	Find    1   the same, filtered by instance ID
 //	Create  3 + N, + 1 + N with DiskGB, + 1 with PowerOn: GET /cluster/nextid,
 //	        POST clone, polls, [PUT resize, polls], PUT config, [POST status/start]
-//	Start   1 + N: POST status/start, polls
-//	Stop    1 + N: POST status/shutdown {timeout}, polls; when the guest has
-//	        not stopped within ShutdownTimeout, + 1 + N: POST status/stop
-//	        {overrule-shutdown=1}, polls
-//	Delete  1 + N: DELETE ?purge=1&destroy-unreferenced-disks=1, polls; a
-//	        running VM is refused first, then + 1 + N stop + 1 + N delete
+//	Start   2: GET status/current (identity), POST status/start; none
+//	        while a start it asked is under way
+//	Stop    2: GET status/current, POST status/shutdown {timeout,
+//	        forceStop=1}; none while that shutdown is under way
+//	Delete  2 + N: GET status/current, DELETE ?purge=1&destroy-unreferenced-disks=1,
+//	        polls; a running VM (status/current says) + 1 + N: POST
+//	        status/stop {overrule-shutdown=1}, polls
+//
+// Start and Stop, and Create's start, do not wait for their tasks: the
+// next List shows the VM running or stopped (cloud.Asked). pve's
+// shutdown with forceStop=1 powers the VM off itself when the guest
+// ignores ACPI for the timeout, so no second call is needed for that.
 //
 // Create does not wait for the start task: the server is returned
 // starting. Stop's overrule-shutdown needs Proxmox VE 8.1 or later.
@@ -132,6 +138,8 @@ type Driver struct {
 	cfg     Config
 	client  *pve.Client
 	cloneMu sync.Mutex // see clone
+	// asked are the power changes under way (Create, Start, Stop).
+	asked cloud.Asked
 }
 
 var _ cloud.Driver = (*Driver)(nil)
@@ -295,32 +303,33 @@ func parseID(serverID string) (int, error) {
 	return id, nil
 }
 
-// vmOf returns the VMID of ref, NotFound when that VM is not ref's
-// instance's: Proxmox gives a deleted VM's ID to the next clone, so a call
-// retried by ID could otherwise reach another instance's VM (cloud.Ref).
-func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (int, error) {
-	vmid, err := parseID(ref.ID)
-	if err != nil {
-		return 0, err
+// vmOf returns the VMID of ref and its pve status ("running",
+// "stopped"), NotFound when that VM is not ref's instance's: Proxmox gives
+// a deleted VM's ID to the next clone, so a call retried by ID could
+// otherwise reach another instance's VM (cloud.Ref).
+func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (vmid int, status string, err error) {
+	if vmid, err = parseID(ref.ID); err != nil {
+		return 0, "", err
 	}
 	var st struct {
-		Name string `json:"name"`
+		Name   string `json:"name"`
+		Status string `json:"status"`
 	}
 	if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, d.vmPath(vmid)+"/status/current", &st)
 	}); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if ref.BootstrapID != "" {
 		if id, ours := BootstrapID(st.Name); !ours || id != ref.BootstrapID {
-			return 0, &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not bootstrap %s's", vmid, ref.BootstrapID)}
+			return 0, "", &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not bootstrap %s's", vmid, ref.BootstrapID)}
 		}
-		return vmid, nil
+		return vmid, st.Status, nil
 	}
 	if id, ours := InstanceID(st.Name); !ours || id != ref.InstanceID {
-		return 0, &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not instance %s's", vmid, ref.InstanceID)}
+		return 0, "", &cloud.Error{Kind: cloud.NotFound, Message: fmt.Sprintf("VM %d is not instance %s's", vmid, ref.InstanceID)}
 	}
-	return vmid, nil
+	return vmid, st.Status, nil
 }
 
 // resource is a row of /cluster/resources, the fields List reads
@@ -474,10 +483,7 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 	}
 	srv := cloud.Server{ID: strconv.Itoa(vmid), InstanceID: req.InstanceID, BootstrapID: req.BootstrapID, Status: cloud.StatusStopped}
 	if req.PowerOn {
-		if err := d.call(ctx, func(ctx context.Context) error {
-			_, err := d.vm(vmid).Start(ctx)
-			return err
-		}); err != nil {
+		if err := d.start(ctx, vmid); err != nil {
 			return cloud.Server{}, err
 		}
 		srv.Status = cloud.StatusStarting
@@ -571,56 +577,60 @@ func (d *Driver) cleanup(ctx context.Context, vmid int) {
 	_ = d.destroy(ctx, vmid)
 }
 
-// Start powers a VM on and waits for its start task.
-func (d *Driver) Start(ctx context.Context, ref cloud.Ref) error {
-	vmid, err := d.vmOf(ctx, ref)
+// Start powers a VM on and returns it starting, without waiting for the
+// start task: the next List shows it running. A start it asked less than
+// ShutdownTimeout ago is under way: it makes no call.
+func (d *Driver) Start(ctx context.Context, ref cloud.Ref) (cloud.Status, error) {
+	if ago, ok := d.asked.Since(ref.ID, cloud.StatusStarting); ok && ago < d.cfg.ShutdownTimeout {
+		return cloud.StatusStarting, nil
+	}
+	vmid, _, err := d.vmOf(ctx, ref)
 	if err != nil {
-		return err
+		return "", err
 	}
-	var t *pve.Task
-	if err := d.call(ctx, func(ctx context.Context) (err error) {
-		t, err = d.vm(vmid).Start(ctx)
-		return err
-	}); err != nil {
-		return err
+	if err := d.start(ctx, vmid); err != nil {
+		return "", err
 	}
-	if err := d.run(ctx, t, "start"); err != nil && !says(err, "already running") {
-		return err
-	}
-	return nil
+	return cloud.StatusStarting, nil
 }
 
-// Stop shuts a VM down by ACPI and powers it off when it has not stopped
-// within ShutdownTimeout.
-func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) error {
-	vmid, err := d.vmOf(ctx, ref)
-	if err != nil {
+// start asks pve to start a VM and remembers it asked.
+func (d *Driver) start(ctx context.Context, vmid int) error {
+	err := d.call(ctx, func(ctx context.Context) error {
+		_, err := d.vm(vmid).Start(ctx)
 		return err
+	})
+	if err == nil {
+		d.asked.Ask(strconv.Itoa(vmid), cloud.StatusStarting)
 	}
+	return err
+}
+
+// Stop asks pve to shut a VM down by ACPI and to power it off when the
+// guest has not stopped within ShutdownTimeout (forceStop), and returns
+// it stopping without waiting for the task: the next List shows it
+// stopped. A stop it asked less than twice that timeout ago (in whole
+// seconds, as pve takes it) is under way: it makes no call.
+func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) {
 	secs := int((d.cfg.ShutdownTimeout + time.Second - 1) / time.Second)
-	var t *pve.Task
+	if ago, ok := d.asked.Since(ref.ID, cloud.StatusStopping); ok && ago < 2*time.Duration(secs)*time.Second {
+		return cloud.StatusStopping, nil
+	}
+	vmid, _, err := d.vmOf(ctx, ref)
+	if err != nil {
+		return "", err
+	}
 	err = d.call(ctx, func(ctx context.Context) error {
-		var upid pve.UPID
-		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/shutdown", map[string]any{"timeout": secs}, &upid)
-		t = pve.NewTask(upid, d.client)
-		return err
+		return d.client.Post(ctx, d.vmPath(vmid)+"/status/shutdown", map[string]any{"timeout": secs, "forceStop": 1}, nil)
 	})
 	switch {
 	case says(err, "not running"):
-		return nil
+		return cloud.StatusStopped, nil
 	case err != nil:
-		return err
+		return "", err
 	}
-	ended, err := d.wait(ctx, t, d.cfg.ShutdownTimeout)
-	switch {
-	case ended && err == nil:
-		return nil
-	case is(err, cloud.NotFound), ctx.Err() != nil:
-		return err
-	}
-	// The guest ignored ACPI (the task is still running or failed with
-	// "got timeout"): power it off, aborting the shutdown task.
-	return d.powerOff(ctx, vmid)
+	d.asked.Ask(ref.ID, cloud.StatusStopping)
+	return cloud.StatusStopping, nil
 }
 
 // powerOff stops a VM hard and waits for the stop task.
@@ -638,23 +648,32 @@ func (d *Driver) powerOff(ctx context.Context, vmid int) error {
 }
 
 // Delete powers a VM off if it runs and destroys it with its disks; a VM
-// that is gone is deleted.
+// that is gone is deleted. The status the identity check reads says
+// whether it runs: a running VM's DELETE is not tried first to be refused.
 func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
-	vmid, err := d.vmOf(ctx, ref)
+	vmid, status, err := d.vmOf(ctx, ref)
 	if is(err, cloud.NotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	err = d.destroy(ctx, vmid)
-	if says(err, "is running") {
+	if status != "stopped" {
+		err = d.powerOff(ctx, vmid)
+	}
+	if err == nil {
+		err = d.destroy(ctx, vmid)
+	}
+	if says(err, "is running") { // started since the check
 		if err = d.powerOff(ctx, vmid); err == nil {
 			err = d.destroy(ctx, vmid)
 		}
 	}
 	if is(err, cloud.NotFound) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		d.asked.Forget(ref.ID)
 	}
 	return err
 }
