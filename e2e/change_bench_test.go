@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,12 +34,26 @@ const changes = 30
 // over all of them, the share delivered, and serve's own commit → hub
 // latency (bc_live_event_latency_seconds) over the run. The clients run in
 // the benchmark's process, beside serve on the same cores.
+//
+// With BC_BENCH_PROFILE=dir, serve and reconcile serve their profiles
+// (BC_PPROF) and the benchmark writes each one's CPU profile and execution
+// trace of the first profileFor of its changes into dir; give it
+// -benchtime 20x or so for the changes to last that long.
 func BenchmarkChangeToEvent(b *testing.B) {
+	profileDir := os.Getenv("BC_BENCH_PROFILE")
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("%d-subscribers", n), func(b *testing.B) {
 			b.StopTimer()
-			c := start(b, options{hosts: 1, reconcilers: 1, hostVcpus: 100_000,
-				serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000"}})
+			o := options{hosts: 1, reconcilers: 1, hostVcpus: 100_000,
+				serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000"}}
+			reconcileOps := ""
+			if profileDir != "" {
+				reconcileOps = "http://" + freeAddr(b)
+				o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
+				o.reconcileEnv = []string{"BC_PPROF=true"}
+				o.reconcileArgs = []string{"--metrics-listen", strings.TrimPrefix(reconcileOps, "http://")}
+			}
+			c := start(b, o)
 			ws := "ws" + strings.TrimPrefix(c.url, "http") + "/graphql"
 			w := watchChanges(b, n, func(ctx context.Context, ready func()) client {
 				return instanceClient(b, ctx, ws, c.member, ready)
@@ -44,6 +61,10 @@ func BenchmarkChangeToEvent(b *testing.B) {
 			hub0 := histogram(b, c.url, "bc_live_event_latency_seconds")
 			var lat []time.Duration
 			sent := 0
+			profiled := func() {}
+			if profileDir != "" {
+				profiled = profile(b, filepath.Join(profileDir, strconv.Itoa(n)), map[string]string{"serve": c.url, "reconcile": reconcileOps})
+			}
 			for i := range b.N {
 				for j := range changes {
 					name := fmt.Sprintf("chg-%d-%d", i, j)
@@ -58,6 +79,7 @@ func BenchmarkChangeToEvent(b *testing.B) {
 					sent++
 				}
 			}
+			profiled()
 			lat = w.close()
 			hub := histogram(b, c.url, "bc_live_event_latency_seconds").minus(hub0)
 			slices.Sort(lat)
@@ -70,6 +92,43 @@ func BenchmarkChangeToEvent(b *testing.B) {
 			b.ReportMetric(1000*hub.quantile(0.99), "hub-p99-ms")
 		})
 	}
+}
+
+// profileFor is how long BC_BENCH_PROFILE's profiles and traces last.
+const profileFor = 5 * time.Second
+
+// profile takes a CPU profile and an execution trace of each process
+// (name → its URL serving /debug/pprof/) at once, for profileFor, into
+// files prefix-name.cpu and prefix-name.trace; the function it returns
+// waits for them.
+func profile(b *testing.B, prefix string, procs map[string]string) (wait func()) {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	secs := strconv.Itoa(int(profileFor.Seconds()))
+	for name, url := range procs {
+		for kind, path := range map[string]string{"cpu": "profile", "trace": "trace"} {
+			wg.Go(func() {
+				resp, err := http.Get(url + "/debug/pprof/" + path + "?seconds=" + secs)
+				if err != nil {
+					b.Errorf("%s %s: %v", name, kind, err)
+					return
+				}
+				defer resp.Body.Close()
+				f, err := os.Create(prefix + "-" + name + "." + kind)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer f.Close()
+				if _, err := io.Copy(f, resp.Body); err != nil {
+					b.Errorf("%s %s: %v", name, kind, err)
+				}
+			})
+		}
+	}
+	return wg.Wait
 }
 
 // client is one subscriber of the harness: next blocks for the next
