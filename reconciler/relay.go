@@ -23,7 +23,9 @@ import (
 //
 // It reads the outbox when woken by the outbox_notify trigger, and again
 // at once only after a full batch: a row committed while it worked wakes
-// it again, and the ticker is the backstop for a lost notification.
+// it again, and the ticker is the backstop for a lost notification. A
+// wake-up already waiting when it starts to read is dropped: its rows
+// were committed before the read, which sees them.
 func (r *Reconciler) relay(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	go r.listen(ctx, wake)
@@ -31,6 +33,10 @@ func (r *Reconciler) relay(ctx context.Context) error {
 	defer tick.Stop()
 	failures := 0
 	for {
+		select {
+		case <-wake:
+		default:
+		}
 		n, err := r.relayBatch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
