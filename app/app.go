@@ -176,6 +176,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 	handler := server.New(server.Config{
 		DB: s.db, Redis: s.redis, Service: s.Service, Hosts: gw.Handler(), Live: hub, MaxConnections: cfg.MaxConnections, MaxUnread: cfg.LiveMaxUnread, Logger: cfg.Logger, AllowedOrigins: cfg.AllowedOrigins,
 		RateLimit: limiter,
+		Profiles:  cfg.Profiles,
 		GraphQL:   cfg.GraphQL,
 		Metrics:   gw.Collectors(),
 	})

@@ -43,9 +43,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binary builds better-compute once per test process.
+// binary builds better-compute once per test process. BC_E2E_BINARY names
+// a binary to run instead, such as an older commit's for a benchmark's
+// before and after in one run.
 func binary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("BC_E2E_BINARY"); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		if binDir, buildErr = os.MkdirTemp("", "e2e-bin-"); buildErr != nil {
 			return

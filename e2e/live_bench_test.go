@@ -57,7 +57,7 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 		dial.Add(1)
 		sem <- struct{}{}
 		go func() {
-			conn := dialSubscriber(b, ctx, ws, c.member, func() { <-sem; dial.Done() })
+			conn := dialSubscriber(b, ctx, ws, c.member, instanceEventsQuery, func() { <-sem; dial.Done() })
 			defer conn.CloseNow()
 			seen := 0
 			local := make([]time.Duration, 0, events)
@@ -125,8 +125,12 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 	b.ReportMetric(float64(len(lat))/took.Seconds(), "deliveries/s")
 }
 
-// dialSubscriber connects, authenticates and subscribes, then calls ready.
-func dialSubscriber(b *testing.B, ctx context.Context, url, token string, ready func()) *websocket.Conn {
+// instanceEventsQuery is the subscription BenchmarkSubscribers' clients hold.
+const instanceEventsQuery = "subscription { instanceEvents { type version instance { id state updatedAt } } }"
+
+// dialSubscriber connects, authenticates and subscribes with query, then
+// calls ready.
+func dialSubscriber(b *testing.B, ctx context.Context, url, token, query string, ready func()) *websocket.Conn {
 	defer ready()
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
 	if err != nil {
@@ -139,7 +143,7 @@ func dialSubscriber(b *testing.B, ctx context.Context, url, token string, ready 
 		b.Errorf("init: %v %v", ack, err)
 	}
 	wsjson.Write(ctx, conn, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": "subscription { instanceEvents { type version instance { id state updatedAt } } }"}})
+		"query": query}})
 	return conn
 }
 

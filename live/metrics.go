@@ -42,7 +42,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
 		}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "bc_live_event_latency_seconds", Help: "Time from an instance change's commit to its event being queued for subscribers.",
+			Name: "bc_live_event_latency_seconds", Help: "Time from an instance change's write (its updatedAt, stamped by the writing statement just before commit) to its event being queued for subscribers.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}

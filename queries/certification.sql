@@ -5,7 +5,7 @@
 -- Transition; the lapse pass ends it with LapseCertification.)
 -- name: SetHostCertification :many
 UPDATE instances SET host_certified = @certified::boolean, host_cert_valid_before = sqlc.narg(valid_before)::timestamptz,
-    version = version + 1, updated_at = now()
+    version = version + 1, updated_at = clock_timestamp()
 WHERE host_id = @host::uuid AND spec_power IS NOT NULL AND state <> 'DELETED'
   AND (host_certified, host_cert_valid_before) IS DISTINCT FROM (@certified::boolean, sqlc.narg(valid_before)::timestamptz)
 RETURNING *;
@@ -27,6 +27,6 @@ LIMIT @max;
 -- LapseCertification records that an instance's host is no longer
 -- certified, if the instance is still at the version it was listed at.
 -- name: LapseCertification :one
-UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = now()
+UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = clock_timestamp()
 WHERE id = @id AND version = @version AND host_certified
 RETURNING *;

@@ -1,3 +1,8 @@
+-- Every write of an instance stamps updated_at with clock_timestamp(), the
+-- time of the write, not now(), its transaction's start: events carry it,
+-- and the live fan-out times commit → subscriber from it, which a
+-- transaction that first waited on a lock would otherwise inflate.
+
 -- InsertInstance inserts nothing (no rows) when the tenant has an instance
 -- with the idempotency key already; it waits for a create of the same key in
 -- progress to end first, so a repeat finds the first instance.
@@ -5,9 +10,9 @@
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, idempotency_key, user_data_sealed
+    desired_state, state, idempotency_key, user_data_sealed, updated_at
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19, clock_timestamp()
 )
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
@@ -50,13 +55,13 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
 -- SetDesiredState is a compare-and-set on version.
 -- name: SetDesiredState :one
 UPDATE instances
-SET desired_state = @desired_state, version = version + 1, updated_at = now()
+SET desired_state = @desired_state, version = version + 1, updated_at = clock_timestamp()
 WHERE id = @id AND version = @version
 RETURNING *;
 
 -- name: DeleteTenantInstances :many
 UPDATE instances
-SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
 RETURNING *;
 

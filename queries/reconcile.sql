@@ -14,12 +14,12 @@ UPDATE instances SET
     host_certified = @host_certified,
     host_cert_valid_before = @host_cert_valid_before,
     version = version + 1,
-    updated_at = now()
+    updated_at = clock_timestamp()
 WHERE id = @id AND state = @from_state AND version = @from_version
 RETURNING *;
 
 -- name: SetStateReason :one
-UPDATE instances SET state_reason = @state_reason, version = version + 1, updated_at = now()
+UPDATE instances SET state_reason = @state_reason, version = version + 1, updated_at = clock_timestamp()
 WHERE id = @id AND version = @version
 RETURNING *;
 

@@ -35,7 +35,7 @@ ORDER BY id;
 -- RetireWarmInstances asks for free warm instances to be deleted; one a
 -- sandbox claimed meanwhile is left alone.
 -- name: RetireWarmInstances :many
-UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE id = ANY(@ids::uuid[]) AND claimed_at IS NULL AND desired_state <> 'DELETED'
 RETURNING *;
 

@@ -5,12 +5,13 @@
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from
+    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from,
+    updated_at
 ) VALUES (
     @id, @tenant_id, @pool_id, @flavor_id, @image_id, @image_url, @image_sha256, @image_format,
     @image_verified, @name, @ssh_keys, @vcpus, @memory_mb, @disk_gb, @gpu_model, @gpu_count,
     @desired_state, 'PENDING', sqlc.narg(sandbox_id), sqlc.narg(warm_template_id), sqlc.narg(warm_template_version),
-    @network_policy, @env_sealed, sqlc.narg(restore_from)
+    @network_policy, @env_sealed, sqlc.narg(restore_from), clock_timestamp()
 ) RETURNING *;
 
 -- ClaimWarmInstance gives a sandbox one free warm instance of a template's
@@ -21,7 +22,7 @@ INSERT INTO instances (
 -- name: ClaimWarmInstance :one
 UPDATE instances SET
     claimed_at = now(), sandbox_id = @sandbox_id::uuid, tenant_id = @tenant_id,
-    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+    desired_state = 'RUNNING', version = version + 1, updated_at = clock_timestamp()
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = @template_id::uuid AND w.warm_template_version = @template_version::bigint
@@ -43,7 +44,7 @@ RETURNING *;
 -- name: ClaimWarmInstanceBehindStep :one
 UPDATE instances SET
     claimed_at = now(), sandbox_id = @sandbox_id::uuid, tenant_id = @tenant_id,
-    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+    desired_state = 'RUNNING', version = version + 1, updated_at = clock_timestamp()
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = @template_id::uuid AND w.warm_template_version = @template_version::bigint
@@ -57,6 +58,6 @@ RETURNING *;
 -- DeleteFreeWarmInstances asks for a template's free warm instances to be
 -- deleted: when the template is, or (the reconciler) when the pool shrinks.
 -- name: DeleteFreeWarmInstances :many
-UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE warm_template_id = @template_id::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
 RETURNING *;

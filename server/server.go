@@ -36,6 +36,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Hosts serves the host gateway under /host/. Optional.
 	Hosts http.Handler
+	// Profiles serves Go's profiles under /debug/pprof/ (HandleProfiles).
+	// Default false.
+	Profiles bool
 	// Live fans out instance events to subscriptions. Optional: without it
 	// subscriptions are refused.
 	Live *live.Hub
@@ -104,6 +107,9 @@ func New(cfg Config) *Server {
 		mux.Handle("/host/", cfg.Hosts)
 	}
 	HandleOps(mux, reg, func(ctx context.Context) error { return Ready(ctx, cfg.DB, cfg.Redis) }, cfg.Logger)
+	if cfg.Profiles {
+		HandleProfiles(mux)
+	}
 	// The console: static files, and index.html for any other path.
 	mux.Handle("/", web.Handler())
 	return &Server{Handler: WithRequestID(mux), graph: gh}

@@ -13,7 +13,7 @@ import (
 )
 
 const lapseCertification = `-- name: LapseCertification :one
-UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = now()
+UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $1 AND version = $2 AND host_certified
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
@@ -127,7 +127,7 @@ func (q *Queries) LapsedCertifications(ctx context.Context, max int32) ([]Lapsed
 
 const setHostCertification = `-- name: SetHostCertification :many
 UPDATE instances SET host_certified = $1::boolean, host_cert_valid_before = $2::timestamptz,
-    version = version + 1, updated_at = now()
+    version = version + 1, updated_at = clock_timestamp()
 WHERE host_id = $3::uuid AND spec_power IS NOT NULL AND state <> 'DELETED'
   AND (host_certified, host_cert_valid_before) IS DISTINCT FROM ($1::boolean, $2::timestamptz)
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed

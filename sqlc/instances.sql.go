@@ -47,7 +47,7 @@ func (q *Queries) CountInstances(ctx context.Context, arg CountInstancesParams) 
 
 const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
-SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
@@ -308,12 +308,13 @@ func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Ins
 }
 
 const insertInstance = `-- name: InsertInstance :one
+
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, idempotency_key, user_data_sealed
+    desired_state, state, idempotency_key, user_data_sealed, updated_at
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19, clock_timestamp()
 )
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
@@ -341,6 +342,10 @@ type InsertInstanceParams struct {
 	UserDataSealed []byte
 }
 
+// Every write of an instance stamps updated_at with clock_timestamp(), the
+// time of the write, not now(), its transaction's start: events carry it,
+// and the live fan-out times commit → subscriber from it, which a
+// transaction that first waited on a lock would otherwise inflate.
 // InsertInstance inserts nothing (no rows) when the tenant has an instance
 // with the idempotency key already; it waits for a create of the same key in
 // progress to end first, so a repeat finds the first instance.
@@ -580,7 +585,7 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 
 const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
-SET desired_state = $1, version = version + 1, updated_at = now()
+SET desired_state = $1, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $2 AND version = $3
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `

@@ -12,12 +12,14 @@ import (
 )
 
 const claimOutbox = `-- name: ClaimOutbox :many
-SELECT id, topic, key, created_at, channel, payload FROM outbox ORDER BY id LIMIT $1 FOR UPDATE
+DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT $1 FOR UPDATE)
+RETURNING id, topic, key, created_at, channel, payload
 `
 
-// ClaimOutbox takes the oldest rows for one relay. Another relay waits for
-// them rather than skipping them: were it to publish the rows after them
-// first, an instance's later event would come before its earlier one.
+// ClaimOutbox deletes the oldest rows for one relay and returns them; the
+// relay commits the delete only after Redis took them. Another relay waits
+// for them rather than skipping them: were it to publish the rows after
+// them first, an instance's later event would come before its earlier one.
 func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) {
 	rows, err := q.db.Query(ctx, claimOutbox, lim)
 	if err != nil {
@@ -43,15 +45,6 @@ func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const deleteOutbox = `-- name: DeleteOutbox :exec
-DELETE FROM outbox WHERE id = ANY($1::bigint[])
-`
-
-func (q *Queries) DeleteOutbox(ctx context.Context, ids []int64) error {
-	_, err := q.db.Exec(ctx, deleteOutbox, ids)
-	return err
 }
 
 const insertOutbox = `-- name: InsertOutbox :exec

@@ -118,7 +118,7 @@ func (q *Queries) ReleaseLeases(ctx context.Context, instanceID uuid.UUID) (int6
 }
 
 const setStateReason = `-- name: SetStateReason :one
-UPDATE instances SET state_reason = $1, version = version + 1, updated_at = now()
+UPDATE instances SET state_reason = $1, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $2 AND version = $3
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
@@ -196,7 +196,7 @@ UPDATE instances SET
     host_certified = $10,
     host_cert_valid_before = $11,
     version = version + 1,
-    updated_at = now()
+    updated_at = clock_timestamp()
 WHERE id = $12 AND state = $13 AND version = $14
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `

@@ -14,7 +14,7 @@ import (
 const claimWarmInstance = `-- name: ClaimWarmInstance :one
 UPDATE instances SET
     claimed_at = now(), sandbox_id = $1::uuid, tenant_id = $2,
-    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+    desired_state = 'RUNNING', version = version + 1, updated_at = clock_timestamp()
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = $3::uuid AND w.warm_template_version = $4::bigint
@@ -100,7 +100,7 @@ func (q *Queries) ClaimWarmInstance(ctx context.Context, arg ClaimWarmInstancePa
 const claimWarmInstanceBehindStep = `-- name: ClaimWarmInstanceBehindStep :one
 UPDATE instances SET
     claimed_at = now(), sandbox_id = $1::uuid, tenant_id = $2,
-    desired_state = 'RUNNING', version = version + 1, updated_at = now()
+    desired_state = 'RUNNING', version = version + 1, updated_at = clock_timestamp()
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = $3::uuid AND w.warm_template_version = $4::bigint
@@ -185,7 +185,7 @@ func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarm
 }
 
 const deleteFreeWarmInstances = `-- name: DeleteFreeWarmInstances :many
-UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = now()
+UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
@@ -262,12 +262,13 @@ const insertTemplateInstance = `-- name: InsertTemplateInstance :one
 INSERT INTO instances (
     id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format,
     image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count,
-    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from
+    desired_state, state, sandbox_id, warm_template_id, warm_template_version, network_policy, env_sealed, restore_from,
+    updated_at
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13, $14, $15, $16,
     $17, 'PENDING', $18, $19, $20,
-    $21, $22, $23
+    $21, $22, $23, clock_timestamp()
 ) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
