@@ -175,6 +175,7 @@ func (s *Server) start(ctx context.Context, cfg Config, sealer *seal.Sealer) err
 		RateLimit: limiter,
 		GraphQL:   cfg.GraphQL,
 		Metrics:   gw.Collectors(),
+		Profiles:  cfg.Profiles,
 	})
 	var bg context.Context
 	bg, s.cancel = context.WithCancel(context.WithoutCancel(ctx))

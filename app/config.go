@@ -113,6 +113,9 @@ type Config struct {
 	// JoinTokenTTL is how long a host's join token may be used
 	// (BC_JOIN_TOKEN_TTL). Default control.DefaultJoinTokenTTL.
 	JoinTokenTTL time.Duration
+	// Profiles serves the Go runtime's profiles at /debug/pprof/ beside
+	// /metrics (BC_PPROF). Default off.
+	Profiles bool
 	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
 	// Default slog.LevelInfo.
 	LogLevel slog.Level
@@ -179,6 +182,7 @@ func (c *Config) Env() []conf.Var {
 			"how long a host certificate is valid; hosts renew at two thirds of it"),
 		conf.Duration(&c.JoinTokenTTL, "BC_JOIN_TOKEN_TTL", control.DefaultJoinTokenTTL,
 			"how long a host's one-time join token may be used"),
+		profiles(&c.Profiles),
 		logLevel(&c.LogLevel),
 	}
 }

@@ -306,7 +306,7 @@ func RunHost(ctx context.Context, c HostConfig, rt hostd.Runtime) error {
 	d := hostd.New(cfg)
 	reg := server.NewRegistry()
 	reg.MustRegister(d.Collectors()...)
-	return withOps(c.MetricsListen, reg, d.Ready, c.Logger, func() error { return d.Run(ctx) })
+	return withOps(c.MetricsListen, false, reg, d.Ready, c.Logger, func() error { return d.Run(ctx) })
 }
 
 // hostIdentity returns the host's certificate: the one in the state dir,

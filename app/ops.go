@@ -38,6 +38,12 @@ func logLevelFlag(fs *flag.FlagSet, p *slog.Level) {
 	fs.TextVar(p, "log-level", slog.LevelInfo, "least `level` logged: DEBUG, INFO, WARN or ERROR")
 }
 
+// profiles declares BC_PPROF, which serves the Go runtime's profiles beside
+// /metrics.
+func profiles(p *bool) conf.Var {
+	return conf.Bool(p, "BC_PPROF", false, "serve the Go runtime's profiles at /debug/pprof/ beside /metrics (CPU, heap, mutex, block); they show the process's internals")
+}
+
 // metricsListenFlag defines --metrics-listen on fs, bound to *p.
 func metricsListenFlag(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "metrics-listen", "", "HTTP `address` serving /metrics, /healthz and /readyz; empty: none")
@@ -50,15 +56,18 @@ type opsServer struct {
 	done chan error
 }
 
-// startOps serves reg's metrics and ready's verdict on addr, in the
-// background; it logs the address it listens on (port 0 picks one).
-func startOps(addr string, reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) (*opsServer, error) {
+// startOps serves reg's metrics and ready's verdict on addr, and the
+// runtime's profiles when profiles is, in the background; it logs the address it listens on (port 0 picks one).
+func startOps(addr string, profiles bool, reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger) (*opsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s for metrics: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	server.HandleOps(mux, reg, ready, log)
+	if profiles {
+		server.HandleProfiles(mux)
+	}
 	s := &opsServer{
 		http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
@@ -83,12 +92,13 @@ func (s *opsServer) stop() error {
 	return err
 }
 
-// withOps runs run with the ops server of addr beside it, when addr is set.
-func withOps(addr string, reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger, run func() error) error {
+// withOps runs run with the ops server of addr beside it, when addr is set,
+// with the runtime's profiles when profiles is.
+func withOps(addr string, profiles bool, reg *prometheus.Registry, ready func(context.Context) error, log *slog.Logger, run func() error) error {
 	if strings.TrimSpace(addr) == "" {
 		return run()
 	}
-	ops, err := startOps(addr, reg, ready, log)
+	ops, err := startOps(addr, profiles, reg, ready, log)
 	if err != nil {
 		return err
 	}

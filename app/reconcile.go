@@ -98,6 +98,9 @@ type ReconcilerConfig struct {
 	// /readyz (--metrics-listen). Default: none, as several reconcilers
 	// may share a machine.
 	MetricsListen string
+	// Profiles serves the Go runtime's profiles at /debug/pprof/ on the
+	// metrics listener (BC_PPROF). Default off.
+	Profiles bool
 	// LogLevel is the least level logged (--log-level, BC_LOG_LEVEL).
 	// Default slog.LevelInfo.
 	LogLevel slog.Level
@@ -150,6 +153,7 @@ func (c *ReconcilerConfig) Env() []conf.Var {
 			"how long a provider bootstrap's machine has to join before it is deleted and the bootstrap FAILED"),
 		providerEndpoints(&c.Drivers.Endpoints.Hosts),
 		providerAllowPrivate(&c.Drivers.Endpoints.AllowPrivate, false),
+		profiles(&c.Profiles),
 		logLevel(&c.LogLevel),
 	}
 }
@@ -263,5 +267,5 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	reg := server.NewRegistry()
 	reg.MustRegister(r.Collectors()...)
 	ready := func(ctx context.Context) error { return server.Ready(ctx, db, rdb) }
-	return withOps(cfg.MetricsListen, reg, ready, cfg.Logger, func() error { return r.Run(ctx) })
+	return withOps(cfg.MetricsListen, cfg.Profiles, reg, ready, cfg.Logger, func() error { return r.Run(ctx) })
 }

@@ -37,6 +37,9 @@ func TestConcurrentPlacement(t *testing.T) {
 	if n := e.count("allocations WHERE released_at IS NULL"); n != 30 {
 		t.Fatalf("live allocations = %d, want 30", n)
 	}
+	if n := e.count(usageMismatches); n != 0 {
+		t.Fatalf("%d host usage rows differ from the live allocations", n)
+	}
 	if n := e.count("(SELECT address FROM ip_leases WHERE released_at IS NULL GROUP BY address HAVING count(*) > 1) twice"); n != 0 {
 		t.Fatalf("%d addresses leased twice", n)
 	}

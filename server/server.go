@@ -57,6 +57,9 @@ type Config struct {
 	// Metrics are more collectors for /metrics, such as the host
 	// gateway's. Optional.
 	Metrics []prometheus.Collector
+	// Profiles serves the Go runtime's profiles at /debug/pprof/
+	// (HandleProfiles). Default off.
+	Profiles bool
 }
 
 // Server serves /graphql, /usage.csv, /host/, /healthz, /readyz, /metrics and, at /,
@@ -104,6 +107,9 @@ func New(cfg Config) *Server {
 		mux.Handle("/host/", cfg.Hosts)
 	}
 	HandleOps(mux, reg, func(ctx context.Context) error { return Ready(ctx, cfg.DB, cfg.Redis) }, cfg.Logger)
+	if cfg.Profiles {
+		HandleProfiles(mux)
+	}
 	// The console: static files, and index.html for any other path.
 	mux.Handle("/", web.Handler())
 	return &Server{Handler: WithRequestID(mux), graph: gh}
