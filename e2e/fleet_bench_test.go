@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/better-compute/vps/hostd"
+	"github.com/better-compute/vps/internal/vps"
 )
 
 // fleetHosts is how many simulated hosts BenchmarkFleet runs.
@@ -42,11 +45,17 @@ func benchFleet(b *testing.B, n int) {
 	b.StopTimer()
 	profiles := os.Getenv("BC_BENCH_PROFILES")
 	metricsAddr := freeAddr(b)
+	// The hosts keep a deployment's cadence (a report every 5 s at the
+	// most, silent after 30 s), not the tests' quicker one.
+	silent := "BC_HOST_SILENT_AFTER=" + vps.DefaultHostSilentAfter.String()
 	o := options{hosts: fleetHosts, reconcilers: 1, hostVcpus: 1000, wideNet: true,
+		hostArgs:      []string{"--heartbeat", hostd.DefaultHeartbeatInterval.String()},
+		serverEnv:     []string{silent},
+		reconcileEnv:  []string{silent},
 		reconcileArgs: []string{"--metrics-listen", metricsAddr}}
 	if profiles != "" {
-		o.reconcileEnv = []string{"BC_PPROF=true"}
-		o.serverEnv = []string{"BC_PPROF=true"}
+		o.reconcileEnv = append(o.reconcileEnv, "BC_PPROF=true")
+		o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
 	}
 	c := start(b, o)
 	c.waitHosts(fleetHosts)
@@ -107,11 +116,11 @@ func fleetDo(n int, do func(i int) string) []string {
 	return out
 }
 
-// waitHosts waits until n hosts have reported.
+// waitHosts waits until n hosts have reported in the last 10 seconds.
 func (c *cluster) waitHosts(n int) {
 	c.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for c.count("hosts WHERE last_seen_at > now() - interval '3 seconds'") < n {
+	for c.count("hosts WHERE last_seen_at > now() - interval '10 seconds'") < n {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("fewer than %d hosts reported after a minute", n)
 		}
