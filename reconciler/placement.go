@@ -238,14 +238,18 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if len(held) > 0 {
 		return held[0].Mac, nil
 	}
-	ranged, err := q.HasIPPools(ctx, inst.PoolID)
-	if err != nil {
-		return "", fmt.Errorf("read IP ranges: %w", err)
-	}
-	if !ranged {
-		return "", errNoIPRange
-	}
 	pool, addr, err := freeAddress(ctx, q, inst.PoolID)
+	if errors.Is(err, errNoAddress) {
+		// Full, or no range at all: asked only now, as it is rare.
+		ranged, err := q.HasIPPools(ctx, inst.PoolID)
+		if err != nil {
+			return "", fmt.Errorf("read IP ranges: %w", err)
+		}
+		if !ranged {
+			return "", errNoIPRange
+		}
+		return "", errNoAddress
+	}
 	if err != nil {
 		return "", err
 	}
