@@ -67,8 +67,8 @@ func benchFleet(b *testing.B, n int) {
 	ids := fleetDo(n, func(i int) string { return c.create(fmt.Sprintf("vm-%05d", i), "RUNNING") })
 	select {
 	case <-w.all:
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("only %d of %d RUNNING after 5 min", w.n, n)
+	case <-time.After(15 * time.Minute):
+		b.Fatalf("only %d of %d RUNNING after 15 min", w.n, n)
 	}
 	took := time.Since(t0)
 	b.StopTimer()
@@ -92,8 +92,8 @@ func benchFleet(b *testing.B, n int) {
 	fleetDo(n, func(i int) string { c.set("deleteInstance", ids[i]); return ids[i] })
 	select {
 	case <-d.all:
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("only %d of %d DELETED after 5 min", d.n, n)
+	case <-time.After(15 * time.Minute):
+		b.Fatalf("only %d of %d DELETED after 15 min", d.n, n)
 	}
 	took = time.Since(t0)
 	stop()
