@@ -41,7 +41,7 @@ func logLevelFlag(fs *flag.FlagSet, p *slog.Level) {
 // profiles declares BC_PPROF, which serves the Go runtime's profiles beside
 // /metrics.
 func profiles(p *bool) conf.Var {
-	return conf.Bool(p, "BC_PPROF", false, "serve the Go runtime's profiles at /debug/pprof/ beside /metrics (CPU, heap, mutex, block); they show the process's internals")
+	return conf.Bool(p, "BC_PPROF", false, "serve the Go runtime's profiles at /debug/pprof/ beside /metrics (CPU, heap, goroutine); they show the process's internals")
 }
 
 // metricsListenFlag defines --metrics-listen on fs, bound to *p.
