@@ -46,7 +46,7 @@ bench:
 	$(GO) test -run '^$$' -bench CreateInstance -benchtime 3000x ./graph/
 	$(GO) test -run '^$$' -bench CreateToRunning -benchtime 200x ./e2e/
 	$(GO) test -run '^$$' -bench SandboxCreate -benchtime 200x ./e2e/
-	$(GO) test -run '^$$' -bench Fleet -benchtime 1x ./e2e/
+	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./e2e/
 	$(GO) test -run '^$$' -bench Sweep100 ./drivers/cloud/hetzner/ ./drivers/cloud/proxmox/
 	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench OversizedDocuments -benchtime 1x -count 3 ./e2e/

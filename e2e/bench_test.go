@@ -18,8 +18,9 @@ import (
 )
 
 // running watches the event channels and tells when an instance first
-// reaches RUNNING.
+// reaches a state, RUNNING unless told.
 type running struct {
+	state   string
 	mu      sync.Mutex
 	at      map[string]time.Time
 	waiters map[string]chan struct{}
@@ -29,18 +30,24 @@ type running struct {
 }
 
 func watchRunning(b testing.TB, c *cluster, want int) *running {
+	return watchState(b, c, "RUNNING", want)
+}
+
+// watchState tells when instances first reach state, and when want of them
+// did (want -1: never).
+func watchState(b testing.TB, c *cluster, state string, want int) *running {
 	opts, _ := redis.ParseURL(c.redisURL)
 	rdb := redis.NewClient(opts)
 	sub := rdb.PSubscribe(context.Background(), "bc:events:*")
 	if _, err := sub.Receive(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	w := &running{at: map[string]time.Time{}, waiters: map[string]chan struct{}{}, all: make(chan struct{}), want: want}
+	w := &running{state: state, at: map[string]time.Time{}, waiters: map[string]chan struct{}{}, all: make(chan struct{}), want: want}
 	ch := sub.Channel(redis.WithChannelSize(100_000))
 	go func() {
 		for msg := range ch {
 			var ev events.InstanceEvent
-			if json.Unmarshal([]byte(msg.Payload), &ev) != nil || ev.Instance.State != "RUNNING" {
+			if json.Unmarshal([]byte(msg.Payload), &ev) != nil || ev.Instance.State != w.state {
 				continue
 			}
 			now := time.Now()
@@ -100,41 +107,6 @@ func BenchmarkCreateToRunning(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
-}
-
-// BenchmarkFleet creates n instances at once on 20 simulated hosts and
-// measures how long until all are RUNNING, and the reconcile process's CPU
-// time per instance.
-func BenchmarkFleet(b *testing.B) {
-	for _, n := range []int{250, 500, 1000} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			for range b.N {
-				b.StopTimer()
-				c := start(b, options{hosts: 20, reconcilers: 1, hostVcpus: 1000})
-				w := watchRunning(b, c, n)
-				cpu0 := cpuTime(b, c.reconcs[0])
-				b.StartTimer()
-				t0 := time.Now()
-				var wg sync.WaitGroup
-				sem := make(chan struct{}, 16)
-				for i := range n {
-					sem <- struct{}{}
-					wg.Go(func() { defer func() { <-sem }(); c.create(fmt.Sprintf("vm-%04d", i), "RUNNING") })
-				}
-				wg.Wait()
-				select {
-				case <-w.all:
-				case <-time.After(5 * time.Minute):
-					b.Fatalf("only %d of %d RUNNING after 5 min", w.n, n)
-				}
-				took := time.Since(t0)
-				b.StopTimer()
-				cpu := cpuTime(b, c.reconcs[0]) - cpu0
-				b.ReportMetric(took.Seconds(), "s-to-all-running")
-				b.ReportMetric(ms(cpu)/float64(n), "reconciler-cpu-ms/instance")
-			}
-		})
-	}
 }
 
 // cpuTime reads a process's user and system CPU time from /proc.

@@ -207,6 +207,9 @@ type options struct {
 	// the runtime of the fake hosts. A cluster of libvirt hosts sets
 	// vps.RuntimeLibvirtKVM.
 	poolRuntime string
+	// wideNet gives the seeded pool a /16 of addresses (10.50.0.0/16), for
+	// fleets past the /22's thousand.
+	wideNet bool
 }
 
 func (o *options) applyDefaults() {
@@ -447,7 +450,12 @@ func (c *cluster) seed(o options) {
 	c.tenant, c.member = c.addTenant("acme")
 	c.pool = c.must(c.operator, `mutation($r: String!) { createPool(input: {name: "fra1", class: "vps-host", runtime: $r}) { pool { id } } }`,
 		map[string]any{"r": o.poolRuntime}, "createPool", "pool", "id")
-	c.must(c.operator, `mutation($p: ID!) { createIpPool(input: {poolId: $p, cidr: "10.50.0.0/22", gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: "10.50.3.250"}) { pool { id } } }`, map[string]any{"p": c.pool})
+	cidr, end := "10.50.0.0/22", "10.50.3.250"
+	if o.wideNet {
+		cidr, end = "10.50.0.0/16", "10.50.255.250"
+	}
+	c.must(c.operator, `mutation($p: ID!, $c: String!, $e: String!) { createIpPool(input: {poolId: $p, cidr: $c, gateway: "10.50.0.1", rangeStart: "10.50.0.10", rangeEnd: $e}) { pool { id } } }`,
+		map[string]any{"p": c.pool, "c": cidr, "e": end})
 	c.flavor = c.must(c.operator, `mutation { createFlavor(input: {name: "one", vcpus: 1, memoryMb: 1024, diskGb: 10}) { flavor { id } } }`, nil, "createFlavor", "flavor", "id")
 	c.image = c.must(c.operator, `mutation { registerImage(input: {name: "debian", sourceUrl: "file:///images/debian.qcow2", sha256: "`+strings.Repeat("c", 64)+`", format: QCOW2, visibility: PUBLIC, verified: true}) { image { id } } }`, nil, "registerImage", "image", "id")
 }
@@ -604,6 +612,7 @@ func (c *cluster) noLeaks(tokens ...string) {
 		"live allocations":                    "allocations WHERE released_at IS NULL",
 		"live device claims":                  "device_claims WHERE released_at IS NULL",
 		"live IP leases":                      "ip_leases WHERE released_at IS NULL",
+		"host usage left":                     "host_usage WHERE allocations <> 0 OR vcpus <> 0 OR memory_mb <> 0 OR disk_gb <> 0",
 		"instances not DELETED":               "instances WHERE state <> 'DELETED'",
 		"sandboxes not ended":                 "sandboxes WHERE ended_as IS NULL",
 		"allocations released twice or never": "(SELECT instance_id FROM allocations GROUP BY instance_id HAVING count(*) FILTER (WHERE released_at IS NULL) > 0) x",

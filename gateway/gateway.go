@@ -92,6 +92,10 @@ type Gateway struct {
 	// runtimeRefused holds, by host ID, why it was refused for its
 	// runtime, so each refusal is logged once, not on every retry.
 	runtimeRefused sync.Map
+	// poolRuntimes holds, by pool ID, the runtime its hosts must run, read
+	// once: a pool's runtime is set when it is created and never changes,
+	// and every long-poll and report checks it (checkRuntime).
+	poolRuntimes sync.Map
 	// refusedTotal counts the hosts refused, by reason.
 	refusedTotal *prometheus.CounterVec
 	// chain are the report handlers (handlers), in order.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/better-compute/vps/sqlc"
 )
 
@@ -32,9 +34,9 @@ func (g *Gateway) checkRuntime(ctx context.Context, host sqlc.Host, said string)
 			return fmt.Errorf("record host runtime: %w", err)
 		}
 	}
-	pool, err := g.q.PoolRuntime(ctx, host.PoolID)
+	pool, err := g.poolRuntime(ctx, host.PoolID)
 	if err != nil {
-		return fmt.Errorf("read pool runtime: %w", err)
+		return err
 	}
 	if pool != nil && *pool == said {
 		g.runtimeRefused.Delete(host.ID)
@@ -48,6 +50,20 @@ func (g *Gateway) checkRuntime(ctx context.Context, host sqlc.Host, said string)
 		g.log.WarnContext(ctx, "refused a host of another runtime than its pool's", "host", host.Name, "err", e.Error())
 	}
 	return e
+}
+
+// poolRuntime is the runtime of a pool's hosts (nil: a pool without hosts),
+// read from the database the first time a pool's host asks.
+func (g *Gateway) poolRuntime(ctx context.Context, pool uuid.UUID) (*string, error) {
+	if rt, ok := g.poolRuntimes.Load(pool); ok {
+		return rt.(*string), nil
+	}
+	rt, err := g.q.PoolRuntime(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("read pool runtime: %w", err)
+	}
+	g.poolRuntimes.Store(pool, rt)
+	return rt, nil
 }
 
 // refuseRuntime answers a host refused by checkRuntime with 400 and why,

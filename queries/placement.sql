@@ -4,8 +4,9 @@
 SELECT * FROM pools WHERE id = $1 FOR NO KEY UPDATE;
 
 -- PlacementCandidates lists the live, undrained hosts of a pool with their
--- capacity, what live allocations use of it, the protocol version they
--- speak (NULL before they said) and their certificate: when it expires
+-- capacity, what live allocations use of it (host_usage, a row per
+-- tenant), the protocol version they speak (NULL before they said) and
+-- their certificate: when it expires
 -- (NULL: none), whether it is valid now, and whether it outlives
 -- certified_margin. only_host, when given, keeps that host alone: a
 -- restore runs where its snapshot's files are.
@@ -14,14 +15,14 @@ SELECT h.id, h.name, h.protocol, h.cert_not_after,
        coalesce(h.cert_not_after > now(), false)::boolean AS certified,
        coalesce(h.cert_not_after > now() + make_interval(secs => @certified_margin::float8), false)::boolean AS outlives_margin,
        c.vcpus, c.memory_mb, c.disk_gb,
-       coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
-       coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,
-       coalesce(sum(a.disk_gb), 0)::bigint AS used_disk_gb,
-       count(a.id)::int AS allocations,
-       coalesce(bool_and(a.tenant_id = @tenant::uuid), true)::boolean AS only_tenant
+       coalesce(sum(u.vcpus), 0)::bigint AS used_vcpus,
+       coalesce(sum(u.memory_mb), 0)::bigint AS used_memory_mb,
+       coalesce(sum(u.disk_gb), 0)::bigint AS used_disk_gb,
+       coalesce(sum(u.allocations), 0)::int AS allocations,
+       coalesce(bool_and(u.tenant_id = @tenant::uuid), true)::boolean AS only_tenant
 FROM hosts h
 JOIN host_capacity c ON c.host_id = h.id
-LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
+LEFT JOIN host_usage u ON u.host_id = h.id AND u.allocations > 0
 WHERE h.pool_id = @pool AND NOT h.draining
   AND (sqlc.narg(only_host)::uuid IS NULL OR h.id = sqlc.narg(only_host))
   AND h.last_seen_at > now() - make_interval(secs => @silent_after::float8)
@@ -42,7 +43,22 @@ VALUES ($1, $2, $3, $4, $5, $6, $7);
 -- name: InsertDeviceClaim :exec
 INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, $3, $4);
 
--- FreeAddress finds the lowest free address of a pool's ranges.
+-- NextAddress finds the address after the highest one leased in a pool's
+-- ranges (a range's start when it has none leased), in the first range
+-- with room above its leases. The highest lease is one step down the live
+-- leases' index, so a fleet's placements do not slow as leases grow; an
+-- address freed below is found by FreeAddress once the ranges are full up
+-- to their ends.
+-- name: NextAddress :one
+SELECT p.id AS ip_pool_id, coalesce(l.top + 1, p.range_start)::inet AS address
+FROM ip_pools p
+CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
+WHERE p.pool_id = $1 AND coalesce(l.top + 1, p.range_start) <= p.range_end
+ORDER BY p.created_at
+LIMIT 1;
+
+-- FreeAddress finds the lowest free address of a pool's ranges: it scans
+-- them, so it is the fallback of NextAddress.
 -- name: FreeAddress :one
 SELECT p.id AS ip_pool_id, (p.range_start + g.n)::inet AS address
 FROM ip_pools p

@@ -165,6 +165,14 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		}
 		p.StateReason = reason
 	}
+	// Released before the host's generation is bumped: a release writes the
+	// host's usage row (host_usage) and a placement writes it before the
+	// host's row, so both take the two in one order.
+	if st.recreate || st.release {
+		if err := r.release(ctx, q, inst, st.release); err != nil {
+			return err
+		}
+	}
 	if st.power != keepPower {
 		p.SpecPower = st.power.spec()
 		p.ObservedState, p.ObservedReason = nil, ""
@@ -175,11 +183,6 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 			}
 			p.SpecGeneration = gen
 			*wake = append(*wake, *inst.HostID)
-		}
-	}
-	if st.recreate || st.release {
-		if err := r.release(ctx, q, inst, st.release); err != nil {
-			return err
 		}
 	}
 	if st.recreate {

@@ -238,25 +238,48 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if len(held) > 0 {
 		return held[0].Mac, nil
 	}
-	ranged, err := q.HasIPPools(ctx, inst.PoolID)
-	if err != nil {
-		return "", fmt.Errorf("read IP ranges: %w", err)
-	}
-	if !ranged {
-		return "", errNoIPRange
-	}
-	free, err := q.FreeAddress(ctx, inst.PoolID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	pool, addr, err := freeAddress(ctx, q, inst.PoolID)
+	if errors.Is(err, errNoAddress) {
+		// Full, or no range at all: asked only now, as it is rare.
+		ranged, err := q.HasIPPools(ctx, inst.PoolID)
+		if err != nil {
+			return "", fmt.Errorf("read IP ranges: %w", err)
+		}
+		if !ranged {
+			return "", errNoIPRange
+		}
 		return "", errNoAddress
 	}
 	if err != nil {
-		return "", fmt.Errorf("find a free address: %w", err)
+		return "", err
 	}
-	mac := macFor(free.Address)
-	if _, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: free.IpPoolID, Address: free.Address, Mac: mac, InstanceID: inst.ID}); err != nil {
-		return "", fmt.Errorf("lease %s: %w", free.Address, err)
+	mac := macFor(addr)
+	if _, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: pool, Address: addr, Mac: mac, InstanceID: inst.ID}); err != nil {
+		return "", fmt.Errorf("lease %s: %w", addr, err)
 	}
 	return mac, nil
+}
+
+// freeAddress finds an address to lease in a pool's ranges and the range
+// it is of: the one after the highest leased (NextAddress), and once the
+// ranges are leased up to their ends, the lowest free (FreeAddress), which
+// scans. errNoAddress: none is free.
+func freeAddress(ctx context.Context, q *sqlc.Queries, pool uuid.UUID) (uuid.UUID, netip.Addr, error) {
+	next, err := q.NextAddress(ctx, pool)
+	if err == nil {
+		return next.IpPoolID, next.Address, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, netip.Addr{}, fmt.Errorf("find the next address: %w", err)
+	}
+	free, err := q.FreeAddress(ctx, pool)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, netip.Addr{}, errNoAddress
+	}
+	if err != nil {
+		return uuid.Nil, netip.Addr{}, fmt.Errorf("find a free address: %w", err)
+	}
+	return free.IpPoolID, free.Address, nil
 }
 
 // macFor derives a locally administered MAC from an IPv4 address, so a

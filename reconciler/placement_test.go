@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
 )
@@ -36,6 +37,9 @@ func TestConcurrentPlacement(t *testing.T) {
 	}
 	if n := e.count("allocations WHERE released_at IS NULL"); n != 30 {
 		t.Fatalf("live allocations = %d, want 30", n)
+	}
+	if n := e.count(usageMismatches); n != 0 {
+		t.Fatalf("%d host usage rows differ from the live allocations", n)
 	}
 	if n := e.count("(SELECT address FROM ip_leases WHERE released_at IS NULL GROUP BY address HAVING count(*) > 1) twice"); n != 0 {
 		t.Fatalf("%d addresses leased twice", n)
@@ -81,5 +85,37 @@ func TestNoIPRange(t *testing.T) {
 	})
 	if n := e.count("ip_leases WHERE instance_id = $1 AND released_at IS NULL", id); n != 1 {
 		t.Fatalf("the placed instance holds %d leases, want 1", n)
+	}
+}
+
+// TestAddressGaps: placement leases the address after the highest leased
+// one, and once the range is leased up to its end, the free ones below;
+// with none free, the instance waits with the reason.
+func TestAddressGaps(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	holder := e.create("holder") // of the first pool, which has no host
+	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "small", Class: vps.ClassHosted})
+	e.check(err)
+	e.pool = p.ID
+	ipPool, err := e.svc.CreateIPPool(e.ctx, control.IPPoolInput{PoolID: p.ID, CIDR: "10.201.0.0/24", Gateway: "10.201.0.1", RangeStart: "10.201.0.10", RangeEnd: "10.201.0.13"})
+	e.check(err)
+	// Someone holds the range's end: the next address is past it, so the
+	// three below are found as gaps.
+	_, err = e.db.Exec(e.ctx, "INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id) VALUES ($1, $2, '10.201.0.13', '02:bc:0a:c9:00:0d', $3)",
+		ids.New(), ipPool.ID, holder)
+	e.check(err)
+	e.host("hv-1", 10)
+	for i := range 4 {
+		e.create(fmt.Sprintf("vm-%d", i))
+	}
+	e.reconcilers(1, func(c *reconciler.Config) { c.HostSilentAfter = time.Hour })
+
+	e.eventually(10*time.Second, "three placed and one waiting for an address", func() bool {
+		return e.count("instances WHERE state = 'PROVISIONING'") == 3 &&
+			e.count("instances WHERE state = 'PENDING' AND state_reason = 'no free address in pool small'") == 1
+	})
+	if n := e.count("ip_leases WHERE released_at IS NULL AND address IN ('10.201.0.10', '10.201.0.11', '10.201.0.12')"); n != 3 {
+		t.Fatalf("%d of the gaps leased, want 3", n)
 	}
 }

@@ -149,6 +149,15 @@ type HostJoinToken struct {
 	CreatedAt time.Time
 }
 
+type HostUsage struct {
+	HostID      uuid.UUID
+	TenantID    uuid.UUID
+	Vcpus       int64
+	MemoryMb    int64
+	DiskGb      int64
+	Allocations int32
+}
+
 type Image struct {
 	ID             uuid.UUID
 	Name           string

@@ -28,7 +28,8 @@ type FreeAddressRow struct {
 	Address  netip.Addr
 }
 
-// FreeAddress finds the lowest free address of a pool's ranges.
+// FreeAddress finds the lowest free address of a pool's ranges: it scans
+// them, so it is the fallback of NextAddress.
 func (q *Queries) FreeAddress(ctx context.Context, poolID uuid.UUID) (FreeAddressRow, error) {
 	row := q.db.QueryRow(ctx, freeAddress, poolID)
 	var i FreeAddressRow
@@ -193,19 +194,46 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 	return i, err
 }
 
+const nextAddress = `-- name: NextAddress :one
+SELECT p.id AS ip_pool_id, coalesce(l.top + 1, p.range_start)::inet AS address
+FROM ip_pools p
+CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
+WHERE p.pool_id = $1 AND coalesce(l.top + 1, p.range_start) <= p.range_end
+ORDER BY p.created_at
+LIMIT 1
+`
+
+type NextAddressRow struct {
+	IpPoolID uuid.UUID
+	Address  netip.Addr
+}
+
+// NextAddress finds the address after the highest one leased in a pool's
+// ranges (a range's start when it has none leased), in the first range
+// with room above its leases. The highest lease is one step down the live
+// leases' index, so a fleet's placements do not slow as leases grow; an
+// address freed below is found by FreeAddress once the ranges are full up
+// to their ends.
+func (q *Queries) NextAddress(ctx context.Context, poolID uuid.UUID) (NextAddressRow, error) {
+	row := q.db.QueryRow(ctx, nextAddress, poolID)
+	var i NextAddressRow
+	err := row.Scan(&i.IpPoolID, &i.Address)
+	return i, err
+}
+
 const placementCandidates = `-- name: PlacementCandidates :many
 SELECT h.id, h.name, h.protocol, h.cert_not_after,
        coalesce(h.cert_not_after > now(), false)::boolean AS certified,
        coalesce(h.cert_not_after > now() + make_interval(secs => $1::float8), false)::boolean AS outlives_margin,
        c.vcpus, c.memory_mb, c.disk_gb,
-       coalesce(sum(a.vcpus), 0)::bigint AS used_vcpus,
-       coalesce(sum(a.memory_mb), 0)::bigint AS used_memory_mb,
-       coalesce(sum(a.disk_gb), 0)::bigint AS used_disk_gb,
-       count(a.id)::int AS allocations,
-       coalesce(bool_and(a.tenant_id = $2::uuid), true)::boolean AS only_tenant
+       coalesce(sum(u.vcpus), 0)::bigint AS used_vcpus,
+       coalesce(sum(u.memory_mb), 0)::bigint AS used_memory_mb,
+       coalesce(sum(u.disk_gb), 0)::bigint AS used_disk_gb,
+       coalesce(sum(u.allocations), 0)::int AS allocations,
+       coalesce(bool_and(u.tenant_id = $2::uuid), true)::boolean AS only_tenant
 FROM hosts h
 JOIN host_capacity c ON c.host_id = h.id
-LEFT JOIN allocations a ON a.host_id = h.id AND a.released_at IS NULL
+LEFT JOIN host_usage u ON u.host_id = h.id AND u.allocations > 0
 WHERE h.pool_id = $3 AND NOT h.draining
   AND ($4::uuid IS NULL OR h.id = $4)
   AND h.last_seen_at > now() - make_interval(secs => $5::float8)
@@ -239,8 +267,9 @@ type PlacementCandidatesRow struct {
 }
 
 // PlacementCandidates lists the live, undrained hosts of a pool with their
-// capacity, what live allocations use of it, the protocol version they
-// speak (NULL before they said) and their certificate: when it expires
+// capacity, what live allocations use of it (host_usage, a row per
+// tenant), the protocol version they speak (NULL before they said) and
+// their certificate: when it expires
 // (NULL: none), whether it is valid now, and whether it outlives
 // certified_margin. only_host, when given, keeps that host alone: a
 // restore runs where its snapshot's files are.
