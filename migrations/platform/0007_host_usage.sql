@@ -5,8 +5,8 @@
 
 -- +goose Up
 CREATE TABLE host_usage (
-    host_id      uuid NOT NULL REFERENCES hosts (id),
-    tenant_id    uuid NOT NULL REFERENCES tenants (id),
+    host_id      uuid NOT NULL REFERENCES hosts (id) ON DELETE CASCADE,
+    tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     vcpus        bigint  NOT NULL,
     memory_mb    bigint  NOT NULL,
     disk_gb      bigint  NOT NULL,
