@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/ids"
@@ -88,23 +85,13 @@ func (v BootstrapView) ProviderBootstrap() (domain.ProviderBootstrap, error) {
 		Name: v.Name, ServerType: v.ServerType, Image: v.Image, State: v.State, StateReason: v.StateReason,
 		Deadline: v.Deadline, MachineDeleted: v.MachineDeleted, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Version: v.Version,
 	}
-	var bad []string
-	decode := func(k ids.Kind, field, s string) uuid.UUID {
-		id, ok := ids.Decode(k, s)
-		if !ok {
-			bad = append(bad, field)
-		}
-		return id
-	}
-	b.ID = decode(ids.ProviderBootstrap, "id", v.ID)
-	b.ProviderAccountID = decode(ids.ProviderAccount, "providerAccountId", v.ProviderAccountID)
-	b.PoolID = decode(ids.Pool, "poolId", v.PoolID)
-	if v.HostID != nil {
-		h := decode(ids.Host, "hostId", *v.HostID)
-		b.HostID = &h
-	}
-	if bad != nil {
-		return domain.ProviderBootstrap{}, fmt.Errorf("bootstrap event %s: malformed %s", v.ID, strings.Join(bad, ", "))
+	var d idDecoder
+	b.ID = d.id(ids.ProviderBootstrap, "id", v.ID)
+	b.ProviderAccountID = d.id(ids.ProviderAccount, "providerAccountId", v.ProviderAccountID)
+	b.PoolID = d.id(ids.Pool, "poolId", v.PoolID)
+	b.HostID = d.optional(ids.Host, "hostId", v.HostID)
+	if err := d.err("bootstrap", v.ID); err != nil {
+		return domain.ProviderBootstrap{}, err
 	}
 	return b, nil
 }

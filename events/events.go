@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -115,25 +114,15 @@ func (v InstanceView) Instance() (domain.Instance, error) {
 		UpdatedAt:           v.UpdatedAt,
 		Version:             v.Version,
 	}
-	var bad []string
-	decode := func(k ids.Kind, field, s string) uuid.UUID {
-		id, ok := ids.Decode(k, s)
-		if !ok {
-			bad = append(bad, field)
-		}
-		return id
-	}
-	inst.ID = decode(ids.Instance, "id", v.ID)
-	inst.TenantID = decode(ids.Tenant, "tenantId", v.TenantID)
-	inst.PoolID = decode(ids.Pool, "poolId", v.PoolID)
-	inst.FlavorID = decode(ids.Flavor, "flavorId", v.FlavorID)
-	inst.ImageID = decode(ids.Image, "imageId", v.ImageID)
-	if v.HostID != nil {
-		h := decode(ids.Host, "hostId", *v.HostID)
-		inst.HostID = &h
-	}
-	if bad != nil {
-		return domain.Instance{}, fmt.Errorf("instance event %s: malformed %s", v.ID, strings.Join(bad, ", "))
+	var d idDecoder
+	inst.ID = d.id(ids.Instance, "id", v.ID)
+	inst.TenantID = d.id(ids.Tenant, "tenantId", v.TenantID)
+	inst.PoolID = d.id(ids.Pool, "poolId", v.PoolID)
+	inst.FlavorID = d.id(ids.Flavor, "flavorId", v.FlavorID)
+	inst.ImageID = d.id(ids.Image, "imageId", v.ImageID)
+	inst.HostID = d.optional(ids.Host, "hostId", v.HostID)
+	if err := d.err("instance", v.ID); err != nil {
+		return domain.Instance{}, err
 	}
 	return inst, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,24 +104,14 @@ func (v SandboxView) Sandbox() (domain.Sandbox, error) {
 	if sbx.Metadata == nil {
 		sbx.Metadata = map[string]string{}
 	}
-	var bad []string
-	decode := func(k ids.Kind, field, s string) uuid.UUID {
-		id, ok := ids.Decode(k, s)
-		if !ok {
-			bad = append(bad, field)
-		}
-		return id
-	}
-	sbx.ID = decode(ids.Sandbox, "id", v.ID)
-	sbx.TenantID = decode(ids.Tenant, "tenantId", v.TenantID)
-	sbx.TemplateID = decode(ids.SandboxTemplate, "templateId", v.TemplateID)
-	sbx.InstanceID = decode(ids.Instance, "instanceId", v.InstanceID)
-	if v.FromSnapshot != "" {
-		snap := decode(ids.SandboxSnapshot, "fromSnapshot", v.FromSnapshot)
-		sbx.FromSnapshot = &snap
-	}
-	if bad != nil {
-		return domain.Sandbox{}, fmt.Errorf("sandbox event %s: malformed %s", v.ID, strings.Join(bad, ", "))
+	var d idDecoder
+	sbx.ID = d.id(ids.Sandbox, "id", v.ID)
+	sbx.TenantID = d.id(ids.Tenant, "tenantId", v.TenantID)
+	sbx.TemplateID = d.id(ids.SandboxTemplate, "templateId", v.TemplateID)
+	sbx.InstanceID = d.id(ids.Instance, "instanceId", v.InstanceID)
+	sbx.FromSnapshot = d.optional(ids.SandboxSnapshot, "fromSnapshot", &v.FromSnapshot)
+	if err := d.err("sandbox", v.ID); err != nil {
+		return domain.Sandbox{}, err
 	}
 	return sbx, nil
 }
