@@ -14,6 +14,7 @@ import (
 	"github.com/better-compute/vps/hostproto"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/sqlc"
 )
 
 // Why the gateway refused a host: the reason label of
@@ -126,25 +127,21 @@ func (g *Gateway) byCertificate(r *http.Request) (authenticatedHost, *refusal, e
 	if claimed != leaf.Subject.CommonName {
 		return refuse(refusedOtherHost, "certificate is of host %s, but %s says %q", leaf.Subject.CommonName, hostproto.HostHeader, claimed)
 	}
-	host, err := g.q.GetHost(ctx, hostID)
+	row, err := g.q.HostByCertificate(ctx, sqlc.HostByCertificateParams{Serial: hostca.SerialHex(leaf), HostID: hostID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return refuse(refusedDeletedHost, "host %s does not exist (deleted)", claimed)
 	}
 	if err != nil {
-		return authenticatedHost{}, nil, fmt.Errorf("find host %s: %w", claimed, err)
+		return authenticatedHost{}, nil, fmt.Errorf("find host %s by certificate: %w", claimed, err)
 	}
-	cert, err := g.q.GetHostCertificate(ctx, hostca.SerialHex(leaf))
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && cert.HostID != hostID) {
+	if !row.Issued {
 		return refuse(refusedUnknownSerial, "no certificate of this serial was issued to host %s", claimed)
 	}
-	if err != nil {
-		return authenticatedHost{}, nil, fmt.Errorf("find certificate of host %s: %w", claimed, err)
-	}
-	if cert.RevokedAt != nil {
-		return refuse(refusedRevoked, "certificate was revoked at %s", cert.RevokedAt.UTC().Format(time.RFC3339))
+	if row.RevokedAt != nil {
+		return refuse(refusedRevoked, "certificate was revoked at %s", row.RevokedAt.UTC().Format(time.RFC3339))
 	}
 	notAfter := leaf.NotAfter
-	return authenticatedHost{Host: host, CertNotAfter: &notAfter}, nil, nil
+	return authenticatedHost{Host: row.Host, CertNotAfter: &notAfter}, nil, nil
 }
 
 // verifyChain checks that r's client certificate chains to a trusted CA at

@@ -16,8 +16,15 @@ UPDATE host_cas SET retired_at = now() WHERE id = $1 AND retired_at IS NULL RETU
 -- name: InsertHostCertificate :exec
 INSERT INTO host_certificates (serial, host_id, ca_id, not_before, not_after) VALUES ($1, $2, $3, $4, $5);
 
--- name: GetHostCertificate :one
-SELECT * FROM host_certificates WHERE serial = $1;
+-- HostByCertificate reads a host and, when that host was issued the
+-- certificate of serial, when it was revoked: one round trip on every host
+-- request that presents a certificate. issued is false for a serial not
+-- issued to that host.
+-- name: HostByCertificate :one
+SELECT sqlc.embed(h), (c.serial IS NOT NULL)::boolean AS issued, c.revoked_at
+FROM hosts h
+LEFT JOIN host_certificates c ON c.serial = sqlc.arg(serial) AND c.host_id = h.id
+WHERE h.id = sqlc.arg(host_id);
 
 -- name: RevokeHostCertificates :execrows
 UPDATE host_certificates SET revoked_at = now() WHERE host_id = $1 AND revoked_at IS NULL;

@@ -12,25 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const getHostCertificate = `-- name: GetHostCertificate :one
-SELECT serial, host_id, ca_id, not_before, not_after, issued_at, revoked_at FROM host_certificates WHERE serial = $1
-`
-
-func (q *Queries) GetHostCertificate(ctx context.Context, serial string) (HostCertificate, error) {
-	row := q.db.QueryRow(ctx, getHostCertificate, serial)
-	var i HostCertificate
-	err := row.Scan(
-		&i.Serial,
-		&i.HostID,
-		&i.CaID,
-		&i.NotBefore,
-		&i.NotAfter,
-		&i.IssuedAt,
-		&i.RevokedAt,
-	)
-	return i, err
-}
-
 const getHostForUpdate = `-- name: GetHostForUpdate :one
 SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE id = $1 FOR UPDATE
 `
@@ -52,6 +33,51 @@ func (q *Queries) GetHostForUpdate(ctx context.Context, id uuid.UUID) (Host, err
 		&i.Protocol,
 		&i.CertNotAfter,
 		&i.Runtime,
+	)
+	return i, err
+}
+
+const hostByCertificate = `-- name: HostByCertificate :one
+SELECT h.id, h.pool_id, h.name, h.credential_hash, h.draining, h.last_seen_at, h.created_at, h.spec_generation, h.reported_generation, h.inventory, h.protocol, h.cert_not_after, h.runtime, (c.serial IS NOT NULL)::boolean AS issued, c.revoked_at
+FROM hosts h
+LEFT JOIN host_certificates c ON c.serial = $1 AND c.host_id = h.id
+WHERE h.id = $2
+`
+
+type HostByCertificateParams struct {
+	Serial string
+	HostID uuid.UUID
+}
+
+type HostByCertificateRow struct {
+	Host      Host
+	Issued    bool
+	RevokedAt *time.Time
+}
+
+// HostByCertificate reads a host and, when that host was issued the
+// certificate of serial, when it was revoked: one round trip on every host
+// request that presents a certificate. issued is false for a serial not
+// issued to that host.
+func (q *Queries) HostByCertificate(ctx context.Context, arg HostByCertificateParams) (HostByCertificateRow, error) {
+	row := q.db.QueryRow(ctx, hostByCertificate, arg.Serial, arg.HostID)
+	var i HostByCertificateRow
+	err := row.Scan(
+		&i.Host.ID,
+		&i.Host.PoolID,
+		&i.Host.Name,
+		&i.Host.CredentialHash,
+		&i.Host.Draining,
+		&i.Host.LastSeenAt,
+		&i.Host.CreatedAt,
+		&i.Host.SpecGeneration,
+		&i.Host.ReportedGeneration,
+		&i.Host.Inventory,
+		&i.Host.Protocol,
+		&i.Host.CertNotAfter,
+		&i.Host.Runtime,
+		&i.Issued,
+		&i.RevokedAt,
 	)
 	return i, err
 }
