@@ -2,6 +2,7 @@ package hostd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,12 +87,24 @@ func commandStatus(r hostproto.Report, id string) (hostproto.CommandStatus, bool
 // waitCommand waits for a report that says command id is in state.
 func waitCommand(t *testing.T, gw *gateway, id string, state hostproto.CommandState) hostproto.CommandStatus {
 	t.Helper()
-	r := waitReport(t, gw, "command "+id+" "+string(state), func(r hostproto.Report) bool {
-		st, _ := commandStatus(r, id)
-		return st.State == state
-	})
-	st, _ := commandStatus(r, id)
+	st, _ := commandStatus(waitCommands(t, gw, state, id), id)
 	return st
+}
+
+// waitCommands waits for one report that says every command of ids is in
+// state. Waiting for each in turn would miss commands that ended together:
+// the report that satisfies the first wait says the others ended too, and
+// no later report may come.
+func waitCommands(t *testing.T, gw *gateway, state hostproto.CommandState, ids ...string) hostproto.Report {
+	t.Helper()
+	return waitReport(t, gw, fmt.Sprintf("commands %v %s", ids, state), func(r hostproto.Report) bool {
+		for _, id := range ids {
+			if st, _ := commandStatus(r, id); st.State != state {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // snapshotFile returns the content of snap's file in the store, nil when
@@ -196,8 +209,7 @@ func TestLanes(t *testing.T) {
 	}
 
 	s.rt.release("snapshot")
-	waitCommand(t, s.gw, first.ID, hostproto.CommandSucceeded)
-	waitCommand(t, s.gw, second.ID, hostproto.CommandSucceeded)
+	waitCommands(t, s.gw, hostproto.CommandSucceeded, first.ID, second.ID)
 }
 
 // TestCommandsAcrossRestarts: a daemon stopped mid-snapshot and started
@@ -226,11 +238,7 @@ func TestCommandsAcrossRestarts(t *testing.T) {
 	s.gw.drain()
 
 	s.start(t) // after the end: the ends come from the journal
-	waitReport(t, s.gw, "both commands succeeded", func(r hostproto.Report) bool {
-		a, _ := commandStatus(r, take.ID)
-		b, _ := commandStatus(r, done.ID)
-		return a.State == hostproto.CommandSucceeded && b.State == hostproto.CommandSucceeded
-	})
+	waitCommands(t, s.gw, hostproto.CommandSucceeded, take.ID, done.ID)
 	if got := s.rt.count("snapshot", snap); got != 2 {
 		t.Errorf("%d snapshot calls, want 2: the interrupted one and the one that ended", got)
 	}
