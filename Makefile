@@ -20,10 +20,13 @@ test:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The fuzz targets of the parsers that take user input, each for FUZZTIME
-# (go test -fuzz runs one target per package at a time). Their seed corpus,
-# and every input a fuzzer found failing, run with the tests too; CI runs
-# this with FUZZTIME=3s.
-FUZZTIME ?= 30s
+# executions (go test -fuzz runs one target per package at a time). A count,
+# not a duration: Go 1.26's fuzz coordinator can fail a run whose duration
+# ends mid-execution with a bare "context deadline exceeded" and no input
+# (go.dev/issue/75804, fixed in Go 1.27). Their seed corpus, and every
+# input a fuzzer found failing, run with the tests too; CI runs this with
+# FUZZTIME=20000x.
+FUZZTIME ?= 500000x
 FUZZ_TARGETS := \
 	FuzzParse:./ids/ \
 	FuzzDecodeSeq:./ids/ \
