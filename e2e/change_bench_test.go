@@ -26,71 +26,144 @@ import (
 const changes = 30
 
 // BenchmarkChangeToEvent is issue 17's 30-change harness: n websocket
-// clients, each subscribed to instanceEvents of one tenant, and 30
-// sequential changes, each a createInstance (so each is followed by the
-// instance's placement and start events, as on a live system). For every
-// client and change it times change-sent (just before the mutation is sent)
-// → event-received (the client read the CREATED event), and reports p50/p99
-// over all of them, the share delivered, and serve's own commit → hub
-// latency (bc_live_event_latency_seconds) over the run. The clients run in
-// the benchmark's process, beside serve on the same cores.
+// clients and 30 sequential changes, change-sent (just before the change is
+// sent) → event-received (the client read that change's event) timed per
+// client and change, with p50/p99 over all of them and the share delivered.
+// One harness (timeChanges) runs three targets side by side for each n,
+// interleaved in one run:
+//
+//   - ours: serve's instanceEvents, each change a createInstance (so each is
+//     followed by the instance's placement and start events, as on a live
+//     system), with serve's own commit → hub latency
+//     (bc_live_event_latency_seconds) over the run;
+//   - 2-serves: the same with the clients spread over two serve processes;
+//   - lxd: LXD 5.0.2's /1.0/events?type=lifecycle, each change a PATCH of
+//     the default profile's description (lxd_bench_test.go).
+//
+// Ours' clients check every instance's versions: no event twice, none
+// missed. The clients run in the benchmark's process, beside the servers on
+// the same cores.
 //
 // With BC_BENCH_PROFILE=dir, serve and reconcile serve their profiles
-// (BC_PPROF) and the benchmark writes each one's CPU profile and execution
-// trace of the first profileFor of its changes into dir; give it
-// -benchtime 20x or so for the changes to last that long.
+// (BC_PPROF) and ours writes each one's CPU profile and execution trace of
+// the first profileFor of its run into dir; give it -benchtime 20x or so
+// for the changes to last that long.
 func BenchmarkChangeToEvent(b *testing.B) {
 	profileDir := os.Getenv("BC_BENCH_PROFILE")
+	lxd := sync.OnceValues(func() (*lxdTarget, error) { return startLXD(b) })
 	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("%d-subscribers", n), func(b *testing.B) {
-			b.StopTimer()
-			o := options{hosts: 1, reconcilers: 1, hostVcpus: 100_000,
-				serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000"}}
-			reconcileOps := ""
-			if profileDir != "" {
-				reconcileOps = "http://" + freeAddr(b)
-				o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
-				o.reconcileEnv = []string{"BC_PPROF=true"}
-				o.reconcileArgs = []string{"--metrics-listen", strings.TrimPrefix(reconcileOps, "http://")}
-			}
-			c := start(b, o)
-			ws := "ws" + strings.TrimPrefix(c.url, "http") + "/graphql"
-			w := watchChanges(b, n, func(ctx context.Context, ready func()) client {
-				return instanceClient(b, ctx, ws, c.member, ready)
-			})
-			hub0 := histogram(b, c.url, "bc_live_event_latency_seconds")
-			var lat []time.Duration
-			sent := 0
-			profiled := func() {}
-			if profileDir != "" {
-				profiled = profile(b, filepath.Join(profileDir, strconv.Itoa(n)), map[string]string{"serve": c.url, "reconcile": reconcileOps})
-			}
-			for i := range b.N {
-				for j := range changes {
-					name := fmt.Sprintf("chg-%d-%d", i, j)
-					b.StartTimer()
-					done := w.expect(name)
-					c.create(name, "RUNNING")
-					select {
-					case <-done:
-					case <-time.After(5 * time.Second):
-					}
-					b.StopTimer()
-					sent++
+			b.Run("ours", func(b *testing.B) { benchOurs(b, n, 1, filepath.Join(profileDir, strconv.Itoa(n))) })
+			b.Run("2-serves", func(b *testing.B) { benchOurs(b, n, 2, "") })
+			b.Run("lxd", func(b *testing.B) {
+				b.StopTimer() // the daemon's start, on the first run, is not a change
+				t, err := lxd()
+				if err != nil {
+					b.Skipf("NO LXD, NO SIDE-BY-SIDE ROW: %v (make bench installs Debian's lxd: scripts/lxd.sh install)", err)
 				}
-			}
-			profiled()
-			lat = w.close()
-			hub := histogram(b, c.url, "bc_live_event_latency_seconds").minus(hub0)
-			slices.Sort(lat)
-			b.ReportMetric(100*float64(len(lat))/float64(n*sent), "delivered-%")
-			if len(lat) > 0 {
-				b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-				b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
-			}
-			b.ReportMetric(1000*hub.quantile(0.5), "hub-p50-ms")
-			b.ReportMetric(1000*hub.quantile(0.99), "hub-p99-ms")
+				report(b, n, timeChanges(b, t, n))
+			})
 		})
+	}
+}
+
+// benchOurs runs the harness on a cluster of serves serve processes, the
+// clients spread over them round-robin; with a profile prefix (the
+// directory BC_BENCH_PROFILE names) it profiles serve and reconcile.
+func benchOurs(b *testing.B, n, serves int, profilePrefix string) {
+	b.StopTimer()
+	o := options{serves: serves, hosts: 1, reconcilers: 1, hostVcpus: 100_000,
+		serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000"}}
+	profiling := os.Getenv("BC_BENCH_PROFILE") != "" && profilePrefix != ""
+	reconcileOps := ""
+	if profiling {
+		reconcileOps = "http://" + freeAddr(b)
+		o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
+		o.reconcileEnv = []string{"BC_PPROF=true"}
+		o.reconcileArgs = []string{"--metrics-listen", strings.TrimPrefix(reconcileOps, "http://")}
+	}
+	c := start(b, o)
+	hub0 := hubLatency(b, c.urls)
+	profiled := func() {}
+	if profiling {
+		profiled = profile(b, profilePrefix, map[string]string{"serve": c.url, "reconcile": reconcileOps})
+	}
+	r := timeChanges(b, &ours{c: c}, n)
+	profiled()
+	hub := hubLatency(b, c.urls).minus(hub0)
+	report(b, n, r)
+	b.ReportMetric(1000*hub.quantile(0.5), "hub-p50-ms")
+	b.ReportMetric(1000*hub.quantile(0.99), "hub-p99-ms")
+}
+
+// hubLatency is bc_live_event_latency_seconds summed over the serves at
+// urls.
+func hubLatency(b *testing.B, urls []string) buckets {
+	var sum buckets
+	for _, u := range urls {
+		sum = sum.plus(histogram(b, u, "bc_live_event_latency_seconds"))
+	}
+	return sum
+}
+
+// target is an event source the harness times: it dials clients and makes
+// changes, and its clients say which change a message is of.
+type target interface {
+	// dial connects the i-th client and calls ready once it is subscribed.
+	dial(b *testing.B, ctx context.Context, i int, ready func()) client
+	// change makes the change named key and returns once it is accepted.
+	change(b *testing.B, key string)
+}
+
+// timed is what one run of the harness saw: every latency, how many
+// changes were sent, and what went wrong at clients (an event seen twice or
+// missed, a connection the server closed).
+type timed struct {
+	lat    []time.Duration
+	sent   int
+	faults []error
+}
+
+// timeChanges dials n clients of t and makes b.N × changes sequential
+// changes, each waited for at every client (at most 5 s), timing
+// change-sent → event-received at each.
+func timeChanges(b *testing.B, t target, n int) timed {
+	b.StopTimer()
+	w := watchChanges(b, n, t)
+	sent := 0
+	for i := range b.N {
+		for j := range changes {
+			key := fmt.Sprintf("chg-%d-%d", i, j)
+			b.StartTimer()
+			done := w.expect(key)
+			t.change(b, key)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+			b.StopTimer()
+			sent++
+		}
+	}
+	lat, faults := w.close()
+	return timed{lat: lat, sent: sent, faults: faults}
+}
+
+// report reports a run's p50, p99 and share delivered, and fails the
+// benchmark on a client's fault.
+func report(b *testing.B, n int, r timed) {
+	for i, err := range r.faults {
+		if i == 5 {
+			b.Errorf("… and %d more client faults", len(r.faults)-i)
+			break
+		}
+		b.Errorf("client: %v", err)
+	}
+	slices.Sort(r.lat)
+	b.ReportMetric(100*float64(len(r.lat))/float64(n*r.sent), "delivered-%")
+	if len(r.lat) > 0 {
+		b.ReportMetric(ms(r.lat[len(r.lat)/2]), "p50-ms")
+		b.ReportMetric(ms(r.lat[len(r.lat)*99/100]), "p99-ms")
 	}
 }
 
@@ -133,7 +206,8 @@ func profile(b *testing.B, prefix string, procs map[string]string) (wait func())
 
 // client is one subscriber of the harness: next blocks for the next
 // change it was told of and returns its key ("" for a message that is no
-// change's, such as a later event of the same instance).
+// change's, such as a later event of the same instance). An error other
+// than its context's end is a fault the benchmark reports.
 type client interface {
 	next(ctx context.Context) (key string, err error)
 	close()
@@ -142,40 +216,43 @@ type client interface {
 // changeWatch holds n clients and times, for each change, change-sent →
 // event-received at each of them. It knows nothing of what a change is: a
 // client says which change a message is of, so another event source (LXD's
-// /1.0/events) can sit behind the same watch.
+// /1.0/events) sits behind the same watch.
 type changeWatch struct {
 	n      int
+	ctx    context.Context
 	cancel context.CancelFunc
 	ended  sync.WaitGroup
 
 	mu   sync.Mutex
 	sent map[string]time.Time
 	// seen counts the clients a change reached; done closes at n.
-	seen map[string]int
-	done map[string]chan struct{}
-	lat  []time.Duration
+	seen   map[string]int
+	done   map[string]chan struct{}
+	lat    []time.Duration
+	faults []error
 }
 
-// watchChanges dials n clients with dial (64 at a time) and returns once
-// all are subscribed.
-func watchChanges(b *testing.B, n int, dial func(ctx context.Context, ready func()) client) *changeWatch {
+// watchChanges dials n clients of t (64 at a time) and returns once all
+// are subscribed.
+func watchChanges(b *testing.B, n int, t target) *changeWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &changeWatch{n: n, cancel: cancel, sent: map[string]time.Time{}, seen: map[string]int{}, done: map[string]chan struct{}{}}
+	w := &changeWatch{n: n, ctx: ctx, cancel: cancel, sent: map[string]time.Time{}, seen: map[string]int{}, done: map[string]chan struct{}{}}
 	b.Cleanup(func() { w.close() })
 	var dialed sync.WaitGroup
 	sem := make(chan struct{}, 64)
-	for range n {
+	for i := range n {
 		sem <- struct{}{}
 		dialed.Add(1)
 		w.ended.Add(1)
 		go func() {
 			defer w.ended.Done()
-			cl := dial(ctx, func() { <-sem; dialed.Done() })
+			cl := t.dial(b, ctx, i, func() { <-sem; dialed.Done() })
 			defer cl.close()
 			got := map[string]bool{}
 			for {
 				key, err := cl.next(ctx)
 				if err != nil {
+					w.fault(fmt.Errorf("client %d: %w", i, err))
 					return
 				}
 				if key != "" && !got[key] {
@@ -212,28 +289,51 @@ func (w *changeWatch) saw(key string, at time.Time) {
 	}
 }
 
-// close ends the clients, waits for them, and returns every latency seen.
-func (w *changeWatch) close() []time.Duration {
+// fault records a client's error, unless the watch is closing.
+func (w *changeWatch) fault(err error) {
+	if w.ctx.Err() != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = append(w.faults, err)
+}
+
+// close ends the clients, waits for them, and returns every latency seen
+// and every client's fault.
+func (w *changeWatch) close() ([]time.Duration, []error) {
 	w.cancel()
 	w.ended.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.lat
+	return w.lat, w.faults
 }
+
+// ours is the harness's target on our serves: a change creates an instance
+// named by its key, and the i-th client subscribes at the i-th serve
+// round-robin.
+type ours struct{ c *cluster }
+
+func (o *ours) dial(b *testing.B, ctx context.Context, i int, ready func()) client {
+	url := o.c.urls[i%len(o.c.urls)]
+	ws := "ws" + strings.TrimPrefix(url, "http") + "/graphql"
+	return &eventsClient{conn: dialSubscriber(b, ctx, ws, o.c.member, instanceClientQuery, ready), seq: sequence{}}
+}
+
+func (o *ours) change(_ *testing.B, key string) { o.c.create(key, "RUNNING") }
 
 // instanceClientQuery is the subscription of the harness's clients.
-const instanceClientQuery = "subscription { instanceEvents { type instance { name } } }"
+const instanceClientQuery = "subscription { instanceEvents { type version instance { id name } } }"
 
 // eventsClient is a harness client on serve's instanceEvents: its key of a
-// CREATED event is the instance's name.
-type eventsClient struct{ conn *websocket.Conn }
-
-// instanceClient subscribes to instanceEvents at url.
-func instanceClient(b *testing.B, ctx context.Context, url, token string, ready func()) client {
-	return eventsClient{dialSubscriber(b, ctx, url, token, instanceClientQuery, ready)}
+// CREATED event is the instance's name. It checks every instance's
+// versions as they come.
+type eventsClient struct {
+	conn *websocket.Conn
+	seq  sequence
 }
 
-func (c eventsClient) next(ctx context.Context) (string, error) {
+func (c *eventsClient) next(ctx context.Context) (string, error) {
 	if c.conn == nil {
 		return "", errors.New("not connected")
 	}
@@ -243,7 +343,8 @@ func (c eventsClient) next(ctx context.Context) (string, error) {
 			Data struct {
 				InstanceEvents struct {
 					Type     string
-					Instance struct{ Name string }
+					Version  int
+					Instance struct{ ID, Name string }
 				} `json:"instanceEvents"`
 			} `json:"data"`
 		} `json:"payload"`
@@ -251,16 +352,22 @@ func (c eventsClient) next(ctx context.Context) (string, error) {
 	if err := wsjson.Read(ctx, c.conn, &msg); err != nil {
 		return "", err
 	}
-	switch ev := msg.Payload.Data.InstanceEvents; {
-	case msg.Type == "ping":
+	ev := msg.Payload.Data.InstanceEvents
+	switch msg.Type {
+	case "ping":
 		return "", wsjson.Write(ctx, c.conn, map[string]any{"type": "pong"})
-	case msg.Type == "next" && ev.Type == "CREATED":
-		return ev.Instance.Name, nil
+	case "next":
+		if err := c.seq.next(ev.Instance.ID, ev.Version); err != nil {
+			return "", err
+		}
+		if ev.Type == "CREATED" {
+			return ev.Instance.Name, nil
+		}
 	}
 	return "", nil
 }
 
-func (c eventsClient) close() {
+func (c *eventsClient) close() {
 	if c.conn != nil {
 		c.conn.CloseNow()
 	}
@@ -293,6 +400,21 @@ func histogram(b testing.TB, url, name string) buckets {
 		h.le, h.count = append(h.le, l), append(h.count, n)
 	}
 	return h
+}
+
+// plus is h's counts and another reading's, bucket by bucket (the same
+// buckets, or h empty).
+func (h buckets) plus(other buckets) buckets {
+	if len(h.count) == 0 {
+		return other
+	}
+	out := buckets{le: h.le, count: slices.Clone(h.count)}
+	for i := range out.count {
+		if i < len(other.count) {
+			out.count[i] += other.count[i]
+		}
+	}
+	return out
 }
 
 // minus is h's counts less those of an earlier reading.

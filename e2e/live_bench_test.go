@@ -17,29 +17,37 @@ import (
 
 // BenchmarkSubscribers holds n instanceEvents subscriptions (one websocket
 // each, all of one tenant, so every event goes to every subscriber) on one
-// serve process, changes instances through the API, and measures each
-// delivery's latency from the change's commit to the client, and the serve
-// process's memory.
+// serve process, or spread round-robin over two (the -2-serves cases),
+// changes instances through the API, and measures each delivery's latency
+// from the change's commit to the client, and the serve processes' memory
+// (summed over them). Every client checks each instance's versions: no
+// event twice, none missed.
 // perSecond is how many changes a second the driver makes; serve runs with
 // GOMEMLIMIT=900MiB, as a deployment holding 10,000 websockets would.
 func BenchmarkSubscribers(b *testing.B) {
-	for _, c := range []struct{ subscribers, perSecond int }{{1000, 20}, {10000, 2}, {10000, 20}} {
-		b.Run(fmt.Sprintf("%d-subscribers-%d-changes-per-s", c.subscribers, c.perSecond), func(b *testing.B) {
+	for _, c := range []struct{ subscribers, perSecond, serves int }{
+		{1000, 20, 1}, {1000, 20, 2}, {10000, 2, 1}, {10000, 2, 2}, {10000, 20, 1},
+	} {
+		name := fmt.Sprintf("%d-subscribers-%d-changes-per-s", c.subscribers, c.perSecond)
+		if c.serves > 1 {
+			name += fmt.Sprintf("-%d-serves", c.serves)
+		}
+		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				benchSubscribers(b, c.subscribers, c.perSecond)
+				benchSubscribers(b, c.subscribers, c.perSecond, c.serves)
 			}
 		})
 	}
 }
 
-func benchSubscribers(b *testing.B, n, perSecond int) {
+func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 	b.StopTimer()
-	c := start(b, options{reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}})
+	c := start(b, options{serves: serves, reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}})
 	var ids []string
 	for i := range 10 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
 	}
-	rss0 := rss(b, c.server)
+	rss0 := servesRSS(b, c)
 
 	events := 5 * perSecond // five seconds of changes
 	var (
@@ -49,16 +57,17 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ws := "ws" + strings.TrimPrefix(c.url, "http") + "/graphql"
 	var dial sync.WaitGroup
 	sem := make(chan struct{}, 64)
-	for range n {
+	for i := range n {
 		got.Add(1)
 		dial.Add(1)
 		sem <- struct{}{}
+		ws := "ws" + strings.TrimPrefix(c.urls[i%len(c.urls)], "http") + "/graphql"
 		go func() {
 			conn := dialSubscriber(b, ctx, ws, c.member, instanceEventsQuery, func() { <-sem; dial.Done() })
 			defer conn.CloseNow()
+			seq := sequence{}
 			seen := 0
 			local := make([]time.Duration, 0, events)
 			for seen < events {
@@ -68,7 +77,11 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 						Data struct {
 							InstanceEvents struct {
 								Snapshot bool
-								Instance struct{ UpdatedAt time.Time }
+								Version  int
+								Instance struct {
+									ID        string
+									UpdatedAt time.Time
+								}
 							} `json:"instanceEvents"`
 						} `json:"data"`
 					} `json:"payload"`
@@ -80,8 +93,12 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 				case "ping":
 					wsjson.Write(ctx, conn, map[string]any{"type": "pong"})
 				case "next":
-					local = append(local, time.Since(msg.Payload.Data.InstanceEvents.Instance.UpdatedAt))
+					ev := msg.Payload.Data.InstanceEvents
+					local = append(local, time.Since(ev.Instance.UpdatedAt))
 					seen++
+					if err := seq.next(ev.Instance.ID, ev.Version); err != nil {
+						b.Errorf("client %d: %v", i, err)
+					}
 				}
 			}
 			mu.Lock()
@@ -91,7 +108,7 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 		}()
 	}
 	dial.Wait()
-	rssSubscribed := rss(b, c.server)
+	rssSubscribed := servesRSS(b, c)
 
 	b.StartTimer()
 	start := time.Now()
@@ -120,7 +137,7 @@ func benchSubscribers(b *testing.B, n, perSecond int) {
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
 	b.ReportMetric(float64(rssSubscribed)/(1<<20), "serve-MiB-subscribed")
-	b.ReportMetric(float64(rss(b, c.server))/(1<<20), "serve-MiB-after")
+	b.ReportMetric(float64(servesRSS(b, c))/(1<<20), "serve-MiB-after")
 	b.ReportMetric(float64(rss0)/(1<<20), "serve-MiB-idle")
 	b.ReportMetric(float64(len(lat))/took.Seconds(), "deliveries/s")
 }
@@ -145,6 +162,15 @@ func dialSubscriber(b *testing.B, ctx context.Context, url, token, query string,
 	wsjson.Write(ctx, conn, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query": query}})
 	return conn
+}
+
+// servesRSS is the resident memory of c's serve processes together.
+func servesRSS(b testing.TB, c *cluster) int64 {
+	var sum int64
+	for _, p := range c.serves {
+		sum += rss(b, p)
+	}
+	return sum
 }
 
 // rss reads a process's resident memory from /proc.

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+)
+
+// lxdTarget is BenchmarkChangeToEvent's side-by-side target: an LXD daemon
+// of the benchmark's own (scripts/lxd.sh runs it in a network namespace
+// with only loopback, LXD_DIR in a temporary directory). A client is a
+// websocket on /1.0/events?type=lifecycle over LXD's unix socket; a change
+// is a PATCH of the default profile's description, whose event
+// (profile-updated) carries no description, so a client knows its change by
+// the event's timestamp: the one change whose request was in flight then.
+type lxdTarget struct {
+	http *http.Client
+
+	mu      sync.Mutex
+	changes []lxdChange
+}
+
+// lxdChange is a change's key and when its request was in flight; to is
+// zero until it was answered.
+type lxdChange struct {
+	key      string
+	from, to time.Time
+}
+
+// startLXD runs the daemon until b's end (the script's watchdog stops it
+// should the benchmark's process die before its cleanup runs).
+func startLXD(b *testing.B) (*lxdTarget, error) {
+	if _, err := exec.LookPath("lxd"); err != nil {
+		return nil, errors.New("lxd is not installed")
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("running lxd takes root")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "lxd.sh"))
+	if err != nil {
+		return nil, err
+	}
+	dir := b.TempDir()
+	b.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "stop", dir).CombinedOutput(); err != nil {
+			b.Errorf("lxd.sh stop: %v\n%s", err, out)
+		}
+	})
+	if out, err := exec.Command("bash", script, "start", dir, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("lxd.sh start: %v\n%s", err, out)
+	}
+	socket := filepath.Join(dir, "unix.socket")
+	var d net.Dialer
+	return &lxdTarget{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConnsPerHost: 4,
+	}}}, nil
+}
+
+func (t *lxdTarget) dial(b *testing.B, ctx context.Context, _ int, ready func()) client {
+	defer ready()
+	conn, _, err := websocket.Dial(ctx, "ws://lxd/1.0/events?type=lifecycle", &websocket.DialOptions{HTTPClient: t.http})
+	if err != nil {
+		b.Errorf("dial lxd events: %v", err)
+		return &lxdClient{t: t}
+	}
+	return &lxdClient{t: t, conn: conn}
+}
+
+func (t *lxdTarget) change(b *testing.B, key string) {
+	t.mu.Lock()
+	i := len(t.changes)
+	t.changes = append(t.changes, lxdChange{key: key, from: time.Now()})
+	t.mu.Unlock()
+	req, _ := http.NewRequest(http.MethodPatch, "http://lxd/1.0/profiles/default", strings.NewReader(`{"description":"`+key+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.http.Do(req)
+	if err != nil {
+		b.Fatalf("lxd PATCH profile: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("lxd PATCH profile: %s", resp.Status)
+	}
+	t.mu.Lock()
+	t.changes[i].to = time.Now()
+	t.mu.Unlock()
+}
+
+// keyAt is the key of the change whose request was in flight at ts.
+func (t *lxdTarget) keyAt(ts time.Time) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.changes) - 1; i >= 0; i-- {
+		c := t.changes[i]
+		if !ts.Before(c.from) && (c.to.IsZero() || !ts.After(c.to)) {
+			return c.key
+		}
+	}
+	return ""
+}
+
+// lxdClient is one websocket on LXD's /1.0/events.
+type lxdClient struct {
+	t    *lxdTarget
+	conn *websocket.Conn
+}
+
+func (c *lxdClient) next(ctx context.Context) (string, error) {
+	if c.conn == nil {
+		return "", errors.New("not connected")
+	}
+	var ev struct {
+		Type      string
+		Timestamp time.Time
+		Metadata  struct{ Action, Source string }
+	}
+	if err := wsjson.Read(ctx, c.conn, &ev); err != nil {
+		return "", err
+	}
+	if ev.Type != "lifecycle" || ev.Metadata.Action != "profile-updated" || ev.Metadata.Source != "/1.0/profiles/default" {
+		return "", nil
+	}
+	return c.t.keyAt(ev.Timestamp), nil
+}
+
+func (c *lxdClient) close() {
+	if c.conn != nil {
+		c.conn.CloseNow()
+	}
+}
