@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/reconciler"
 )
 
 // fleetHosts is how many simulated hosts BenchmarkFleet runs.
@@ -24,44 +26,69 @@ const fleetHosts = 100
 const fleetIdle = 30 * time.Second
 
 // BenchmarkFleet creates n instances at once (16 clients) on 100 simulated
-// hosts and measures how long until all are RUNNING and the reconcile
-// process's CPU time per instance; then serve's CPU while the hosts
-// long-poll and report and nothing changes (fleetIdle); then how long
-// deleting them all takes, and that nothing is left held.
+// hosts and measures how long until all are RUNNING, the reconcile
+// process's CPU time per instance and how many times it reconciled each;
+// then serve's CPU while the hosts long-poll and report and nothing changes
+// (fleetIdle); then the same for deleting them all, and that nothing is
+// left held.
 //
 // With BC_BENCH_PROFILES=dir it writes CPU profiles of reconcile over the
 // creates and the deletes, and of serve over the idle spell, to dir.
 func BenchmarkFleet(b *testing.B) {
-	for _, n := range []int{1000, 10_000} {
+	for _, n := range []int{1000, 3000, 10_000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			for range b.N {
-				benchFleet(b, n)
+				benchFleet(b, n, 1)
 			}
 		})
 	}
 }
 
-func benchFleet(b *testing.B, n int) {
+// BenchmarkFleetReplicas is BenchmarkFleet at 1,000 instances with one
+// reconcile process and with two, to show what the second adds; with
+// -count 2 or more the two alternate. CPU figures are both processes'.
+func BenchmarkFleetReplicas(b *testing.B) {
+	for _, r := range []int{1, 2} {
+		b.Run(fmt.Sprintf("reconcilers=%d", r), func(b *testing.B) {
+			for range b.N {
+				benchFleet(b, 1000, r)
+			}
+		})
+	}
+}
+
+func benchFleet(b *testing.B, n, reconcilers int) {
 	b.StopTimer()
 	profiles := os.Getenv("BC_BENCH_PROFILES")
-	metricsAddr := freeAddr(b)
-	// The hosts keep a deployment's cadence (a report every 5 s at the
-	// most, silent after 30 s), not the tests' quicker one.
+	metrics := make([]string, reconcilers)
+	for i := range metrics {
+		metrics[i] = "http://" + freeAddr(b)
+	}
+	// The hosts and the reconcilers keep a deployment's cadence (a report
+	// every 5 s at the most, silent after 30 s; a rescan every 10 s, an
+	// entry reclaimed after 30 s), not the tests' quicker one: a rescan
+	// hands every instance not at rest to the reconcilers again, those
+	// waiting for their host's report included, so at the tests' 1 s the
+	// reconciles per instance grow with how long the fleet takes.
 	silent := "BC_HOST_SILENT_AFTER=" + vps.DefaultHostSilentAfter.String()
-	o := options{hosts: fleetHosts, reconcilers: 1, hostVcpus: 1000, wideNet: true,
-		hostArgs:      []string{"--heartbeat", hostd.DefaultHeartbeatInterval.String()},
-		serverEnv:     []string{silent},
-		reconcileEnv:  []string{silent},
-		reconcileArgs: []string{"--metrics-listen", metricsAddr}}
+	o := options{hosts: fleetHosts, reconcilers: reconcilers, hostVcpus: 1000, wideNet: true,
+		hostArgs:     []string{"--heartbeat", hostd.DefaultHeartbeatInterval.String()},
+		serverEnv:    []string{silent},
+		reconcileEnv: []string{silent},
+		reconcileArgsOf: func(i int) []string {
+			return []string{"--metrics-listen", metrics[i][len("http://"):],
+				"--rescan-interval", reconciler.DefaultRescanInterval.String(), "--claim-idle", reconciler.DefaultClaimIdle.String()}
+		}}
 	if profiles != "" {
 		o.reconcileEnv = append(o.reconcileEnv, "BC_PPROF=true")
 		o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
 	}
 	c := start(b, o)
 	c.waitHosts(fleetHosts)
+	name := fmt.Sprintf("%d-r%d", n, reconcilers)
 	w := watchRunning(b, c, n)
-	cpu0 := cpuTime(b, c.reconcs[0])
-	stop := profileCPU(b, profiles, "http://"+metricsAddr, fmt.Sprintf("reconcile-create-%d", n))
+	m := c.reconcileMeter(b, metrics)
+	stop := profileCPU(b, profiles, metrics[0], "reconcile-create-"+name)
 	b.StartTimer()
 	t0 := time.Now()
 	ids := fleetDo(n, func(i int) string { return c.create(fmt.Sprintf("vm-%05d", i), "RUNNING") })
@@ -73,12 +100,13 @@ func benchFleet(b *testing.B, n int) {
 	took := time.Since(t0)
 	b.StopTimer()
 	stop()
-	cpu := cpuTime(b, c.reconcs[0]) - cpu0
+	cpu, reconciles := m.since(b)
 	b.ReportMetric(took.Seconds(), "s-to-all-running")
 	b.ReportMetric(ms(cpu)/float64(n), "reconciler-cpu-ms/instance")
+	b.ReportMetric(float64(reconciles)/float64(n), "reconciles/instance")
 
 	c.settle(time.Minute)
-	stop = profileCPU(b, profiles, c.url, fmt.Sprintf("serve-idle-%d", n))
+	stop = profileCPU(b, profiles, c.url, "serve-idle-"+name)
 	serve0 := cpuTime(b, c.server)
 	time.Sleep(fleetIdle) // the measurement's window
 	idle := cpuTime(b, c.server) - serve0
@@ -86,8 +114,8 @@ func benchFleet(b *testing.B, n int) {
 	b.ReportMetric(100*idle.Seconds()/fleetIdle.Seconds(), "serve-idle-%core")
 
 	d := watchState(b, c, "DELETED", n)
-	cpu0 = cpuTime(b, c.reconcs[0])
-	stop = profileCPU(b, profiles, "http://"+metricsAddr, fmt.Sprintf("reconcile-delete-%d", n))
+	m = c.reconcileMeter(b, metrics)
+	stop = profileCPU(b, profiles, metrics[0], "reconcile-delete-"+name)
 	t0 = time.Now()
 	fleetDo(n, func(i int) string { c.set("deleteInstance", ids[i]); return ids[i] })
 	select {
@@ -97,10 +125,67 @@ func benchFleet(b *testing.B, n int) {
 	}
 	took = time.Since(t0)
 	stop()
-	cpu = cpuTime(b, c.reconcs[0]) - cpu0
+	cpu, reconciles = m.since(b)
 	b.ReportMetric(took.Seconds(), "s-to-all-deleted")
 	b.ReportMetric(ms(cpu)/float64(n), "reconciler-cpu-ms/delete")
+	b.ReportMetric(float64(reconciles)/float64(n), "reconciles/delete")
 	c.noLeaks()
+}
+
+// reconcileMeter is where the reconcile processes' CPU time and instance
+// reconciles stood when it was taken.
+type reconcileMeter struct {
+	c          *cluster
+	metrics    []string
+	cpu        time.Duration
+	reconciles int
+}
+
+func (c *cluster) reconcileMeter(b testing.TB, metrics []string) reconcileMeter {
+	m := reconcileMeter{c: c, metrics: metrics}
+	m.cpu, m.reconciles = m.read(b)
+	return m
+}
+
+// since returns the CPU time and instance reconciles of all reconcile
+// processes since m was taken.
+func (m reconcileMeter) since(b testing.TB) (time.Duration, int) {
+	cpu, n := m.read(b)
+	return cpu - m.cpu, n - m.reconciles
+}
+
+func (m reconcileMeter) read(b testing.TB) (cpu time.Duration, reconciles int) {
+	for i, p := range m.c.reconcs {
+		cpu += cpuTime(b, p)
+		reconciles += instanceReconciles(b, m.metrics[i])
+	}
+	return cpu, reconciles
+}
+
+// instanceReconciles sums bc_reconcile_total of the vps.instances kind, all
+// outcomes, from the metrics at base.
+func instanceReconciles(b testing.TB, base string) int {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		b.Fatalf("read metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatalf("read metrics: %v", err)
+	}
+	n := 0
+	for line := range strings.Lines(string(body)) {
+		if !strings.HasPrefix(line, `bc_reconcile_total{kind="vps.instances",`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndexByte(line, ' ')+1:]), 64)
+		if err != nil {
+			b.Fatalf("metrics line %q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
 }
 
 // fleetDo runs do for 0..n-1 on 16 clients and returns what each returned.

@@ -187,6 +187,9 @@ type options struct {
 	serverEnv []string
 	// reconcileArgs are extra flags for every reconcile process.
 	reconcileArgs []string
+	// reconcileArgsOf, when set, gives extra flags for reconcile process i
+	// alone, such as a listen address of its own.
+	reconcileArgsOf func(i int) []string
 	// reconcileEnv is extra environment for every reconcile process.
 	reconcileEnv []string
 	// databaseURL is a migrated database the cluster runs on; default a
@@ -282,6 +285,9 @@ func start(t testing.TB, o options) *cluster {
 	}
 	for i := range o.reconcilers {
 		args := append([]string{bin, "reconcile", "--rescan-interval", "1s", "--claim-idle", "2s"}, o.reconcileArgs...)
+		if o.reconcileArgsOf != nil {
+			args = append(args, o.reconcileArgsOf(i)...)
+		}
 		c.reconcs = append(c.reconcs, c.proc(fmt.Sprintf("reconcile-%d", i), reconcileEnv, args...))
 	}
 	for i := range o.hosts {

@@ -151,6 +151,13 @@ func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst 
 	if err != nil {
 		return fmt.Errorf("read addresses of %s: %w", inst.ID, err)
 	}
+	return EnqueueLeased(ctx, q, topic, typ, inst, leases)
+}
+
+// EnqueueLeased is Enqueue for a caller that knows inst's live leases in
+// q's transaction (the reconciler, which leases and releases them), saving
+// their read.
+func EnqueueLeased(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst sqlc.Instance, leases []sqlc.IpLease) error {
 	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(domain.InstanceFromRow(inst, leases)), Version: inst.Version})
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", inst.ID, err)

@@ -105,27 +105,72 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 	return step, nil
 }
 
-// hostedStep takes one step for an instance of a hosted pool: placement,
-// or a change of what its host is told to hold.
+// hostedStep takes the steps of an instance of a hosted pool that follow
+// one another without news from its host (placement, or a change of what its
+// host is told to hold), up to maxSteps, in the transaction of q: after each
+// it decides again on the row the step wrote, so a host's report that lets
+// an instance go PROVISIONING → STARTING → RUNNING costs one transaction,
+// not three (two of them finding nothing to do). It reports whether another
+// step may follow at once: only when it stopped at maxSteps or after giving
+// up a host, whose next step (placing again) is left to a transaction of its
+// own.
 func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
-	f, err := r.facts(ctx, q, inst)
-	if err != nil {
-		return false, err
+	var (
+		hosts hostCache
+		addrs addresses
+	)
+	for i := range maxSteps {
+		f, err := r.facts(ctx, q, inst, &hosts)
+		if err != nil {
+			return false, err
+		}
+		st, ok := decide(f)
+		if !ok {
+			return false, nil
+		}
+		if i == 0 {
+			if err := wakeUpkeep(ctx, q, inst); err != nil {
+				return false, err
+			}
+		}
+		if st.place {
+			var placed bool
+			if inst, placed, err = r.place(ctx, q, inst, &addrs, wake); err != nil || !placed {
+				return false, err
+			}
+			continue
+		}
+		if inst, err = r.apply(ctx, q, inst, st, &addrs, wake); err != nil {
+			return false, err
+		}
+		if st.recreate {
+			return true, nil
+		}
 	}
-	st, ok := decide(f)
-	if !ok {
-		return false, nil
-	}
-	if err := wakeUpkeep(ctx, q, inst); err != nil {
-		return false, err
-	}
-	if st.place {
-		return r.place(ctx, q, inst, wake)
-	}
-	return true, r.apply(ctx, q, inst, st, wake)
+	return true, nil
 }
 
-func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (facts, error) {
+// maxSteps bounds the steps hostedStep takes in one transaction; the state
+// table has no longer chain without the host's news.
+const maxSteps = 4
+
+// hostCache holds what one transaction read of hosts' liveness: a host's
+// row does not change under the instance's lock in a way its steps depend
+// on, so each host is read once.
+type hostCache map[uuid.UUID]sqlc.HostLivenessRow
+
+// addresses is what one transaction knows of an instance's live leases
+// (its addresses), so that the events of its steps do not each read them:
+// they change only when a placement leases one or a deletion releases them.
+type addresses struct {
+	known  bool
+	leases []sqlc.IpLease
+}
+
+// set records the instance's live leases.
+func (a *addresses) set(leases []sqlc.IpLease) { a.known, a.leases = true, leases }
+
+func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache) (facts, error) {
 	f := facts{
 		state:      lifecycle.State(inst.State),
 		desired:    lifecycle.Desired(inst.DesiredState),
@@ -138,16 +183,25 @@ func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if inst.HostID == nil {
 		return f, nil
 	}
-	h, err := q.HostLiveness(ctx, sqlc.HostLivenessParams{ID: *inst.HostID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
-	if err != nil {
-		return f, fmt.Errorf("read host: %w", err)
+	h, ok := (*hosts)[*inst.HostID]
+	if !ok {
+		var err error
+		h, err = q.HostLiveness(ctx, sqlc.HostLivenessParams{ID: *inst.HostID, SilentAfter: r.cfg.HostSilentAfter.Seconds()})
+		if err != nil {
+			return f, fmt.Errorf("read host: %w", err)
+		}
+		if *hosts == nil {
+			*hosts = hostCache{}
+		}
+		(*hosts)[*inst.HostID] = h
 	}
 	f.placed, f.hostAlive, f.host = true, h.Alive, h.Name
 	return f, nil
 }
 
-// apply carries out a step other than placement.
-func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, st step, wake *[]uuid.UUID) error {
+// apply carries out a step other than placement and returns the row it
+// wrote.
+func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, st step, addrs *addresses, wake *[]uuid.UUID) (sqlc.Instance, error) {
 	p := sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
 		ToState: inst.State, StateReason: st.reason,
@@ -161,7 +215,7 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if st.reason == "" && !st.recreate && !st.release {
 		reason, err := gpuReason(ctx, q, inst)
 		if err != nil {
-			return err
+			return sqlc.Instance{}, err
 		}
 		p.StateReason = reason
 	}
@@ -170,7 +224,10 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	// host's row, so both take the two in one order.
 	if st.recreate || st.release {
 		if err := r.release(ctx, q, inst, st.release); err != nil {
-			return err
+			return sqlc.Instance{}, err
+		}
+		if st.release {
+			addrs.set(nil)
 		}
 	}
 	if st.power != keepPower {
@@ -179,7 +236,7 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		if inst.HostID != nil {
 			gen, err := q.BumpHostGeneration(ctx, *inst.HostID)
 			if err != nil {
-				return fmt.Errorf("bump host generation: %w", err)
+				return sqlc.Instance{}, fmt.Errorf("bump host generation: %w", err)
 			}
 			p.SpecGeneration = gen
 			*wake = append(*wake, *inst.HostID)
@@ -189,29 +246,41 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		p.AvoidHostID, p.HostID = inst.HostID, nil
 		p.HostCertified, p.HostCertValidBefore = false, nil
 	}
-	return transition(ctx, q, p)
+	return transition(ctx, q, p, addrs)
 }
 
 // transition makes the one guarded write of a step: it refuses a change
 // of state the state table does not allow, compares and sets on the state
-// and version read under the row lock, and writes the change's event.
-func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams) error {
+// and version read under the row lock, and writes the change's event. It
+// returns the row written. The event's addresses are those addrs knows,
+// read (and then known) when it does not; nil reads them.
+func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, addrs *addresses) (sqlc.Instance, error) {
 	from, to := lifecycle.State(p.FromState), lifecycle.State(p.ToState)
 	if from != to && !lifecycle.CanTransition(from, to) {
-		return fmt.Errorf("transition %s → %s is not in the state table", from, to)
+		return sqlc.Instance{}, fmt.Errorf("transition %s → %s is not in the state table", from, to)
 	}
 	out, err := q.Transition(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return errRace
+		return sqlc.Instance{}, errRace
 	}
 	if err != nil {
-		return fmt.Errorf("transition %s → %s: %w", from, to, err)
+		return sqlc.Instance{}, fmt.Errorf("transition %s → %s: %w", from, to, err)
 	}
 	typ := events.Updated
 	if out.State == string(lifecycle.Deleted) {
 		typ = events.Deleted
 	}
-	return events.Enqueue(ctx, q, TopicEvents, typ, out)
+	if addrs == nil {
+		return out, events.Enqueue(ctx, q, TopicEvents, typ, out)
+	}
+	if !addrs.known {
+		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{out.ID})
+		if err != nil {
+			return out, fmt.Errorf("read addresses: %w", err)
+		}
+		addrs.set(leases)
+	}
+	return out, events.EnqueueLeased(ctx, q, TopicEvents, typ, out, addrs.leases)
 }
 
 // gpuReason is the state reason an instance keeps while it holds a device

@@ -22,29 +22,30 @@ import (
 // place puts a pending instance on a host of its pool: an allocation, its
 // GPU claims and an address, all under the pool's lock, so two reconcilers
 // never give out the same room or address, and records whether the host is
-// certified, until when. With no room it stays PENDING with the reason, and
-// is woken when room frees.
-func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
+// certified, until when, and returns the row it wrote. With no room it
+// stays PENDING with the reason (placed false), and is woken when room
+// frees.
+func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
 	pool, err := q.LockPool(ctx, inst.PoolID)
 	if err != nil {
-		return false, fmt.Errorf("lock pool: %w", err)
+		return inst, false, fmt.Errorf("lock pool: %w", err)
 	}
 	if pool.Class != vps.ClassHosted {
-		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
+		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s is of class %s, which has no hosts", pool.Name, pool.Class))
 	}
 	only, why, err := restoreHost(ctx, q, inst, pool)
 	if err != nil {
-		return false, err
+		return inst, false, err
 	}
 	if why != "" {
-		return false, r.wait(ctx, q, inst, why)
+		return inst, false, r.wait(ctx, q, inst, why)
 	}
 	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{
 		Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds(), OnlyHost: only,
 		CertifiedMargin: r.cfg.CertifiedMargin.Seconds(),
 	})
 	if err != nil {
-		return false, fmt.Errorf("list hosts: %w", err)
+		return inst, false, fmt.Errorf("list hosts: %w", err)
 	}
 	hostIDs := make([]uuid.UUID, len(hosts))
 	for i, h := range hosts {
@@ -54,7 +55,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if inst.GpuCount > 0 && inst.GpuModel != nil {
 		free, err := q.FreeGPUs(ctx, sqlc.FreeGPUsParams{Hosts: hostIDs, Model: *inst.GpuModel})
 		if err != nil {
-			return false, fmt.Errorf("list free GPUs: %w", err)
+			return inst, false, fmt.Errorf("list free GPUs: %w", err)
 		}
 		for _, g := range free {
 			gpus[g.HostID] = append(gpus[g.HostID], g.Address)
@@ -68,36 +69,36 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		}
 		devices, err := gpusBusy(ctx, q, inst, hostIDs)
 		if err != nil {
-			return false, err
+			return inst, false, err
 		}
-		return false, r.wait(ctx, q, inst, reason+devices)
+		return inst, false, r.wait(ctx, q, inst, reason+devices)
 	}
 
-	mac, err := r.lease(ctx, q, inst)
+	mac, err := r.lease(ctx, q, inst, addrs)
 	if errors.Is(err, errNoAddress) {
-		return false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
+		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
 	if errors.Is(err, errNoIPRange) {
-		return false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s has no IP range to give an address: an operator must add one (createIpPool)", pool.Name))
+		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("pool %s has no IP range to give an address: an operator must add one (createIpPool)", pool.Name))
 	}
 	if err != nil {
-		return false, err
+		return inst, false, err
 	}
 	err = q.InsertAllocation(ctx, sqlc.InsertAllocationParams{
 		ID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
 		Vcpus: inst.Vcpus, MemoryMb: inst.MemoryMb, DiskGb: int64(inst.DiskGb),
 	})
 	if err != nil {
-		return false, fmt.Errorf("allocate on %s: %w", host.Name, err)
+		return inst, false, fmt.Errorf("allocate on %s: %w", host.Name, err)
 	}
 	for _, addr := range gpus[host.ID][:inst.GpuCount] {
 		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
-			return false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
+			return inst, false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
 		}
 	}
 	gen, err := q.BumpHostGeneration(ctx, host.ID)
 	if err != nil {
-		return false, fmt.Errorf("bump host generation: %w", err)
+		return inst, false, fmt.Errorf("bump host generation: %w", err)
 	}
 	p := sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
@@ -108,12 +109,12 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if host.Certified {
 		p.HostCertified, p.HostCertValidBefore = true, host.CertNotAfter
 	}
-	err = transition(ctx, q, p)
+	out, err := transition(ctx, q, p, addrs)
 	if err != nil {
-		return false, err
+		return inst, false, err
 	}
 	*wake = append(*wake, host.ID)
-	return true, nil
+	return out, true, nil
 }
 
 // choose picks the host for inst among those with room and a protocol
@@ -228,14 +229,16 @@ var errNoAddress = errors.New("no free address")
 var errNoIPRange = errors.New("no IP range")
 
 // lease returns the MAC of the instance's address: the lease it kept from
-// an earlier placement, or a new one from the pool's ranges. A pool with
-// no ranges has no address to give: errNoIPRange.
-func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (string, error) {
+// an earlier placement, or a new one from the pool's ranges, and records
+// its leases in addrs. A pool with no ranges has no address to give:
+// errNoIPRange.
+func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses) (string, error) {
 	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
 	if err != nil {
 		return "", fmt.Errorf("read lease: %w", err)
 	}
 	if len(held) > 0 {
+		addrs.set(held)
 		return held[0].Mac, nil
 	}
 	pool, addr, err := freeAddress(ctx, q, inst.PoolID)
@@ -254,9 +257,11 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return "", err
 	}
 	mac := macFor(addr)
-	if _, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: pool, Address: addr, Mac: mac, InstanceID: inst.ID}); err != nil {
+	l, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: pool, Address: addr, Mac: mac, InstanceID: inst.ID})
+	if err != nil {
 		return "", fmt.Errorf("lease %s: %w", addr, err)
 	}
+	addrs.set([]sqlc.IpLease{l})
 	return mac, nil
 }
 

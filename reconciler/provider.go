@@ -65,13 +65,13 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 	if st.to != "" {
 		to = string(st.to)
 	}
-	err := transition(ctx, q, sqlc.TransitionParams{
+	_, err := transition(ctx, q, sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
 		ToState: to, StateReason: st.reason,
 		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
 		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
 		HostCertified: inst.HostCertified, HostCertValidBefore: inst.HostCertValidBefore,
-	})
+	}, nil)
 	return err == nil && st.to != lifecycle.Error, err
 }
 
