@@ -180,7 +180,7 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 func (f *fanout) start(key string, op *graphql.OperationContext, scope *iam.Principal) (*group, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &group{f: f, key: key, cancel: cancel, members: map[*member]struct{}{}}
-	g.ctx = withLoaders(iam.WithPrincipal(context.WithValue(ctx, groupKey{}, g), scope), f.svc)
+	g.ctx = graphql.StartOperationTrace(withLoaders(iam.WithPrincipal(context.WithValue(ctx, groupKey{}, g), scope), f.svc))
 	own, errs := f.exec.CreateOperationContext(g.ctx, &graphql.RawParams{Query: op.RawQuery, OperationName: op.OperationName, Variables: op.Variables})
 	if errs != nil {
 		cancel()

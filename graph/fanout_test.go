@@ -3,8 +3,12 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
@@ -63,7 +67,32 @@ type liveSub struct {
 func (f fanoutEnv) subscribe(t *testing.T, token, query string) liveSub {
 	t.Helper()
 	conn, ctx := f.dialWS(t, "Bearer "+token)
-	s := liveSub{conn, ctx}
+	return f.start(t, liveSub{conn, ctx}, token, query)
+}
+
+// subscribeSmall is subscribe on a connection whose receive buffer is as
+// small as the kernel allows, so that what it leaves unread shows at once.
+func (f fanoutEnv) subscribeSmall(t *testing.T, token, query string) liveSub {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+	}}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.url, "http"), &websocket.DialOptions{HTTPClient: client, Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+	return f.start(t, liveSub{conn, ctx}, token, query)
+}
+
+// start reads the ack, subscribes and reads the snapshot.
+func (f fanoutEnv) start(t *testing.T, s liveSub, token, query string) liveSub {
+	t.Helper()
+	conn, ctx := s.conn, s.ctx
 	if typ, _ := s.read(t); typ != "connection_ack" {
 		t.Fatalf("init: %s", typ)
 	}
@@ -195,10 +224,10 @@ func TestFanoutSlowMember(t *testing.T) {
 	f := setupFanout(t, func(c *graph.HandlerConfig) { c.MaxUnread = 2048 })
 	const q = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id name state stateReason } } }`
 	fast := []liveSub{f.subscribe(t, f.w.member, q), f.subscribe(t, f.w.member, q)}
-	slow := f.subscribe(t, f.w.member, q)
+	slow := f.subscribeSmall(t, f.w.member, q)
 	const n = 60
 	for i := range n {
-		f.step(f.instance, "RUNNING", strings.Repeat("x", 40)+string(rune('a'+i%26)))
+		f.step(f.instance, "RUNNING", strings.Repeat("x", 400)+string(rune('a'+i%26)))
 		f.relay()
 		for _, s := range fast {
 			typ, p := s.read(t)
