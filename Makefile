@@ -50,6 +50,7 @@ bench:
 	$(GO) test -run '^$$' -bench Sweep100 ./drivers/cloud/hetzner/ ./drivers/cloud/proxmox/
 	$(GO) test -run '^$$' -bench ProviderLifecycle -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench OversizedDocuments -benchtime 1x -count 3 ./e2e/
+	$(GO) test -run '^$$' -bench Subscribers -benchtime 1x -timeout 30m ./e2e/
 	$(GO) test -run '^$$' -bench ChangeToEvent -benchtime 4x -timeout 30m ./e2e/
 
 # The fault campaign at its full length, 10,000 operations under faults;
