@@ -139,6 +139,7 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 	b.ReportMetric(float64(rssSubscribed)/(1<<20), "serve-MiB-subscribed")
 	b.ReportMetric(float64(servesRSS(b, c))/(1<<20), "serve-MiB-after")
 	b.ReportMetric(float64(rss0)/(1<<20), "serve-MiB-idle")
+	b.ReportMetric(float64(rssSubscribed-rss0)/float64(n)/(1<<10), "serve-KiB-per-idle-subscriber")
 	b.ReportMetric(float64(len(lat))/took.Seconds(), "deliveries/s")
 }
 

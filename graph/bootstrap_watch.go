@@ -23,7 +23,7 @@ func (r *Resolver) watchBootstraps(ctx context.Context, includeCurrent bool) (<-
 			return nil, nil, apierr.New(apierr.Forbidden, "provider bootstraps are for operators only")
 		}
 		w := &bootstrapWatcher{r: r, ctx: ctx, out: out, seen: map[uuid.UUID]int64{}}
-		return func(_ string, onDrop func(string)) *live.Sub { return r.live.SubscribeBootstraps(onDrop) }, w, nil
+		return func(_ string, onDrop func(string)) feed { return r.hubFeed(r.live.SubscribeBootstraps(onDrop)) }, w, nil
 	}, func() { close(out) })
 	if err != nil {
 		return nil, err

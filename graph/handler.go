@@ -176,8 +176,12 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	cfg.applyDefaults()
 	q := sqlc.New(cfg.DB)
 	cs := &conns{max: cfg.MaxConnections}
-	es := generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}})
+	res := &Resolver{svc: cfg.Service, live: cfg.Live, maxSubs: cfg.MaxSubscriptions}
+	es := generated.NewExecutableSchema(generated.Config{Resolvers: res})
 	srv := handler.New(es)
+	if cfg.Live != nil {
+		res.fan = newFanout(es, cfg.Service, cfg.Live, cfg.Logger)
+	}
 	accept := acceptor{
 		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
 		maxUnread:                    cfg.MaxUnread,
@@ -251,12 +255,17 @@ func NewHandler(cfg HandlerConfig) *Handler {
 			errors.As(err, &apiErr)
 			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{toGQL(apiErr, nil)}})
 		}
+		if methodFrom(ctx) == "" { // a websocket's: its resolver may join a group
+			ctx = withSlot(ctx)
+		}
 		return next(ctx)
 	})
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		start := time.Now()
-		resp := next(ctx)
-		if resp != nil {
+		var resp *graphql.Response
+		if s := slotFrom(ctx); s != nil && s.m != nil {
+			resp = s.m.respond(ctx, next) // a shared response is clean already
+		} else if resp = next(ctx); resp != nil {
 			clean(resp.Errors)
 		}
 		if cfg.Observe != nil && resp != nil {

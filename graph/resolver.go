@@ -16,4 +16,7 @@ type Resolver struct {
 	svc     *control.Service
 	live    *live.Hub
 	maxSubs int
+	// fan groups websocket subscriptions of one shape; nil serves each
+	// alone.
+	fan *fanout
 }

@@ -30,8 +30,8 @@ func (r *Resolver) watchSandboxes(ctx context.Context, filter *model.SandboxEven
 			return nil, nil, err
 		}
 		w := &sandboxWatcher{r: r, ctx: ctx, out: out, filter: f, match: match, seen: map[uuid.UUID]int64{}}
-		return func(tenant string, onDrop func(string)) *live.Sub {
-			return r.live.SubscribeSandboxes(tenant, match, onDrop)
+		return func(tenant string, onDrop func(string)) feed {
+			return r.hubFeed(r.live.SubscribeSandboxes(tenant, match, onDrop))
 		}, w, nil
 	}, func() { close(out) })
 	if err != nil {

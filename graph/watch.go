@@ -11,31 +11,82 @@ import (
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/graph/model"
+	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/live"
 )
 
-// watch serves one instanceEvents subscription.
+// watch serves one instanceEvents subscription. A websocket subscription
+// joins the group of its shape, which executes each live event once for
+// all its members; the group's own execution comes here too, and is
+// subscribed to the hub for them.
 func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter, includeCurrent bool) (<-chan model.InstanceEvent, error) {
 	out := make(chan model.InstanceEvent, 1)
+	if g := groupFrom(ctx); g != nil {
+		return out, r.feedGroup(ctx, g, filter, out)
+	}
+	var w *watcher
 	err := r.subscribe(ctx, includeCurrent, func() (subscribeFunc, stream, error) {
 		f, match, err := watchFilter(filter)
 		if err != nil {
 			return nil, nil, err
 		}
-		w := &watcher{r: r, ctx: ctx, out: out, filter: f, seen: map[uuid.UUID]int64{}}
-		return func(tenant string, onDrop func(string)) *live.Sub {
-			return r.live.Subscribe(tenant, match, onDrop)
+		w = &watcher{r: r, ctx: ctx, out: out, filter: f, seen: map[uuid.UUID]int64{}}
+		return func(tenant string, onDrop func(string)) feed {
+			if s := slotFrom(ctx); s != nil && r.fan != nil {
+				if m, err := r.fan.join(ctx, iam.FromContext(ctx), out, onDrop); err == nil {
+					s.m, w.m = m, m
+					return feed{q: m.q, dropped: m.dropped, end: func() { r.fan.leave(m) }}
+				}
+			}
+			return r.hubFeed(r.live.Subscribe(tenant, match, onDrop))
 		}, w, nil
-	}, func() { close(out) })
+	}, func() {
+		if w != nil && w.m != nil {
+			close(w.m.next)
+		} else {
+			close(out)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// subscribeFunc registers a subscriber with the hub.
-type subscribeFunc func(tenant string, onDrop func(reason string)) *live.Sub
+// feedGroup subscribes a group's execution to the hub: each event the
+// group feeds it is converted here and executed by gqlgen, once.
+func (r *Resolver) feedGroup(ctx context.Context, g *group, filter *model.InstanceEventFilter, out chan<- model.InstanceEvent) error {
+	if r.live == nil {
+		return apierr.New(apierr.FailedPrecondition, "live events are not served here")
+	}
+	_, match, err := watchFilter(filter)
+	if err != nil {
+		return err
+	}
+	g.sub = r.live.Subscribe(groupTenant(iam.FromContext(ctx)), match, nil)
+	g.feed = func(d live.Delivery) (uuid.UUID, int64, bool) {
+		v, err := d.Event.Instance.Instance()
+		if err != nil {
+			return uuid.Nil, 0, false // not an event this server can show
+		}
+		out <- model.InstanceEvent{Type: model.EventType(d.Event.Type), Instance: v, Version: int(d.Event.Version)}
+		return v.ID, d.Event.Version, true
+	}
+	return nil
+}
+
+// subscribeFunc registers a subscriber, with the hub or a group.
+type subscribeFunc func(tenant string, onDrop func(reason string)) feed
+
+// feed is where a subscriber's deliveries come from: the hub's (c) or its
+// group's (q), until dropped is closed; end unsubscribes.
+type feed struct {
+	c       <-chan live.Delivery
+	q       <-chan *shared
+	dropped <-chan struct{}
+	end     func()
+}
 
 // stream is what one subscription delivers.
 type stream interface {
@@ -45,6 +96,11 @@ type stream interface {
 	// live delivers one event from the hub; false when the subscription
 	// ended.
 	live(d live.Delivery) bool
+}
+
+// hubFeed is the feed of a hub subscriber.
+func (r *Resolver) hubFeed(sub *live.Sub) feed {
+	return feed{c: sub.C, dropped: sub.Dropped(), end: func() { r.live.Unsubscribe(sub) }}
 }
 
 // subscribe serves one subscription: it subscribes to the hub (through
@@ -81,7 +137,7 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 	})
 	go func() {
 		defer done()
-		defer r.live.Unsubscribe(sub)
+		defer sub.end()
 		if conn != nil {
 			defer conn.subs.Add(-1)
 		}
@@ -92,9 +148,19 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 			select {
 			case <-ctx.Done():
 				return
-			case <-sub.Dropped():
+			case <-sub.dropped:
 				return
-			case d := <-sub.C:
+			case s := <-sub.q:
+				if s.d.Resync {
+					if !st.snapshot(s.d.Since) {
+						return
+					}
+					continue
+				}
+				if !st.(*watcher).shared(s) {
+					return
+				}
+			case d := <-sub.c:
 				if d.Resync {
 					if !st.snapshot(d.Since) {
 						return
@@ -118,6 +184,9 @@ type watcher struct {
 	out    chan<- model.InstanceEvent
 	filter control.WatchFilter
 	seen   map[uuid.UUID]int64
+	// m, when set, is the watcher's membership of a group: events go to
+	// its websocket through it.
+	m *member
 }
 
 // snapshot delivers the current state of the matching instances (changed
@@ -156,12 +225,25 @@ func (w *watcher) emit(ev model.InstanceEvent) bool {
 		return true
 	}
 	w.seen[id] = int64(ev.Version)
+	if w.m != nil {
+		return w.m.send(w.ctx, item{own: &ev})
+	}
 	select {
 	case w.out <- ev:
 		return true
 	case <-w.ctx.Done():
 		return false
 	}
+}
+
+// shared delivers a group's event unless an event of the same or a later
+// version of its instance was delivered already.
+func (w *watcher) shared(s *shared) bool {
+	if s.version <= w.seen[s.id] {
+		return true
+	}
+	w.seen[s.id] = s.version
+	return w.m.send(w.ctx, item{shared: s.resp})
 }
 
 // watchFilter decodes a subscription's filter into a database filter and

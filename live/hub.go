@@ -76,6 +76,10 @@ func New(cfg Config) *Hub {
 // Collectors are the hub's Prometheus metrics.
 func (h *Hub) Collectors() []prometheus.Collector { return h.metrics.collectors() }
 
+// Buffer is how many events a subscriber may fall behind before it is
+// dropped.
+func (h *Hub) Buffer() int { return h.cfg.Buffer }
+
 // Delivery is what a subscriber receives: an event (an instance's, a
 // sandbox's or a provider bootstrap's, as it subscribed), or a call to
 // resync.

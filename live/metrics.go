@@ -10,6 +10,7 @@ type metrics struct {
 	dropped       prometheus.Counter
 	slow          prometheus.Counter
 	resyncs       prometheus.Counter
+	encodings     *prometheus.CounterVec
 	fanout        prometheus.Histogram
 	latency       prometheus.Histogram
 }
@@ -37,6 +38,9 @@ func newMetrics() *metrics {
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bc_live_resyncs_total", Help: "Times subscribers were told to resync after the Redis subscription came back.",
 		}),
+		encodings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bc_live_encodings_total", Help: "Events executed and encoded for subscribers: shared, once for every subscriber of one shape; own, for one subscriber (its snapshots).",
+		}, []string{"kind"}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "bc_live_fanout_seconds", Help: "Time to route one event to every matching subscriber.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
@@ -49,7 +53,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.clients, m.subscriptions, m.connected, m.delivered, m.dropped, m.slow, m.resyncs, m.fanout, m.latency}
+	return []prometheus.Collector{m.clients, m.subscriptions, m.connected, m.delivered, m.dropped, m.slow, m.resyncs, m.encodings, m.fanout, m.latency}
 }
 
 // ClientConnected and ClientGone count websocket clients.
@@ -60,3 +64,13 @@ func (h *Hub) ClientGone() { h.metrics.clients.Dec() }
 
 // ClientSlow counts a websocket client closed for falling behind.
 func (h *Hub) ClientSlow() { h.metrics.slow.Inc() }
+
+// Encoded counts one event executed and encoded: shared for every
+// subscriber of one shape, or not (own) for one subscriber.
+func (h *Hub) Encoded(shared bool) {
+	kind := "own"
+	if shared {
+		kind = "shared"
+	}
+	h.metrics.encodings.WithLabelValues(kind).Inc()
+}

@@ -1,0 +1,316 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/formatter"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/model"
+	"github.com/better-compute/vps/iam"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/live"
+)
+
+// Live instance events are executed and encoded once per shape: the
+// subscriptions of one normalized document, operation, variables and
+// authorization scope (tenant and role) form a group. The group holds one
+// hub subscription and runs the operation once, as its scope and not as
+// any one member, and every member gets the same encoded response, which
+// the websocket writes after the member's own operation id. Each member
+// keeps what is its own: its snapshots (executed for it alone), the
+// versions it has delivered, its queue, and being dropped when that queue
+// fills, which never slows the group or the other members.
+
+// fanout holds the groups of one handler.
+type fanout struct {
+	exec *executor.Executor
+	svc  *control.Service
+	hub  *live.Hub
+	// buffer is how many events a member may fall behind before it is
+	// dropped: the hub's.
+	buffer int
+
+	mu     sync.Mutex
+	groups map[string]*group
+}
+
+// shared is one event as a group encoded it, for every member.
+type shared struct {
+	// resync, when set, asks the member to read what changed since
+	// d.Since instead; resp is nil.
+	d       live.Delivery
+	id      uuid.UUID
+	version int64
+	resp    *graphql.Response
+}
+
+// group is the members of one shape and the execution they share.
+type group struct {
+	f      *fanout
+	key    string
+	ctx    context.Context
+	cancel context.CancelFunc
+	sub    *live.Sub
+	// feed hands the group's execution one hub event; false when it is
+	// not one this server can show.
+	feed      func(live.Delivery) (id uuid.UUID, version int64, ok bool)
+	responses graphql.ResponseHandler
+	respCtx   context.Context
+
+	mu      sync.RWMutex
+	members map[*member]struct{}
+}
+
+// member is one subscription of a group.
+type member struct {
+	g    *group
+	q    chan *shared // from the group
+	next chan item    // to the websocket's response loop
+	// out is the channel the member's resolver gave gqlgen: its own
+	// events pass through it to be executed for it alone.
+	out     chan model.InstanceEvent
+	dropped chan struct{}
+	once    sync.Once
+	onDrop  func(reason string)
+}
+
+// item is what a member's websocket writes next: an event executed for
+// it alone, or the group's shared response.
+type item struct {
+	own    *model.InstanceEvent
+	shared *graphql.Response
+}
+
+// newFanout returns the groups of a handler serving es.
+func newFanout(es graphql.ExecutableSchema, svc *control.Service, hub *live.Hub, log *slog.Logger) *fanout {
+	exec := executor.New(es)
+	exec.SetErrorPresenter(presenter(log))
+	exec.SetRecoverFunc(func(ctx context.Context, v any) error {
+		log.ErrorContext(ctx, "resolver panic in a subscription group", "panic", v)
+		return apierr.New(apierr.Internal, "internal error")
+	})
+	return &fanout{exec: exec, svc: svc, hub: hub, buffer: hub.Buffer(), groups: map[string]*group{}}
+}
+
+type groupKey struct{}
+
+// groupFrom returns the group whose execution ctx is, if any.
+func groupFrom(ctx context.Context) *group {
+	g, _ := ctx.Value(groupKey{}).(*group)
+	return g
+}
+
+// slot is where a websocket operation's resolver leaves its membership,
+// for the operation's response loop to find.
+type slot struct{ m *member }
+
+type slotKey struct{}
+
+func withSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, slotKey{}, &slot{})
+}
+
+func slotFrom(ctx context.Context) *slot {
+	s, _ := ctx.Value(slotKey{}).(*slot)
+	return s
+}
+
+// shapeKey is what the subscriptions of one group share: the normalized
+// document, its operation and variables, and the scope it runs as.
+func shapeKey(op *graphql.OperationContext, scope *iam.Principal) (string, error) {
+	var doc bytes.Buffer
+	formatter.NewFormatter(&doc).FormatQueryDocument(op.Doc)
+	vars, err := json.Marshal(op.Variables) // map keys sorted
+	if err != nil {
+		return "", fmt.Errorf("encoding variables: %w", err)
+	}
+	return string(scope.Role) + "\x00" + scope.TenantID.String() + "\x00" + op.OperationName + "\x00" + doc.String() + "\x00" + string(vars), nil
+}
+
+// scopeOf is the principal a group runs as: only what decides which fields
+// and objects its members may see, nothing of any one member's.
+func scopeOf(p *iam.Principal) *iam.Principal {
+	return &iam.Principal{Role: p.Role, TenantID: p.TenantID}
+}
+
+// join adds a member to the group of the operation ctx carries, starting
+// the group if it is the first; out is the channel its resolver gave
+// gqlgen. The member is attached before join
+// returns, so it misses no event after; onDrop is called, once, if it
+// falls behind.
+func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.InstanceEvent, onDrop func(string)) (*member, error) {
+	op := graphql.GetOperationContext(ctx)
+	scope := scopeOf(p)
+	key, err := shapeKey(op, scope)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.groups[key]
+	if g == nil {
+		if g, err = f.start(key, op, scope); err != nil {
+			return nil, err
+		}
+		f.groups[key] = g
+	}
+	m := &member{
+		g: g, q: make(chan *shared, f.buffer), next: make(chan item),
+		out: out, dropped: make(chan struct{}), onDrop: onDrop,
+	}
+	g.mu.Lock()
+	g.members[m] = struct{}{}
+	g.mu.Unlock()
+	return m, nil
+}
+
+// start runs op once as scope, for a group; the resolver, seeing the
+// group in its context, subscribes the group to the hub.
+func (f *fanout) start(key string, op *graphql.OperationContext, scope *iam.Principal) (*group, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &group{f: f, key: key, cancel: cancel, members: map[*member]struct{}{}}
+	g.ctx = graphql.StartOperationTrace(withLoaders(iam.WithPrincipal(context.WithValue(ctx, groupKey{}, g), scope), f.svc))
+	own, errs := f.exec.CreateOperationContext(g.ctx, &graphql.RawParams{Query: op.RawQuery, OperationName: op.OperationName, Variables: op.Variables})
+	if errs != nil {
+		cancel()
+		return nil, fmt.Errorf("starting the group of a subscription: %w", errs)
+	}
+	g.responses, g.respCtx = f.exec.DispatchOperation(g.ctx, own)
+	if g.sub == nil {
+		// The resolver refused: the member runs alone and meets the same refusal.
+		cancel()
+		return nil, fmt.Errorf("starting the group of a subscription: %w", errRefused)
+	}
+	go g.run()
+	return g, nil
+}
+
+var errRefused = fmt.Errorf("the operation was refused")
+
+// leave removes m; the last member to leave ends the group.
+func (f *fanout) leave(m *member) {
+	g := m.g
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g.mu.Lock()
+	delete(g.members, m)
+	empty := len(g.members) == 0
+	g.mu.Unlock()
+	if empty && f.groups[g.key] == g {
+		delete(f.groups, g.key)
+		g.cancel()
+	}
+}
+
+// run executes and encodes each of the group's events once and queues it
+// for every member, until the last member leaves.
+func (g *group) run() {
+	defer g.f.hub.Unsubscribe(g.sub)
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.sub.Dropped():
+			// The group itself fell behind: its members may have lost events.
+			g.dropAll("slow consumer: the subscription's group fell behind")
+			return
+		case d := <-g.sub.C:
+			if d.Resync {
+				g.broadcast(&shared{d: d})
+				continue
+			}
+			id, version, ok := g.feed(d)
+			if !ok {
+				continue
+			}
+			resp := g.responses(g.respCtx)
+			if resp == nil {
+				return
+			}
+			resp.Data = bytes.Clone(resp.Data) // the executor reuses its buffer
+			clean(resp.Errors)
+			g.f.hub.Encoded(true)
+			g.broadcast(&shared{d: d, id: id, version: version, resp: resp})
+		}
+	}
+}
+
+// broadcast queues s for every member without waiting: a member whose
+// queue is full is dropped alone.
+func (g *group) broadcast(s *shared) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for m := range g.members {
+		select {
+		case <-m.dropped:
+		case m.q <- s:
+		default:
+			m.drop("slow consumer: fell more than " + strconv.Itoa(g.f.buffer) + " events behind")
+		}
+	}
+}
+
+func (g *group) dropAll(reason string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for m := range g.members {
+		m.drop(reason)
+	}
+}
+
+func (m *member) drop(reason string) {
+	m.once.Do(func() {
+		close(m.dropped)
+		if m.onDrop != nil {
+			go m.onDrop(reason)
+		}
+	})
+}
+
+// respond is the member's websocket response loop's next response: the
+// group's shared one as it is, or its own event executed by next.
+func (m *member) respond(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	select {
+	case <-ctx.Done():
+		return nil
+	case it, ok := <-m.next:
+		if !ok {
+			return nil
+		}
+		if it.shared != nil {
+			return it.shared
+		}
+		m.out <- *it.own
+		return next(ctx)
+	}
+}
+
+// send hands the websocket's response loop its next item; false when the
+// subscription ended.
+func (m *member) send(ctx context.Context, it item) bool {
+	select {
+	case m.next <- it:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// groupTenant is the hub tenant a group's scope sees: "" for operators.
+func groupTenant(p *iam.Principal) string {
+	if p.IsOperator() {
+		return ""
+	}
+	return ids.Encode(ids.Tenant, p.TenantID)
+}

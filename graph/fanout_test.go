@@ -1,0 +1,251 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/graph"
+	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
+	"github.com/better-compute/vps/live"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// fanoutEnv is an endpoint whose hub takes what relay publishes, with a
+// tenant that has one instance.
+type fanoutEnv struct {
+	*env
+	w        world
+	hub      *live.Hub
+	instance string
+	relay    func()
+}
+
+func setupFanout(t *testing.T, tune func(*graph.HandlerConfig)) fanoutEnv {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	hub := live.New(live.Config{Redis: rdb, Prefix: prefix})
+	e := setupWith(t, func(c *graph.HandlerConfig) {
+		c.Live = hub
+		if tune != nil {
+			tune(c)
+		}
+	})
+	hubCtx, stop := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(hubCtx) }()
+	t.Cleanup(func() { stop(); <-hubDone })
+	w := e.world("alpha")
+	inst := e.id(w.member, createInstance, map[string]any{"in": w.input("web-1")}, "createInstance", "instance", "id")
+	f := fanoutEnv{env: e, w: w, hub: hub, instance: inst, relay: func() { e.relay(t, rdb, prefix) }}
+	f.relay() // its creation, before anyone subscribes
+	return f
+}
+
+// liveSub is one websocket subscription; next reads its next event.
+type liveSub struct {
+	conn *websocket.Conn
+	ctx  context.Context
+}
+
+// subscribe starts query (with includeCurrent: true) as token and reads
+// its snapshot of the one instance, so the subscription is attached when
+// it returns.
+func (f fanoutEnv) subscribe(t *testing.T, token, query string) liveSub {
+	t.Helper()
+	conn, ctx := f.dialWS(t, "Bearer "+token)
+	return f.start(t, liveSub{conn, ctx}, token, query)
+}
+
+// subscribeSmall is subscribe on a connection whose receive buffer is as
+// small as the kernel allows, so that what it leaves unread shows at once.
+func (f fanoutEnv) subscribeSmall(t *testing.T, token, query string) liveSub {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+	}}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.url, "http"), &websocket.DialOptions{HTTPClient: client, Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+	return f.start(t, liveSub{conn, ctx}, token, query)
+}
+
+// start reads the ack, subscribes and reads the snapshot.
+func (f fanoutEnv) start(t *testing.T, s liveSub, token, query string) liveSub {
+	t.Helper()
+	conn, ctx := s.conn, s.ctx
+	if typ, _ := s.read(t); typ != "connection_ack" {
+		t.Fatalf("init: %s", typ)
+	}
+	wsjson.Write(ctx, conn, map[string]any{"id": "op-" + token[len(token)-4:], "type": "subscribe", "payload": map[string]any{"query": query}})
+	if typ, p := s.read(t); typ != "next" || !strings.Contains(string(p), `"snapshot":true`) {
+		t.Fatalf("snapshot: %s %s", typ, p)
+	}
+	return s
+}
+
+func (s liveSub) read(t *testing.T) (string, json.RawMessage) {
+	t.Helper()
+	var msg struct {
+		Type    string
+		ID      string
+		Payload json.RawMessage
+	}
+	if err := wsjson.Read(s.ctx, s.conn, &msg); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return msg.Type, msg.Payload
+}
+
+// place moves the instance to RUNNING on host, as the reconciler does: in
+// one transaction with its event.
+func (f fanoutEnv) place(t *testing.T, host string) {
+	t.Helper()
+	id, hostID := decode(t, ids.Instance, f.instance), decode(t, ids.Host, host)
+	err := pgx.BeginFunc(context.Background(), f.db, func(tx pgx.Tx) error {
+		q := sqlc.New(tx)
+		if _, err := tx.Exec(context.Background(), `UPDATE instances SET state = 'RUNNING', host_id = $2, version = version + 1, updated_at = now()
+			WHERE id = $1`, id, hostID); err != nil {
+			return err
+		}
+		inst, err := q.GetInstance(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		return events.Enqueue(context.Background(), q, vps.TopicInstances, events.Updated, inst)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.relay()
+}
+
+// sharedEncodings reads bc_live_encodings_total{kind="shared"}.
+func sharedEncodings(t *testing.T, hub *live.Hub) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hub.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "bc_live_encodings_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == "shared" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestFanoutShapes: subscribers of one shape share one execution per
+// event; each receives exactly the fields it selected, and a member's
+// shared encoding never carries the operator-only host, though an
+// operator's of the same document does.
+func TestFanoutShapes(t *testing.T) {
+	t.Parallel()
+	f := setupFanout(t, nil)
+	host := f.id(f.operator, `mutation($p: ID!) { createHost(input: {poolId: $p, name: "hv-1"}) { host { id } } }`,
+		map[string]any{"p": f.w.pool}, "createHost", "host", "id")
+	const (
+		narrow = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id state } } }`
+		wide   = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id name state host { name } } } }`
+	)
+	var narrows []liveSub
+	for range 5 {
+		narrows = append(narrows, f.subscribe(t, f.w.member, narrow))
+	}
+	wideMember := f.subscribe(t, f.w.member, wide)
+	wideOperator := f.subscribe(t, f.operator, wide)
+	before := sharedEncodings(t, f.hub)
+
+	f.place(t, host)
+
+	want := map[string]struct {
+		subs []liveSub
+		data string
+	}{
+		"narrow, member": {narrows, `{"instanceEvents":{"snapshot":false,"version":2,"instance":{"id":"` + f.instance + `","state":"RUNNING"}}}`},
+		"wide, member":   {[]liveSub{wideMember}, `{"instanceEvents":{"snapshot":false,"version":2,"instance":{"id":"` + f.instance + `","name":"web-1","state":"RUNNING","host":null}}}`},
+		"wide, operator": {[]liveSub{wideOperator}, `{"instanceEvents":{"snapshot":false,"version":2,"instance":{"id":"` + f.instance + `","name":"web-1","state":"RUNNING","host":{"name":"hv-1"}}}}`},
+	}
+	for name, c := range want {
+		t.Run(name, func(t *testing.T) {
+			for _, s := range c.subs {
+				typ, p := s.read(t)
+				var got struct{ Data json.RawMessage }
+				if err := json.Unmarshal(p, &got); err != nil || typ != "next" {
+					t.Fatalf("%s %s: %v", typ, p, err)
+				}
+				if string(got.Data) != c.data {
+					t.Fatalf("data = %s\nwant   %s", got.Data, c.data)
+				}
+			}
+		})
+	}
+	t.Run("one execution per shape", func(t *testing.T) {
+		// Three shapes: narrow as a member, wide as a member, wide as an operator.
+		if n := sharedEncodings(t, f.hub) - before; n != 3 {
+			t.Fatalf("%v shared encodings for one event to 7 subscribers of 3 shapes, want 3", n)
+		}
+	})
+}
+
+// TestFanoutSlowMember: a member of a group that does not read is closed
+// as a slow consumer alone; the others of its group receive every event
+// in order.
+func TestFanoutSlowMember(t *testing.T) {
+	t.Parallel()
+	f := setupFanout(t, func(c *graph.HandlerConfig) { c.MaxUnread = 2048 })
+	const q = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id name state stateReason } } }`
+	fast := []liveSub{f.subscribe(t, f.w.member, q), f.subscribe(t, f.w.member, q)}
+	slow := f.subscribeSmall(t, f.w.member, q)
+	const n = 60
+	for i := range n {
+		f.step(f.instance, "RUNNING", strings.Repeat("x", 400)+string(rune('a'+i%26)))
+		f.relay()
+		for _, s := range fast {
+			typ, p := s.read(t)
+			var got struct {
+				Data struct{ InstanceEvents struct{ Version int } }
+			}
+			json.Unmarshal(p, &got)
+			if typ != "next" || got.Data.InstanceEvents.Version != i+2 {
+				t.Fatalf("event %d: %s %s", i, typ, p)
+			}
+		}
+	}
+	var err error
+	for err == nil {
+		var msg map[string]any
+		err = wsjson.Read(slow.ctx, slow.conn, &msg)
+	}
+	if status := websocket.CloseStatus(err); status != 4008 {
+		t.Fatalf("the slow member ended with %v (%v), want 4008", status, err)
+	}
+}
