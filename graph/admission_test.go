@@ -248,7 +248,11 @@ func TestTenantUsageFollowsInstances(t *testing.T) {
 			t.Fatalf("%d tenants' tenant_usage rows differ from a recount of their live instances", wrong)
 		}
 		var out struct {
-			Node struct{ Quota struct{ Usage struct{ Instances, Vcpus int } } }
+			Node struct {
+				Quota struct {
+					Usage struct{ Instances, Vcpus int }
+				}
+			}
 		}
 		e.must(e.operator, `query($t: ID!) { node(id: $t) { ... on Tenant { quota { usage { instances vcpus } } } } }`, map[string]any{"t": a.tenant}, &out)
 		live, vcpus := 0, 0
