@@ -177,14 +177,15 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 		return none, err
 	}
 	// The tenant's lock, held until commit, serializes the quota check per
-	// tenant: it counts every instance committed before it. It is taken
-	// last, so it is held only for the check, the audit row and the commit;
-	// names and idempotency keys need no lock (unique indexes, above).
+	// tenant: the usage it reads holds every instance committed before it,
+	// and this one is added to it at commit (tenant_usage's trigger). It is
+	// taken last, so it is held only for the check, the audit row and the
+	// commit; names and idempotency keys need no lock (unique indexes, above).
 	if _, err := q.LockTenant(ctx, tenant); err != nil {
 		return none, notFound(err, "tenantId", "tenant")
 	}
 	ev.TenantID = tenant
-	if err := s.checkQuota(ctx, q, tenant, inst.ID, flavor); err != nil {
+	if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
 		return none, err
 	}
 	return out, nil
@@ -229,11 +230,12 @@ func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.U
 	return out, true, err
 }
 
-// checkQuota refuses one more instance of flavor f in tenant when the
-// tenant's instances, besides the one with ID besides (uuid.Nil for none),
-// would exceed its quota. The caller holds the tenant's lock.
-func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant, besides uuid.UUID, f sqlc.Flavor) error {
-	row, err := q.QuotaUsage(ctx, sqlc.QuotaUsageParams{TenantID: tenant, InstanceID: besides})
+// checkQuota refuses one more instance of flavor f in tenant when it and
+// the tenant's committed instances would exceed its quota. The caller holds
+// the tenant's lock; an instance it inserted is not yet in the usage read
+// (tenant_usage is kept at commit).
+func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
+	row, err := q.QuotaUsage(ctx, tenant)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

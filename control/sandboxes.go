@@ -146,7 +146,7 @@ func (s *Service) CreateSandbox(ctx context.Context, in CreateSandboxInput) (dom
 				return err
 			}
 		}
-		if err := s.checkQuota(ctx, q, tenant, uuid.Nil, flavor); err != nil {
+		if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
 			return err
 		}
 

@@ -119,7 +119,7 @@ func (s *Service) AddWarmInstance(ctx context.Context, template uuid.UUID) (doma
 		if err != nil {
 			return fmt.Errorf("read the template's flavor: %w", err)
 		}
-		if err := s.checkQuota(ctx, q, *t.TenantID, uuid.Nil, flavor); err != nil {
+		if err := s.checkQuota(ctx, q, *t.TenantID, flavor); err != nil {
 			return err
 		}
 		inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{tenant: *t.TenantID, desired: lifecycle.WantPaused, flavor: flavor})

@@ -21,6 +21,9 @@ var tenantLive = map[string]string{
 	// What a tenant's live allocations hold of a host; a row of nothing
 	// stays.
 	"host_usage": "allocations > 0",
+	// What a tenant's live instances hold against its quota; a row of
+	// nothing stays.
+	"tenant_usage": "instances > 0",
 	// An instance is gone when it is DELETED, out of its host's NodeSpec
 	// and holds nothing.
 	"instances": `state <> 'DELETED' OR spec_power IS NOT NULL

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -226,3 +227,124 @@ func TestIdempotencyKey(t *testing.T) {
 		}
 	})
 }
+
+// TestTenantUsageFollowsInstances: tenant_usage, which admission reads under
+// the tenant's lock, is what the tenant's live instances sum to after
+// creates, refused creates, deletes, a resize, a racing pair of creates and
+// a delete, and the tenant's deletion; the usage the API shows is the same.
+func TestTenantUsageFollowsInstances(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := e.world("counted")
+	b := e.world("other")
+	big := e.flavor("counted-big", 4, 8192)
+	check := func(t *testing.T) {
+		t.Helper()
+		var wrong int
+		if err := e.db.QueryRow(context.Background(), "SELECT count(*) FROM ("+usageMismatches+") m").Scan(&wrong); err != nil {
+			t.Fatalf("recount: %v", err)
+		}
+		if wrong != 0 {
+			t.Fatalf("%d tenants' tenant_usage rows differ from a recount of their live instances", wrong)
+		}
+		var out struct {
+			Node struct {
+				Quota struct {
+					Usage struct{ Instances, Vcpus int }
+				}
+			}
+		}
+		e.must(e.operator, `query($t: ID!) { node(id: $t) { ... on Tenant { quota { usage { instances vcpus } } } } }`, map[string]any{"t": a.tenant}, &out)
+		live, vcpus := 0, 0
+		if err := e.db.QueryRow(context.Background(), `SELECT count(*), coalesce(sum(vcpus), 0) FROM instances
+			WHERE tenant_id = (SELECT tenant_id FROM instances WHERE name = 'c-0') AND state <> 'DELETED'`).Scan(&live, &vcpus); err != nil {
+			t.Fatalf("count live: %v", err)
+		}
+		if got := out.Node.Quota.Usage; got.Instances != live || got.Vcpus != vcpus {
+			t.Fatalf("usage shown = %+v, want %d instances and %d vCPUs", got, live, vcpus)
+		}
+	}
+	create := func(w world, name, flavor string) response {
+		in := w.input(name)
+		if flavor != "" {
+			in["flavorId"] = flavor
+		}
+		return e.do(w.member, createInstance, map[string]any{"in": in})
+	}
+	exec := func(t *testing.T, sql string, args ...any) {
+		t.Helper()
+		if _, err := e.db.Exec(context.Background(), sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	t.Run("creates", func(t *testing.T) {
+		for i := range 4 {
+			flavor := ""
+			if i%2 == 1 {
+				flavor = big
+			}
+			if r := create(a, fmt.Sprintf("c-%d", i), flavor); len(r.Errors) > 0 {
+				t.Fatalf("create c-%d: %+v", i, r.Errors)
+			}
+		}
+		if r := create(b, "b-0", ""); len(r.Errors) > 0 {
+			t.Fatalf("create b-0: %+v", r.Errors)
+		}
+		check(t)
+	})
+	t.Run("refused creates", func(t *testing.T) {
+		e.must(e.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 5}) { tenant { id } } }`, map[string]any{"t": a.tenant}, nil)
+		if r := create(a, "c-0", ""); r.code() != "CONFLICT" {
+			t.Fatalf("taken name: %+v", r.Errors)
+		}
+		if r := create(a, "c-4", ""); len(r.Errors) > 0 {
+			t.Fatalf("create c-4: %+v", r.Errors)
+		}
+		if r := create(a, "c-5", ""); r.code() != "QUOTA_EXCEEDED" {
+			t.Fatalf("over quota: %+v", r.Errors)
+		}
+		check(t)
+	})
+	t.Run("deletes and a resize", func(t *testing.T) {
+		exec(t, "UPDATE instances SET state = 'DELETED' WHERE name IN ('c-1', 'c-2')")
+		exec(t, "UPDATE instances SET state = 'DELETED' WHERE name = 'c-1'") // again: nothing changes
+		exec(t, "UPDATE instances SET vcpus = vcpus + 2, memory_mb = memory_mb * 2 WHERE name = 'c-3'")
+		exec(t, "UPDATE instances SET state = 'RUNNING' WHERE name = 'c-0'")
+		check(t)
+	})
+	t.Run("a racing pair and a delete", func(t *testing.T) {
+		codes := make([]string, 2)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Go(func() { codes[i] = create(a, fmt.Sprintf("race-%d", i), "").code() })
+		}
+		wg.Go(func() {
+			if _, err := e.db.Exec(context.Background(), "UPDATE instances SET state = 'DELETED' WHERE name = 'c-4'"); err != nil {
+				t.Errorf("delete c-4: %v", err)
+			}
+		})
+		wg.Wait()
+		check(t)
+		if live := e.count("instances", "name LIKE 'race-%' AND state <> 'DELETED'"); live == 0 {
+			t.Fatalf("neither racing create was admitted (%v), with room for two", codes)
+		}
+	})
+	t.Run("tenant deleted", func(t *testing.T) {
+		e.must(e.operator, `mutation($t: ID!) { deleteTenant(input: {id: $t}) { tenant { id } } }`, map[string]any{"t": b.tenant}, nil)
+		exec(t, "UPDATE instances SET state = 'DELETED' WHERE name = 'b-0'")
+		check(t)
+		if n := e.count("tenant_usage u JOIN instances i USING (tenant_id)", "i.name = 'b-0' AND u.instances <> 0"); n != 0 {
+			t.Fatalf("the deleted tenant's usage row holds instances")
+		}
+	})
+}
+
+// usageMismatches lists the tenants whose tenant_usage row is not what their
+// live instances sum to (a row of zeros for none).
+const usageMismatches = `SELECT coalesce(c.tenant_id, u.tenant_id)
+FROM (SELECT tenant_id, count(*)::int AS instances, sum(vcpus)::int AS vcpus, sum(memory_mb)::bigint AS memory_mb, sum(gpu_count)::int AS gpus
+      FROM instances WHERE state <> 'DELETED' GROUP BY tenant_id) c
+FULL JOIN (SELECT * FROM tenant_usage WHERE instances <> 0 OR vcpus <> 0 OR memory_mb <> 0 OR gpus <> 0) u USING (tenant_id)
+WHERE c.instances IS DISTINCT FROM u.instances OR c.vcpus IS DISTINCT FROM u.vcpus
+   OR c.memory_mb IS DISTINCT FROM u.memory_mb OR c.gpus IS DISTINCT FROM u.gpus`

@@ -14,28 +14,25 @@ RETURNING *;
 -- name: GetQuota :one
 SELECT * FROM quotas WHERE tenant_id = $1;
 
--- TenantUsage counts what a tenant's live instances hold against its quota.
+-- TenantUsage reads what a tenant's live instances hold against its quota,
+-- as committed (tenant_usage; zeros for a tenant that never had one).
 -- name: TenantUsage :one
-SELECT count(*)::int AS instances,
-       coalesce(sum(vcpus), 0)::int AS vcpus,
-       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
-       coalesce(sum(gpu_count), 0)::int AS gpus
-FROM instances WHERE tenant_id = $1 AND state <> 'DELETED';
+SELECT coalesce(u.instances, 0)::int AS instances,
+       coalesce(u.vcpus, 0)::int AS vcpus,
+       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
+       coalesce(u.gpus, 0)::int AS gpus
+FROM (SELECT @tenant_id::uuid AS tenant_id) t LEFT JOIN tenant_usage u USING (tenant_id);
 
--- QuotaUsage reads a tenant's quota and what its live instances, besides
--- the one with ID instance_id, hold against it, in one statement: a create
--- that inserted that instance before taking the tenant's lock checks it
--- under the lock in one round trip. No row when the tenant has no quota.
+-- QuotaUsage reads a tenant's quota and its usage (TenantUsage) in one
+-- statement: run after taking the tenant's lock, its snapshot holds every
+-- create that held the lock before. No row when the tenant has no quota.
 -- name: QuotaUsage :one
-SELECT sqlc.embed(quotas), u.instances, u.vcpus, u.memory_mb, u.gpus
-FROM quotas, LATERAL (
-    SELECT count(*)::int AS instances,
-           coalesce(sum(vcpus), 0)::int AS vcpus,
-           coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
-           coalesce(sum(gpu_count), 0)::int AS gpus
-    FROM instances
-    WHERE tenant_id = quotas.tenant_id AND state <> 'DELETED' AND id <> @instance_id
-) u
+SELECT sqlc.embed(quotas),
+       coalesce(u.instances, 0)::int AS instances,
+       coalesce(u.vcpus, 0)::int AS vcpus,
+       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
+       coalesce(u.gpus, 0)::int AS gpus
+FROM quotas LEFT JOIN tenant_usage u USING (tenant_id)
 WHERE quotas.tenant_id = @tenant_id;
 
 -- DeleteTenantQuota removes a tenant's limits.

@@ -68,10 +68,13 @@ SELECT count(*) FROM sandbox_views WHERE template_id = $1 AND state NOT IN ('EXP
 -- TenantUsageBesidesWarm is TenantUsage without the free warm instances of
 -- one template: what a warm count of that template adds to.
 -- name: TenantUsageBesidesWarm :one
-SELECT count(*)::int AS instances,
-       coalesce(sum(vcpus), 0)::int AS vcpus,
-       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
-       coalesce(sum(gpu_count), 0)::int AS gpus
-FROM instances
-WHERE tenant_id = @tenant_id AND state <> 'DELETED'
-  AND NOT (warm_template_id IS NOT DISTINCT FROM @template_id::uuid AND claimed_at IS NULL);
+SELECT (coalesce(u.instances, 0) - w.instances)::int AS instances,
+       (coalesce(u.vcpus, 0) - w.vcpus)::int AS vcpus,
+       (coalesce(u.memory_mb, 0) - w.memory_mb)::bigint AS memory_mb,
+       (coalesce(u.gpus, 0) - w.gpus)::int AS gpus
+FROM (SELECT count(*) AS instances, coalesce(sum(vcpus), 0) AS vcpus,
+             coalesce(sum(memory_mb), 0) AS memory_mb, coalesce(sum(gpu_count), 0) AS gpus
+      FROM instances
+      WHERE instances.tenant_id = @tenant_id AND warm_template_id = @template_id::uuid
+        AND claimed_at IS NULL AND state <> 'DELETED') w
+LEFT JOIN tenant_usage u ON u.tenant_id = @tenant_id;

@@ -458,6 +458,14 @@ type Tenant struct {
 	DeletedAt *time.Time
 }
 
+type TenantUsage struct {
+	TenantID  uuid.UUID
+	Instances int32
+	Vcpus     int32
+	MemoryMb  int64
+	Gpus      int32
+}
+
 type UsageMeter struct {
 	ID           bool
 	MeteredUntil time.Time

@@ -45,22 +45,14 @@ func (q *Queries) GetQuota(ctx context.Context, tenantID uuid.UUID) (Quota, erro
 }
 
 const quotaUsage = `-- name: QuotaUsage :one
-SELECT quotas.tenant_id, quotas.max_instances, quotas.max_vcpus, quotas.max_memory_mb, quotas.max_gpus, quotas.updated_at, quotas.max_snapshots, quotas.max_snapshot_bytes, u.instances, u.vcpus, u.memory_mb, u.gpus
-FROM quotas, LATERAL (
-    SELECT count(*)::int AS instances,
-           coalesce(sum(vcpus), 0)::int AS vcpus,
-           coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
-           coalesce(sum(gpu_count), 0)::int AS gpus
-    FROM instances
-    WHERE tenant_id = quotas.tenant_id AND state <> 'DELETED' AND id <> $1
-) u
-WHERE quotas.tenant_id = $2
+SELECT quotas.tenant_id, quotas.max_instances, quotas.max_vcpus, quotas.max_memory_mb, quotas.max_gpus, quotas.updated_at, quotas.max_snapshots, quotas.max_snapshot_bytes,
+       coalesce(u.instances, 0)::int AS instances,
+       coalesce(u.vcpus, 0)::int AS vcpus,
+       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
+       coalesce(u.gpus, 0)::int AS gpus
+FROM quotas LEFT JOIN tenant_usage u USING (tenant_id)
+WHERE quotas.tenant_id = $1
 `
-
-type QuotaUsageParams struct {
-	InstanceID uuid.UUID
-	TenantID   uuid.UUID
-}
 
 type QuotaUsageRow struct {
 	Quota     Quota
@@ -70,12 +62,11 @@ type QuotaUsageRow struct {
 	Gpus      int32
 }
 
-// QuotaUsage reads a tenant's quota and what its live instances, besides
-// the one with ID instance_id, hold against it, in one statement: a create
-// that inserted that instance before taking the tenant's lock checks it
-// under the lock in one round trip. No row when the tenant has no quota.
-func (q *Queries) QuotaUsage(ctx context.Context, arg QuotaUsageParams) (QuotaUsageRow, error) {
-	row := q.db.QueryRow(ctx, quotaUsage, arg.InstanceID, arg.TenantID)
+// QuotaUsage reads a tenant's quota and its usage (TenantUsage) in one
+// statement: run after taking the tenant's lock, its snapshot holds every
+// create that held the lock before. No row when the tenant has no quota.
+func (q *Queries) QuotaUsage(ctx context.Context, tenantID uuid.UUID) (QuotaUsageRow, error) {
+	row := q.db.QueryRow(ctx, quotaUsage, tenantID)
 	var i QuotaUsageRow
 	err := row.Scan(
 		&i.Quota.TenantID,
@@ -143,11 +134,11 @@ func (q *Queries) SetQuota(ctx context.Context, arg SetQuotaParams) (Quota, erro
 }
 
 const tenantUsage = `-- name: TenantUsage :one
-SELECT count(*)::int AS instances,
-       coalesce(sum(vcpus), 0)::int AS vcpus,
-       coalesce(sum(memory_mb), 0)::bigint AS memory_mb,
-       coalesce(sum(gpu_count), 0)::int AS gpus
-FROM instances WHERE tenant_id = $1 AND state <> 'DELETED'
+SELECT coalesce(u.instances, 0)::int AS instances,
+       coalesce(u.vcpus, 0)::int AS vcpus,
+       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
+       coalesce(u.gpus, 0)::int AS gpus
+FROM (SELECT $1::uuid AS tenant_id) t LEFT JOIN tenant_usage u USING (tenant_id)
 `
 
 type TenantUsageRow struct {
@@ -157,7 +148,8 @@ type TenantUsageRow struct {
 	Gpus      int32
 }
 
-// TenantUsage counts what a tenant's live instances hold against its quota.
+// TenantUsage reads what a tenant's live instances hold against its quota,
+// as committed (tenant_usage; zeros for a tenant that never had one).
 func (q *Queries) TenantUsage(ctx context.Context, tenantID uuid.UUID) (TenantUsageRow, error) {
 	row := q.db.QueryRow(ctx, tenantUsage, tenantID)
 	var i TenantUsageRow
