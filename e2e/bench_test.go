@@ -114,6 +114,11 @@ func cpuTime(b testing.TB, p *proc) time.Duration {
 	p.mu.Lock()
 	pid := p.cmd.Process.Pid
 	p.mu.Unlock()
+	return pidCPUTime(b, pid)
+}
+
+// pidCPUTime is the user and system CPU time process pid has used, from /proc.
+func pidCPUTime(b testing.TB, pid int) time.Duration {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)

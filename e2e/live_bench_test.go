@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,15 +35,31 @@ func BenchmarkSubscribers(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				benchSubscribers(b, c.subscribers, c.perSecond, c.serves)
+				benchSubscribers(b, c.subscribers, c.perSecond, c.serves, profilePrefix(name))
 			}
 		})
 	}
 }
 
-func benchSubscribers(b *testing.B, n, perSecond, serves int) {
+// profilePrefix is where BC_BENCH_PROFILE's profiles of the named case
+// go: "" when it is not set.
+func profilePrefix(name string) string {
+	if dir := os.Getenv("BC_BENCH_PROFILE"); dir != "" {
+		return filepath.Join(dir, name)
+	}
+	return ""
+}
+
+// With a profile prefix, serve runs with BC_PPROF and the first serve's CPU
+// profile and execution trace over the first profileFor of the changes, and
+// its goroutine and block profiles after them, are written beside it.
+func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix string) {
 	b.StopTimer()
-	c := start(b, options{serves: serves, reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}})
+	o := options{serves: serves, reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}}
+	if profilePrefix != "" {
+		o.serverEnv = append(o.serverEnv, "BC_PPROF=true")
+	}
+	c := start(b, o)
 	var ids []string
 	for i := range 10 {
 		ids = append(ids, c.create(fmt.Sprintf("vm-%d", i), "RUNNING"))
@@ -112,6 +129,11 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 
 	b.StartTimer()
 	start := time.Now()
+	clientCPU, serveCPU := pidCPUTime(b, os.Getpid()), servesCPU(b, c)
+	profiled := func() {}
+	if profilePrefix != "" {
+		profiled = profile(b, profilePrefix, map[string]string{"serve": c.url})
+	}
 	// Each change is an event to every subscriber.
 	tick := time.NewTicker(time.Second / time.Duration(perSecond))
 	for i := range events {
@@ -120,6 +142,13 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 		c.set(op, ids[i%len(ids)])
 	}
 	tick.Stop()
+	if profilePrefix != "" {
+		for _, kind := range []string{"goroutine", "block"} {
+			if err := fetchTo(c.url+"/debug/pprof/"+kind, profilePrefix+"-serve."+kind); err != nil {
+				b.Errorf("serve %s profile: %v", kind, err)
+			}
+		}
+	}
 	done := make(chan struct{})
 	go func() { got.Wait(); close(done) }()
 	select {
@@ -130,6 +159,8 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 	}
 	b.StopTimer()
 	took := time.Since(start)
+	clientCPU, serveCPU = pidCPUTime(b, os.Getpid())-clientCPU, servesCPU(b, c)-serveCPU
+	profiled()
 	if len(lat) < n*events {
 		b.Fatalf("%d of %d deliveries", len(lat), n*events)
 	}
@@ -141,6 +172,18 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int) {
 	b.ReportMetric(float64(rss0)/(1<<20), "serve-MiB-idle")
 	b.ReportMetric(float64(rssSubscribed-rss0)/float64(n)/(1<<10), "serve-KiB-per-idle-subscriber")
 	b.ReportMetric(float64(len(lat))/took.Seconds(), "deliveries/s")
+	// The clients share the cores with serve: what each took of them.
+	b.ReportMetric(clientCPU.Seconds()/took.Seconds(), "client-cores")
+	b.ReportMetric(serveCPU.Seconds()/took.Seconds(), "serve-cores")
+}
+
+// servesCPU is the CPU time c's serve processes have used together.
+func servesCPU(b testing.TB, c *cluster) time.Duration {
+	var sum time.Duration
+	for _, p := range c.serves {
+		sum += cpuTime(b, p)
+	}
+	return sum
 }
 
 // instanceEventsQuery is the subscription BenchmarkSubscribers' clients hold.

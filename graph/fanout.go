@@ -164,6 +164,8 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 			return nil, err
 		}
 		f.groups[key] = g
+	} else {
+		f.hub.Members(1) // the group's hub subscription counts the first
 	}
 	m := &member{
 		g: g, q: make(chan *shared, f.buffer), next: make(chan item),
@@ -207,6 +209,9 @@ func (f *fanout) leave(m *member) {
 	delete(g.members, m)
 	empty := len(g.members) == 0
 	g.mu.Unlock()
+	if !empty {
+		f.hub.Members(-1)
+	}
 	if empty && f.groups[g.key] == g {
 		delete(f.groups, g.key)
 		g.cancel()

@@ -142,6 +142,12 @@ func (f fanoutEnv) place(t *testing.T, host string) {
 // sharedEncodings reads bc_live_encodings_total{kind="shared"}.
 func sharedEncodings(t *testing.T, hub *live.Hub) float64 {
 	t.Helper()
+	return liveMetric(t, hub, "bc_live_encodings_total", "shared")
+}
+
+// liveMetric reads the hub's metric name (of kind, if it is labelled).
+func liveMetric(t *testing.T, hub *live.Hub, name, kind string) float64 {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(hub.Collectors()...)
 	mfs, err := reg.Gather()
@@ -149,10 +155,13 @@ func sharedEncodings(t *testing.T, hub *live.Hub) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "bc_live_encodings_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if kind == "" {
+				return m.GetGauge().GetValue()
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "kind" && l.GetValue() == "shared" {
 					return m.GetCounter().GetValue()
@@ -166,7 +175,8 @@ func sharedEncodings(t *testing.T, hub *live.Hub) float64 {
 // TestFanoutShapes: subscribers of one shape share one execution per
 // event; each receives exactly the fields it selected, and a member's
 // shared encoding never carries the operator-only host, though an
-// operator's of the same document does.
+// operator's of the same document does. bc_live_subscriptions counts the
+// subscribers, not the groups.
 func TestFanoutShapes(t *testing.T) {
 	t.Parallel()
 	f := setupFanout(t, nil)
@@ -208,6 +218,11 @@ func TestFanoutShapes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("subscriptions counted by subscriber", func(t *testing.T) {
+		if n := liveMetric(t, f.hub, "bc_live_subscriptions", ""); n != 7 {
+			t.Fatalf("bc_live_subscriptions = %v for 7 subscribers of 3 shapes, want 7", n)
+		}
+	})
 	t.Run("one execution per shape", func(t *testing.T) {
 		// Three shapes: narrow as a member, wide as a member, wide as an operator.
 		if n := sharedEncodings(t, f.hub) - before; n != 3 {

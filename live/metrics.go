@@ -65,6 +65,11 @@ func (h *Hub) ClientGone() { h.metrics.clients.Dec() }
 // ClientSlow counts a websocket client closed for falling behind.
 func (h *Hub) ClientSlow() { h.metrics.slow.Inc() }
 
+// Members counts n subscribers (fewer, when negative) served through a
+// hub subscription another holds for them (a group's, in graph), so that
+// bc_live_subscriptions counts subscribers however they are served.
+func (h *Hub) Members(n int) { h.metrics.subscriptions.Add(float64(n)) }
+
 // Encoded counts one event executed and encoded: shared for every
 // subscriber of one shape, or not (own) for one subscriber.
 func (h *Hub) Encoded(shared bool) {
