@@ -164,9 +164,8 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 			return nil, err
 		}
 		f.groups[key] = g
-	} else {
-		f.hub.Members(1) // the group's hub subscription counts the first
 	}
+	f.hub.Members(1)
 	m := &member{
 		g: g, q: make(chan *shared, f.buffer), next: make(chan item),
 		out: out, dropped: make(chan struct{}), onDrop: onDrop,
@@ -209,9 +208,7 @@ func (f *fanout) leave(m *member) {
 	delete(g.members, m)
 	empty := len(g.members) == 0
 	g.mu.Unlock()
-	if !empty {
-		f.hub.Members(-1)
-	}
+	f.hub.Members(-1)
 	if empty && f.groups[g.key] == g {
 		delete(f.groups, g.key)
 		g.cancel()
@@ -256,13 +253,19 @@ func (g *group) run() {
 func (g *group) broadcast(s *shared) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
+	var queued, dropped int
 	for m := range g.members {
 		select {
 		case <-m.dropped:
 		case m.q <- s:
+			queued++
 		default:
 			m.drop("slow consumer: fell more than " + strconv.Itoa(g.f.buffer) + " events behind")
+			dropped++
 		}
+	}
+	if !s.d.Resync {
+		g.f.hub.Queued(queued, dropped)
 	}
 }
 
@@ -272,6 +275,7 @@ func (g *group) dropAll(reason string) {
 	for m := range g.members {
 		m.drop(reason)
 	}
+	g.f.hub.Queued(0, len(g.members))
 }
 
 func (m *member) drop(reason string) {

@@ -159,12 +159,13 @@ func liveMetric(t *testing.T, hub *live.Hub, name, kind string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			value := m.GetCounter().GetValue() + m.GetGauge().GetValue() // one is nil
 			if kind == "" {
-				return m.GetGauge().GetValue()
+				return value
 			}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == "shared" {
-					return m.GetCounter().GetValue()
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return value
 				}
 			}
 		}
@@ -175,8 +176,8 @@ func liveMetric(t *testing.T, hub *live.Hub, name, kind string) float64 {
 // TestFanoutShapes: subscribers of one shape share one execution per
 // event; each receives exactly the fields it selected, and a member's
 // shared encoding never carries the operator-only host, though an
-// operator's of the same document does. bc_live_subscriptions counts the
-// subscribers, not the groups.
+// operator's of the same document does. bc_live_subscriptions and
+// bc_live_events_delivered_total count subscribers, not groups.
 func TestFanoutShapes(t *testing.T) {
 	t.Parallel()
 	f := setupFanout(t, nil)
@@ -193,6 +194,7 @@ func TestFanoutShapes(t *testing.T) {
 	wideMember := f.subscribe(t, f.w.member, wide)
 	wideOperator := f.subscribe(t, f.operator, wide)
 	before := sharedEncodings(t, f.hub)
+	delivered := liveMetric(t, f.hub, "bc_live_events_delivered_total", "")
 
 	f.place(t, host)
 
@@ -218,9 +220,12 @@ func TestFanoutShapes(t *testing.T) {
 			}
 		})
 	}
-	t.Run("subscriptions counted by subscriber", func(t *testing.T) {
+	t.Run("subscriptions and deliveries counted by subscriber", func(t *testing.T) {
 		if n := liveMetric(t, f.hub, "bc_live_subscriptions", ""); n != 7 {
 			t.Fatalf("bc_live_subscriptions = %v for 7 subscribers of 3 shapes, want 7", n)
+		}
+		if n := liveMetric(t, f.hub, "bc_live_events_delivered_total", "") - delivered; n != 7 {
+			t.Fatalf("bc_live_events_delivered_total grew by %v for one event to 7 subscribers, want 7", n)
 		}
 	})
 	t.Run("one execution per shape", func(t *testing.T) {

@@ -64,7 +64,7 @@ func (r *Resolver) feedGroup(ctx context.Context, g *group, filter *model.Instan
 	if err != nil {
 		return err
 	}
-	g.sub = r.live.Subscribe(groupTenant(iam.FromContext(ctx)), match, nil)
+	g.sub = r.live.SubscribeShared(groupTenant(iam.FromContext(ctx)), match)
 	g.feed = func(d live.Delivery) (uuid.UUID, int64, bool) {
 		v, err := d.Event.Instance.Instance()
 		if err != nil {

@@ -102,9 +102,12 @@ type Sub struct {
 	sandbox func(*events.SandboxEvent) bool
 	// bootstrap: a subscriber of provider bootstrap events takes them all.
 	bootstrap bool
-	dropped   chan struct{}
-	once      sync.Once
-	onDrop    func(reason string)
+	// shared: the subscription serves others (SubscribeShared); its
+	// holder counts them, the hub does not count it.
+	shared  bool
+	dropped chan struct{}
+	once    sync.Once
+	onDrop  func(reason string)
 }
 
 // Dropped is closed when the hub gave up on the subscriber.
@@ -115,6 +118,13 @@ func (s *Sub) Dropped() <-chan struct{} { return s.dropped }
 // called, once, if it falls behind.
 func (h *Hub) Subscribe(tenant string, match func(*events.InstanceEvent) bool, onDrop func(reason string)) *Sub {
 	return h.add(&Sub{tenant: tenant, match: match, onDrop: onDrop})
+}
+
+// SubscribeShared is Subscribe for a subscription that serves other
+// subscribers (a group's, in graph): the hub's metrics leave it out, and
+// its holder counts the subscribers it serves with Members and Queued.
+func (h *Hub) SubscribeShared(tenant string, match func(*events.InstanceEvent) bool) *Sub {
+	return h.add(&Sub{tenant: tenant, match: match, shared: true})
 }
 
 // SubscribeSandboxes is Subscribe for sandbox events.
@@ -142,7 +152,9 @@ func (h *Hub) add(s *Sub) *Sub {
 		}
 		h.byTenant[tenant][s] = struct{}{}
 	}
-	h.metrics.subscriptions.Inc()
+	if !s.shared {
+		h.metrics.subscriptions.Inc()
+	}
 	return s
 }
 
@@ -158,7 +170,9 @@ func (h *Hub) Unsubscribe(s *Sub) {
 			delete(h.byTenant, s.tenant)
 		}
 	}
-	h.metrics.subscriptions.Dec()
+	if !s.shared {
+		h.metrics.subscriptions.Dec()
+	}
 }
 
 // send queues d for s without ever blocking: a subscriber whose buffer is
@@ -211,9 +225,11 @@ func (h *Hub) dispatch(payload string) {
 			if !s.wants(d) {
 				continue
 			}
-			if h.send(s, d) {
+			switch ok := h.send(s, d); {
+			case s.shared:
+			case ok:
 				h.metrics.delivered.Inc()
-			} else {
+			default:
 				h.metrics.dropped.Inc()
 			}
 		}

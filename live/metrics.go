@@ -66,9 +66,16 @@ func (h *Hub) ClientGone() { h.metrics.clients.Dec() }
 func (h *Hub) ClientSlow() { h.metrics.slow.Inc() }
 
 // Members counts n subscribers (fewer, when negative) served through a
-// hub subscription another holds for them (a group's, in graph), so that
-// bc_live_subscriptions counts subscribers however they are served.
+// shared hub subscription (SubscribeShared), so that bc_live_subscriptions
+// counts subscribers however they are served.
 func (h *Hub) Members(n int) { h.metrics.subscriptions.Add(float64(n)) }
+
+// Queued counts, for a shared subscription's event, the subscribers it was
+// queued for and those dropped for falling behind.
+func (h *Hub) Queued(delivered, dropped int) {
+	h.metrics.delivered.Add(float64(delivered))
+	h.metrics.dropped.Add(float64(dropped))
+}
 
 // Encoded counts one event executed and encoded: shared for every
 // subscriber of one shape, or not (own) for one subscriber.
