@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -17,6 +18,9 @@ import (
 // off the socket are counted, and a client past MaxUnread is closed (the
 // close frame queues behind what it has still to read, so it learns why);
 // and a write that does not complete within WriteTimeout closes it too.
+// The count is skipped while it cannot exceed MaxUnread: what a client has
+// not read is at most what it had not read at the last count plus what was
+// written to it since.
 
 // errSlowConsumer is returned for writes to a client being closed as slow.
 var errSlowConsumer = errors.New("slow consumer")
@@ -29,15 +33,26 @@ type guardedConn struct {
 	writeTimeout time.Duration
 	// slow closes the connection as a slow consumer; it is idempotent.
 	slow func(reason string)
+
+	// unread is what the last count found unread, when raw had written
+	// countedAt bytes (gqlgen serializes WriteJSON calls).
+	unread    int
+	countedAt int64
+	counted   bool
 }
 
 func (g *guardedConn) WriteJSON(v any) error {
 	if g.raw == nil {
 		return g.WebsocketConn.WriteJSON(v)
 	}
-	if n, ok := unread(g.raw); ok && n > g.maxUnread {
-		g.slow(fmt.Sprintf("slow consumer: %d bytes sent and not read (at most %d)", n, g.maxUnread))
-		return errSlowConsumer
+	if g.mayBeOver() {
+		at, _ := written(g.raw)
+		n, ok := unread(g.raw)
+		if ok && n > g.maxUnread {
+			g.slow(fmt.Sprintf("slow consumer: %d bytes sent and not read (at most %d)", n, g.maxUnread))
+			return errSlowConsumer
+		}
+		g.unread, g.countedAt, g.counted = n, at, ok
 	}
 	g.raw.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	err := g.WebsocketConn.WriteJSON(v)
@@ -47,6 +62,14 @@ func (g *guardedConn) WriteJSON(v any) error {
 	}
 	g.raw.SetWriteDeadline(time.Time{})
 	return err
+}
+
+// mayBeOver reports whether the client may hold more than MaxUnread unread
+// bytes: always, unless a count was taken and what was written since could
+// not take it past.
+func (g *guardedConn) mayBeOver() bool {
+	n, ok := written(g.raw)
+	return !ok || !g.counted || int64(g.unread)+n-g.countedAt > int64(g.maxUnread)
 }
 
 func isTimeout(err error) bool {
@@ -77,8 +100,42 @@ type hijackRecorder struct {
 
 func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
-	h.conn = conn
-	return conn, rw, err
+	if err != nil {
+		return conn, rw, err
+	}
+	cc := &countingConn{Conn: conn}
+	rw.Writer.Reset(cc) // empty: net/http makes it at the hijack
+	h.conn = cc
+	return cc, rw, nil
+}
+
+// countingConn counts what is written to a connection, for guardedConn's
+// bound on what its client has not read.
+type countingConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+// recordSlack bounds what TLS adds to every 16 KiB written (a record's
+// header, type and tag), so the count bounds the bytes on the socket too.
+const recordSlack = 64
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n) + recordSlack*int64(1+n/16384))
+	return n, err
+}
+
+// NetConn is the connection under c, for unread.
+func (c *countingConn) NetConn() net.Conn { return c.Conn }
+
+// written is how many bytes conn has written, if it counts them.
+func written(conn net.Conn) (int64, bool) {
+	c, ok := conn.(*countingConn)
+	if !ok {
+		return 0, false
+	}
+	return c.n.Load(), true
 }
 
 func (h *hijackRecorder) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -10,7 +10,11 @@ import (
 // unread reports how many bytes written to conn its peer has not yet taken
 // (Linux's SIOCOUTQ: sent and unacknowledged, or not sent at all).
 func unread(conn net.Conn) (int, bool) {
-	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok { // TLS
+	for { // under countingConn and TLS
+		nc, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
 		conn = nc.NetConn()
 	}
 	sc, ok := conn.(syscall.Conn)
