@@ -131,6 +131,11 @@ type Config struct {
 	// TaskTimeout bounds the wait for any other task (clone, start, stop,
 	// delete). Default 10 min.
 	TaskTimeout time.Duration
+	// ListingMaxAge is how long the last /cluster/resources read stands in
+	// for a VM's status/current read and for /cluster/nextid (listing.go).
+	// Default 15 s: more than the reconciler's sweep interval (10 s), so
+	// the sweep's listing serves its calls. A negative value turns it off.
+	ListingMaxAge time.Duration
 }
 
 // Driver is a cloud.Driver for one Proxmox VE node.
@@ -140,6 +145,8 @@ type Driver struct {
 	cloneMu sync.Mutex // see clone
 	// asked are the power changes under way (Create, Start, Stop).
 	asked cloud.Asked
+	// listed is the last listing's VMs (listing.go).
+	listed listing
 }
 
 var _ cloud.Driver = (*Driver)(nil)
@@ -182,6 +189,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.TaskTimeout <= 0 {
 		cfg.TaskTimeout = 10 * time.Minute
+	}
+	if cfg.ListingMaxAge == 0 {
+		cfg.ListingMaxAge = 15 * time.Second
 	}
 	var hc http.Client
 	if cfg.HTTPClient != nil {
@@ -315,7 +325,9 @@ func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (vmid int, status stri
 		Name   string `json:"name"`
 		Status string `json:"status"`
 	}
-	if err := d.call(ctx, func(ctx context.Context) error {
+	if v, ok := d.listed.vm(vmid, d.cfg.ListingMaxAge); ok {
+		st.Name, st.Status = v.name, v.status
+	} else if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, d.vmPath(vmid)+"/status/current", &st)
 	}); err != nil {
 		return 0, "", err
@@ -367,11 +379,13 @@ func (d *Driver) FindBootstrap(ctx context.Context, bootstrapID string) ([]cloud
 // tag.
 func (d *Driver) list(ctx context.Context, owner func(name string) (cloud.Server, bool), tag string) ([]cloud.Server, error) {
 	var rs []resource
+	began := time.Now()
 	if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, "/cluster/resources?type=vm", &rs)
 	}); err != nil {
 		return nil, err
 	}
+	d.listed.fill(began, rs)
 	out := []cloud.Server{}
 	for _, r := range rs {
 		if r.Type != "qemu" || r.Template != 0 {
@@ -491,27 +505,40 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 	return srv, nil
 }
 
-// clone asks for a free VMID and clones the template onto it. nextid only
-// proposes an ID, so two creates asking at once would collide: this driver
-// asks and claims one at a time (other processes' creates may still
-// collide, which is Retryable).
+// cloneTries is how many VMIDs chosen from the listing a clone tries
+// before the VMID is left to the next Create (Retryable).
+const cloneTries = 3
+
+// clone chooses a free VMID and clones the template onto it: from the
+// last listing (listing.go) when it is recent, else from /cluster/nextid.
+// Either only proposes an ID, so two creates at once would collide: this
+// driver chooses and claims one at a time, and an ID another client took
+// since ("already exists", Retryable) is given up for the next one.
 func (d *Driver) clone(ctx context.Context, template int, name, desc string) (vmid int, task *pve.Task, err error) {
 	d.cloneMu.Lock()
 	defer d.cloneMu.Unlock()
-	cluster := (&pve.Cluster{}).New(d.client)
-	if err := d.call(ctx, func(ctx context.Context) (err error) {
-		vmid, err = cluster.NextID(ctx)
-		return err
-	}); err != nil {
-		return 0, nil, err
-	}
-	err = d.call(ctx, func(ctx context.Context) (err error) {
-		_, task, err = d.vm(template).Clone(ctx, &pve.VirtualMachineCloneOptions{
-			NewID: vmid, Name: name, Description: desc, Full: true, Storage: d.cfg.Storage,
+	for try := 1; ; try++ {
+		vmid, fromListing := d.listed.freeID(d.cfg.ListingMaxAge)
+		if !fromListing {
+			cluster := (&pve.Cluster{}).New(d.client)
+			if err := d.call(ctx, func(ctx context.Context) (err error) {
+				vmid, err = cluster.NextID(ctx)
+				return err
+			}); err != nil {
+				return 0, nil, err
+			}
+			d.listed.taken(vmid)
+		}
+		err = d.call(ctx, func(ctx context.Context) (err error) {
+			_, task, err = d.vm(template).Clone(ctx, &pve.VirtualMachineCloneOptions{
+				NewID: vmid, Name: name, Description: desc, Full: true, Storage: d.cfg.Storage,
+			})
+			return err
 		})
-		return err
-	})
-	return vmid, task, err
+		if !fromListing || try == cloneTries || !says(err, "already exists") {
+			return vmid, task, err
+		}
+	}
 }
 
 // createError makes a missing template, storage or node Invalid: in
@@ -674,6 +701,7 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	}
 	if err == nil {
 		d.asked.Forget(ref.ID)
+		d.listed.forget(vmid)
 	}
 	return err
 }

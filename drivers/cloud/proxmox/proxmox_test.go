@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -515,55 +516,74 @@ func TestDeleteLocked(t *testing.T) {
 }
 
 // TestCallCounts records the calls each method makes in the normal case;
-// task status polls depend on timing and are counted apart.
+// task status polls depend on timing and are counted apart. With a recent
+// listing (the sweep's), calls by ID take whose VM it is and its status
+// from it, and Create its VMID; without one they ask pve.
 func TestCallCounts(t *testing.T) {
-	d, e := setup(t)
-	ctx := context.Background()
-	count := func(name string, f func() error, want map[string]int) {
-		t.Helper()
-		e.Faults().Reset()
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		got, polls := map[string]int{}, 0
-		for k, n := range e.Faults().Calls() {
-			if strings.Contains(k, "/tasks/") {
-				polls += n
-			} else {
-				got[k] = n
+	const (
+		vmPath = "/api2/json/nodes/pve/qemu/{id}"
+		whose  = "GET " + vmPath + "/status/current" // cloud.Ref's check
+		nextid = "GET /api2/json/cluster/nextid"
+		list   = "GET /api2/json/cluster/resources"
+	)
+	for _, tc := range []struct {
+		name   string
+		maxAge time.Duration
+	}{
+		{"recent listing", 0},
+		{"no listing", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, e := setup(t, func(_ *proxmoxtest.Config, p *proxmox.Config) { p.ListingMaxAge = tc.maxAge })
+			ctx := context.Background()
+			count := func(name string, f func() error, want map[string]int) {
+				t.Helper()
+				e.Faults().Reset()
+				if err := f(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				got, polls := map[string]int{}, 0
+				for k, n := range e.Faults().Calls() {
+					if strings.Contains(k, "/tasks/") {
+						polls += n
+					} else {
+						got[k] = n
+					}
+				}
+				total, _ := e.Faults().Total()
+				t.Logf("%-28s %d calls: %d + %d task polls %v", name, total, total-polls, polls, got)
+				if !maps.Equal(got, want) {
+					t.Errorf("%s: calls %v, want %v", name, got, want)
+				}
 			}
-		}
-		total, _ := e.Faults().Total()
-		t.Logf("%-28s %d calls: %d + %d task polls %v", name, total, total-polls, polls, got)
-		for k, n := range want {
-			if got[k] != n {
-				t.Errorf("%s: %s called %d times, want %d", name, k, got[k], n)
+			// with adds the call k that a recent listing saves.
+			with := func(m map[string]int, k string) map[string]int {
+				if tc.maxAge < 0 {
+					m[k] = 1
+				}
+				return m
 			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("%s: calls %v, want %v", name, got, want)
-		}
+			var srv cloud.Server
+			// The look-up before a create lists the cluster.
+			count("Find", func() error { _, err := d.Find(ctx, "none"); return err }, map[string]int{list: 1})
+			count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, with(map[string]int{
+				"POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
+				"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1}, nextid))
+			testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
+			count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{list: 1})
+			count("Stop (ACPI)", func() error { _, err := d.Stop(ctx, srv.Ref()); return err }, with(map[string]int{"POST " + vmPath + "/status/shutdown": 1}, whose))
+			testenv.Eventually(t, 5*time.Second, "stopped", func() bool { s, _ := listed(t, d, srv.ID); return s.Status == cloud.StatusStopped })
+			count("Start", func() error { _, err := d.Start(ctx, srv.Ref()); return err }, with(map[string]int{"POST " + vmPath + "/status/start": 1}, whose))
+			testenv.Eventually(t, 5*time.Second, "running", func() bool { s, _ := listed(t, d, srv.ID); return s.Status == cloud.StatusRunning })
+			// The status read says it runs: it is stopped first, not
+			// refused first.
+			count("Delete (running)", func() error { return d.Delete(ctx, srv.Ref()) }, with(map[string]int{
+				"DELETE " + vmPath: 1, "POST " + vmPath + "/status/stop": 1}, whose))
+			srv = create(t, d, request(false))
+			count("Delete (stopped)", func() error { return d.Delete(ctx, srv.Ref()) }, with(map[string]int{"DELETE " + vmPath: 1}, whose))
+		})
 	}
-	const vmPath = "/api2/json/nodes/pve/qemu/{id}"
-	var srv cloud.Server
-	count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, map[string]int{
-		"GET /api2/json/cluster/nextid": 1, "POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
-		"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1})
-	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
-	count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
-	count("Find", func() error { _, err := d.Find(ctx, srv.InstanceID); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
-	// Calls by ID first read whose VM it is (cloud.Ref).
-	const whose = "GET " + vmPath + "/status/current"
-	count("Stop (ACPI)", func() error { _, err := d.Stop(ctx, srv.Ref()); return err }, map[string]int{whose: 1, "POST " + vmPath + "/status/shutdown": 1})
-	testenv.Eventually(t, 5*time.Second, "stopped", func() bool { return vm(t, e, srv.ID).Status == "stopped" })
-	count("Start", func() error { _, err := d.Start(ctx, srv.Ref()); return err }, map[string]int{whose: 1, "POST " + vmPath + "/status/start": 1})
-	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
-	// The identity check's status says it runs: it is stopped first, not
-	// refused first.
-	count("Delete (running)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{
-		whose: 1, "DELETE " + vmPath: 1, "POST " + vmPath + "/status/stop": 1})
-	srv = create(t, d, request(false))
-	count("Delete (stopped)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{whose: 1, "DELETE " + vmPath: 1})
 }
 
 // BenchmarkSweep100 lists a node of 100 of our VMs, as one sweep does, and
@@ -583,4 +603,29 @@ func BenchmarkSweep100(b *testing.B) {
 	}
 	total, _ := e.Faults().Total()
 	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
+}
+
+// TestVMIDTakenSinceListing: a VMID the listing showed free and another
+// client took since is refused by the clone; the next one is tried.
+func TestVMIDTakenSinceListing(t *testing.T) {
+	t.Parallel()
+	d, e := setup(t)
+	ctx := context.Background()
+	must(d.Find(ctx, "none"))
+	other := e.AddVM("someone-else", nil) // the VMID the listing shows free
+	e.Faults().Reset()
+	srv := create(t, d, request(false))
+	if srv.ID == strconv.Itoa(other) {
+		t.Fatalf("cloned onto %s, someone else's", srv.ID)
+	}
+	calls := e.Faults().Calls()
+	if n := calls["POST /api2/json/nodes/pve/qemu/{id}/clone"]; n != 2 {
+		t.Errorf("%d clones, want 2 (the refused one, the next ID): %v", n, calls)
+	}
+	if n := calls["GET /api2/json/cluster/nextid"]; n != 0 {
+		t.Errorf("nextid asked %d times: %v", n, calls)
+	}
+	if v := vm(t, e, strconv.Itoa(other)); v.Name != "someone-else" {
+		t.Errorf("someone else's VM is now %q", v.Name)
+	}
 }
