@@ -69,11 +69,16 @@ func (l *listing) vm(vmid int, maxAge time.Duration) (listedVM, bool) {
 	return v, true
 }
 
-// forget drops VM vmid (deleted by this driver).
-func (l *listing) forget(vmid int) {
+// forget drops VM vmid, deleted by this driver; going when its delete
+// task may still run, so that its VMID is not chosen until a listing
+// begun after now no longer shows it.
+func (l *listing) forget(vmid int, going bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.vms, vmid)
+	if going {
+		l.take(vmid)
+	}
 }
 
 // freeID returns the lowest VMID from 100 that a listing younger than

@@ -601,7 +601,7 @@ func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateReques
 func (d *Driver) cleanup(ctx context.Context, vmid int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
-	_ = d.destroy(ctx, vmid)
+	_ = d.destroy(ctx, vmid, true)
 }
 
 // Start powers a VM on and returns it starting, without waiting for the
@@ -688,12 +688,16 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	if status != "stopped" {
 		err = d.powerOff(ctx, vmid)
 	}
+	// An instance's VM is not waited for: pve removes it in the task, and
+	// one whose delete task fails stays listed as an orphan, which the
+	// sweep deletes. A bootstrap's must be gone when Delete returns.
+	wait := ref.BootstrapID != ""
 	if err == nil {
-		err = d.destroy(ctx, vmid)
+		err = d.destroy(ctx, vmid, wait)
 	}
 	if says(err, "is running") { // started since the check
 		if err = d.powerOff(ctx, vmid); err == nil {
-			err = d.destroy(ctx, vmid)
+			err = d.destroy(ctx, vmid, wait)
 		}
 	}
 	if is(err, cloud.NotFound) {
@@ -701,18 +705,18 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	}
 	if err == nil {
 		d.asked.Forget(ref.ID)
-		d.listed.forget(vmid)
+		d.listed.forget(vmid, !wait)
 	}
 	return err
 }
 
-// destroy deletes a stopped VM and waits for the task.
-func (d *Driver) destroy(ctx context.Context, vmid int) error {
+// destroy deletes a stopped VM and, with wait, waits for the task.
+func (d *Driver) destroy(ctx context.Context, vmid int, wait bool) error {
 	var t *pve.Task
 	if err := d.call(ctx, func(ctx context.Context) (err error) {
 		t, err = d.vm(vmid).Delete(ctx, &pve.VirtualMachineDeleteOptions{Purge: true, DestroyUnreferencedDisks: true})
 		return err
-	}); err != nil {
+	}); err != nil || !wait {
 		return err
 	}
 	return d.run(ctx, t, "delete")

@@ -242,10 +242,9 @@ func TestDelete(t *testing.T) {
 	if err := d.Delete(context.Background(), srv.Ref()); err != nil {
 		t.Fatal(err)
 	}
+	// Delete does not wait for an instance's VM's delete task.
 	id, _ := strconv.Atoi(srv.ID)
-	if _, ok := e.VM(id); ok {
-		t.Fatal("VM still there")
-	}
+	testenv.Eventually(t, 5*time.Second, "VM gone", func() bool { _, ok := e.VM(id); return !ok })
 	if _, ok := listed(t, d, srv.ID); ok {
 		t.Fatal("still listed")
 	}
@@ -265,6 +264,7 @@ func TestCallsByReusedID(t *testing.T) {
 	if err := d.Delete(ctx, gone.Ref()); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Eventually(t, 5*time.Second, "deleted VM unlisted", func() bool { _, ok := listed(t, d, gone.ID); return !ok })
 	other := create(t, d, request(false))
 	if other.ID != gone.ID {
 		t.Fatalf("the new VM is %s, want the deleted one's ID %s", other.ID, gone.ID)
