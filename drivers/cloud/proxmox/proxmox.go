@@ -660,20 +660,6 @@ func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) 
 	return cloud.StatusStopping, nil
 }
 
-// powerOff stops a VM hard and waits for the stop task.
-func (d *Driver) powerOff(ctx context.Context, vmid int) error {
-	var t *pve.Task
-	if err := d.call(ctx, func(ctx context.Context) error {
-		var upid pve.UPID
-		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/stop", map[string]any{"overrule-shutdown": 1}, &upid)
-		t = pve.NewTask(upid, d.client)
-		return err
-	}); err != nil {
-		return err
-	}
-	return d.run(ctx, t, "stop")
-}
-
 // Delete powers a VM off if it runs and destroys it with its disks; a VM
 // that is gone is deleted. The status the identity check reads says
 // whether it runs: a running VM's DELETE is not tried first to be refused.
@@ -685,20 +671,15 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	if err != nil {
 		return err
 	}
-	if status != "stopped" {
-		err = d.powerOff(ctx, vmid)
-	}
 	// An instance's VM is not waited for: pve removes it in the task, and
 	// one whose delete task fails stays listed as an orphan, which the
 	// sweep deletes. A bootstrap's must be gone when Delete returns.
 	wait := ref.BootstrapID != ""
-	if err == nil {
+	if status == "stopped" {
 		err = d.destroy(ctx, vmid, wait)
 	}
-	if says(err, "is running") { // started since the check
-		if err = d.powerOff(ctx, vmid); err == nil {
-			err = d.destroy(ctx, vmid, wait)
-		}
+	if status != "stopped" || says(err, "is running") { // or started since the check
+		err = d.powerOffAndDestroy(ctx, vmid, wait)
 	}
 	if is(err, cloud.NotFound) {
 		err = nil
@@ -706,6 +687,37 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	if err == nil {
 		d.asked.Forget(ref.ID)
 		d.listed.forget(vmid, !wait)
+	}
+	return err
+}
+
+// powerOffAndDestroy stops a VM hard and destroys it. The DELETE, one
+// PollInterval after the stop, is the stop's first poll: pve refuses it
+// while the VM runs ("is running"), and only then is the stop task
+// polled to its end. Once QEMU has exited, pve takes the DELETE, and its
+// task waits for the stop task's file lock.
+func (d *Driver) powerOffAndDestroy(ctx context.Context, vmid int, wait bool) error {
+	var t *pve.Task
+	if err := d.call(ctx, func(ctx context.Context) error {
+		var upid pve.UPID
+		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/stop", map[string]any{"overrule-shutdown": 1}, &upid)
+		t = pve.NewTask(upid, d.client)
+		return err
+	}); err != nil {
+		return err
+	}
+	timer := time.NewTimer(d.cfg.PollInterval)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return classify(ctx.Err())
+	case <-timer.C:
+	}
+	err := d.destroy(ctx, vmid, wait)
+	if says(err, "is running") {
+		if err = d.run(ctx, t, "stop"); err == nil {
+			err = d.destroy(ctx, vmid, wait)
+		}
 	}
 	return err
 }
