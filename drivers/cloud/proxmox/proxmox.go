@@ -7,24 +7,32 @@
 // "better-compute-instance").
 //
 // Calls in the normal case (N: task status polls, one per PollInterval
-// while the task runs):
+// while the task runs). "[status/current]" is made only when the VM is not
+// in a listing younger than ListingMaxAge, and "[nextid]" only when there
+// is no such listing (listing.go): the reconciler's sweep and the look-up
+// before each create list the cluster, so normally neither is made.
 //
 //	List    1   GET /cluster/resources?type=vm
 //	Find    1   the same, filtered by instance ID
-//	Create  3 + N, + 1 + N with DiskGB, + 1 with PowerOn: GET /cluster/nextid,
+//	Create  2 + N, + 1 + N with DiskGB, + 1 with PowerOn: [GET /cluster/nextid],
 //	        POST clone, polls, [PUT resize, polls], PUT config, [POST status/start]
-//	Start   2: GET status/current (identity), POST status/start; none
-//	        while a start it asked is under way
-//	Stop    2: GET status/current, POST status/shutdown {timeout,
+//	Start   1: [status/current], POST status/start; none while a start it
+//	        asked is under way
+//	Stop    1: [status/current], POST status/shutdown {timeout,
 //	        forceStop=1}; none while that shutdown is under way
-//	Delete  2 + N: GET status/current, DELETE ?purge=1&destroy-unreferenced-disks=1,
-//	        polls; a running VM (status/current says) + 1 + N: POST
-//	        status/stop {overrule-shutdown=1}, polls
+//	Delete  1: [status/current], DELETE ?purge=1&destroy-unreferenced-disks=1;
+//	        a running VM + 1: POST status/stop {overrule-shutdown=1}, and the
+//	        DELETE a PollInterval later (refused while the VM runs: then
+//	        polls of the stop, and the DELETE again). A bootstrap's VM + N:
+//	        the delete task is waited for.
 //
 // Start and Stop, and Create's start, do not wait for their tasks: the
 // next List shows the VM running or stopped (cloud.Asked). pve's
 // shutdown with forceStop=1 powers the VM off itself when the guest
 // ignores ACPI for the timeout, so no second call is needed for that.
+// Nor does an instance's Delete wait for its delete task: pve removes the
+// VM when the task ends, and a VM whose delete failed is still listed, an
+// orphan the sweep deletes after its grace.
 //
 // Create does not wait for the start task: the server is returned
 // starting. Stop's overrule-shutdown needs Proxmox VE 8.1 or later.
@@ -57,7 +65,8 @@
 // Errors are classified (errors.go): 401/403 are Refused, 400 Invalid, 404 and
 // "does not exist" NotFound (Invalid in Create, where it means the
 // template, storage or node is missing), "already exists" (two creates
-// given the same VMID by /cluster/nextid), locks, 5xx, timeouts and network
+// given the same VMID; a VMID chosen from the listing is retried with the
+// next), locks, 5xx, timeouts and network
 // errors Retryable, 429 RateLimited, and "quota", "insufficient free space"
 // or "No space left on device" Quota. Messages are Proxmox's words; the
 // token's secret is never part of an error.
