@@ -25,9 +25,16 @@ import (
 // after the read began would not be there. It is safe for concurrent use.
 type listing struct {
 	mu  sync.Mutex
-	at  time.Time         // when the read that filled vms began
-	vms map[int]listedVM  // by VMID, every row of the read
-	own map[int]time.Time // VMIDs this driver cloned since, when
+	at  time.Time        // when the read that filled vms began
+	vms map[int]listedVM // by VMID, every row of the read
+	own map[int]taken    // VMIDs held that the listing may not show
+}
+
+// taken is a VMID this driver cloned onto (or found taken), or deleted
+// without waiting (going), and when.
+type taken struct {
+	at    time.Time
+	going bool
 }
 
 // listedVM is a VM as the listing read it.
@@ -48,10 +55,16 @@ func (l *listing) fill(at time.Time, rs []resource) {
 		return // a newer read filled it already
 	}
 	l.at, l.vms = at, vms
-	for id, when := range l.own {
-		if !when.After(at) {
-			delete(l.own, id) // the read saw it, or it is gone
+	for id, t := range l.own {
+		_, listed := vms[id]
+		switch {
+		case t.going && !listed && !t.at.After(at): // gone
+		case !t.going && listed: // the clone is listed: the row holds it
+		case !t.going && at.Sub(t.at) > time.Minute: // a clone that failed
+		default:
+			continue
 		}
+		delete(l.own, id)
 	}
 }
 
@@ -63,8 +76,8 @@ func (l *listing) vm(vmid int, maxAge time.Duration) (listedVM, bool) {
 	if !ok || time.Since(l.at) >= maxAge {
 		return listedVM{}, false
 	}
-	if _, cloned := l.own[vmid]; cloned {
-		return listedVM{}, false // ours since the read: the row is another VM's
+	if t, held := l.own[vmid]; held && t.at.After(l.at) {
+		return listedVM{}, false // cloned since the read: the row is another VM's
 	}
 	return v, true
 }
@@ -77,7 +90,7 @@ func (l *listing) forget(vmid int, going bool) {
 	defer l.mu.Unlock()
 	delete(l.vms, vmid)
 	if going {
-		l.take(vmid)
+		l.take(vmid, true)
 	}
 }
 
@@ -97,21 +110,21 @@ func (l *listing) freeID(maxAge time.Duration) (vmid int, ok bool) {
 			break
 		}
 	}
-	l.take(vmid)
+	l.take(vmid, false)
 	return vmid, true
 }
 
-// take marks vmid as cloned onto (or found taken) now. l.mu is held.
-func (l *listing) take(vmid int) {
+// take marks vmid as held now. l.mu is held.
+func (l *listing) take(vmid int, going bool) {
 	if l.own == nil {
-		l.own = map[int]time.Time{}
+		l.own = map[int]taken{}
 	}
-	l.own[vmid] = time.Now()
+	l.own[vmid] = taken{at: time.Now(), going: going}
 }
 
 // taken marks vmid as held by a VM the listing did not show.
 func (l *listing) taken(vmid int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.take(vmid)
+	l.take(vmid, false)
 }
