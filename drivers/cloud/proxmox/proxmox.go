@@ -7,24 +7,32 @@
 // "better-compute-instance").
 //
 // Calls in the normal case (N: task status polls, one per PollInterval
-// while the task runs):
+// while the task runs). "[status/current]" is made only when the VM is not
+// in a listing younger than ListingMaxAge, and "[nextid]" only when there
+// is no such listing (listing.go): the reconciler's sweep and the look-up
+// before each create list the cluster, so normally neither is made.
 //
 //	List    1   GET /cluster/resources?type=vm
 //	Find    1   the same, filtered by instance ID
-//	Create  3 + N, + 1 + N with DiskGB, + 1 with PowerOn: GET /cluster/nextid,
+//	Create  2 + N, + 1 + N with DiskGB, + 1 with PowerOn: [GET /cluster/nextid],
 //	        POST clone, polls, [PUT resize, polls], PUT config, [POST status/start]
-//	Start   2: GET status/current (identity), POST status/start; none
-//	        while a start it asked is under way
-//	Stop    2: GET status/current, POST status/shutdown {timeout,
+//	Start   1: [status/current], POST status/start; none while a start it
+//	        asked is under way
+//	Stop    1: [status/current], POST status/shutdown {timeout,
 //	        forceStop=1}; none while that shutdown is under way
-//	Delete  2 + N: GET status/current, DELETE ?purge=1&destroy-unreferenced-disks=1,
-//	        polls; a running VM (status/current says) + 1 + N: POST
-//	        status/stop {overrule-shutdown=1}, polls
+//	Delete  1: [status/current], DELETE ?purge=1&destroy-unreferenced-disks=1;
+//	        a running VM + 1: POST status/stop {overrule-shutdown=1}, and the
+//	        DELETE a PollInterval later (refused while the VM runs: then
+//	        polls of the stop, and the DELETE again). A bootstrap's VM + N:
+//	        the delete task is waited for.
 //
 // Start and Stop, and Create's start, do not wait for their tasks: the
 // next List shows the VM running or stopped (cloud.Asked). pve's
 // shutdown with forceStop=1 powers the VM off itself when the guest
 // ignores ACPI for the timeout, so no second call is needed for that.
+// Nor does an instance's Delete wait for its delete task: pve removes the
+// VM when the task ends, and a VM whose delete failed is still listed, an
+// orphan the sweep deletes after its grace.
 //
 // Create does not wait for the start task: the server is returned
 // starting. Stop's overrule-shutdown needs Proxmox VE 8.1 or later.
@@ -57,7 +65,8 @@
 // Errors are classified (errors.go): 401/403 are Refused, 400 Invalid, 404 and
 // "does not exist" NotFound (Invalid in Create, where it means the
 // template, storage or node is missing), "already exists" (two creates
-// given the same VMID by /cluster/nextid), locks, 5xx, timeouts and network
+// given the same VMID; a VMID chosen from the listing is retried with the
+// next), locks, 5xx, timeouts and network
 // errors Retryable, 429 RateLimited, and "quota", "insufficient free space"
 // or "No space left on device" Quota. Messages are Proxmox's words; the
 // token's secret is never part of an error.
@@ -131,6 +140,11 @@ type Config struct {
 	// TaskTimeout bounds the wait for any other task (clone, start, stop,
 	// delete). Default 10 min.
 	TaskTimeout time.Duration
+	// ListingMaxAge is how long the last /cluster/resources read stands in
+	// for a VM's status/current read and for /cluster/nextid (listing.go).
+	// Default 15 s: more than the reconciler's sweep interval (10 s), so
+	// the sweep's listing serves its calls. A negative value turns it off.
+	ListingMaxAge time.Duration
 }
 
 // Driver is a cloud.Driver for one Proxmox VE node.
@@ -140,6 +154,8 @@ type Driver struct {
 	cloneMu sync.Mutex // see clone
 	// asked are the power changes under way (Create, Start, Stop).
 	asked cloud.Asked
+	// listed is the last listing's VMs (listing.go).
+	listed listing
 }
 
 var _ cloud.Driver = (*Driver)(nil)
@@ -182,6 +198,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.TaskTimeout <= 0 {
 		cfg.TaskTimeout = 10 * time.Minute
+	}
+	if cfg.ListingMaxAge == 0 {
+		cfg.ListingMaxAge = 15 * time.Second
 	}
 	var hc http.Client
 	if cfg.HTTPClient != nil {
@@ -315,7 +334,9 @@ func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (vmid int, status stri
 		Name   string `json:"name"`
 		Status string `json:"status"`
 	}
-	if err := d.call(ctx, func(ctx context.Context) error {
+	if v, ok := d.listed.vm(vmid, d.cfg.ListingMaxAge); ok {
+		st.Name, st.Status = v.name, v.status
+	} else if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, d.vmPath(vmid)+"/status/current", &st)
 	}); err != nil {
 		return 0, "", err
@@ -367,11 +388,13 @@ func (d *Driver) FindBootstrap(ctx context.Context, bootstrapID string) ([]cloud
 // tag.
 func (d *Driver) list(ctx context.Context, owner func(name string) (cloud.Server, bool), tag string) ([]cloud.Server, error) {
 	var rs []resource
+	began := time.Now()
 	if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, "/cluster/resources?type=vm", &rs)
 	}); err != nil {
 		return nil, err
 	}
+	d.listed.fill(began, rs)
 	out := []cloud.Server{}
 	for _, r := range rs {
 		if r.Type != "qemu" || r.Template != 0 {
@@ -491,27 +514,40 @@ func (d *Driver) Create(ctx context.Context, req cloud.CreateRequest) (cloud.Ser
 	return srv, nil
 }
 
-// clone asks for a free VMID and clones the template onto it. nextid only
-// proposes an ID, so two creates asking at once would collide: this driver
-// asks and claims one at a time (other processes' creates may still
-// collide, which is Retryable).
+// cloneTries is how many VMIDs chosen from the listing a clone tries
+// before the VMID is left to the next Create (Retryable).
+const cloneTries = 3
+
+// clone chooses a free VMID and clones the template onto it: from the
+// last listing (listing.go) when it is recent, else from /cluster/nextid.
+// Either only proposes an ID, so two creates at once would collide: this
+// driver chooses and claims one at a time, and an ID another client took
+// since ("already exists", Retryable) is given up for the next one.
 func (d *Driver) clone(ctx context.Context, template int, name, desc string) (vmid int, task *pve.Task, err error) {
 	d.cloneMu.Lock()
 	defer d.cloneMu.Unlock()
-	cluster := (&pve.Cluster{}).New(d.client)
-	if err := d.call(ctx, func(ctx context.Context) (err error) {
-		vmid, err = cluster.NextID(ctx)
-		return err
-	}); err != nil {
-		return 0, nil, err
-	}
-	err = d.call(ctx, func(ctx context.Context) (err error) {
-		_, task, err = d.vm(template).Clone(ctx, &pve.VirtualMachineCloneOptions{
-			NewID: vmid, Name: name, Description: desc, Full: true, Storage: d.cfg.Storage,
+	for try := 1; ; try++ {
+		vmid, fromListing := d.listed.freeID(d.cfg.ListingMaxAge)
+		if !fromListing {
+			cluster := (&pve.Cluster{}).New(d.client)
+			if err := d.call(ctx, func(ctx context.Context) (err error) {
+				vmid, err = cluster.NextID(ctx)
+				return err
+			}); err != nil {
+				return 0, nil, err
+			}
+			d.listed.taken(vmid)
+		}
+		err = d.call(ctx, func(ctx context.Context) (err error) {
+			_, task, err = d.vm(template).Clone(ctx, &pve.VirtualMachineCloneOptions{
+				NewID: vmid, Name: name, Description: desc, Full: true, Storage: d.cfg.Storage,
+			})
+			return err
 		})
-		return err
-	})
-	return vmid, task, err
+		if !fromListing || try == cloneTries || !says(err, "already exists") {
+			return vmid, task, err
+		}
+	}
 }
 
 // createError makes a missing template, storage or node Invalid: in
@@ -574,7 +610,7 @@ func (d *Driver) configure(ctx context.Context, vmid int, req cloud.CreateReques
 func (d *Driver) cleanup(ctx context.Context, vmid int) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
-	_ = d.destroy(ctx, vmid)
+	_ = d.destroy(ctx, vmid, true)
 }
 
 // Start powers a VM on and returns it starting, without waiting for the
@@ -633,20 +669,6 @@ func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) 
 	return cloud.StatusStopping, nil
 }
 
-// powerOff stops a VM hard and waits for the stop task.
-func (d *Driver) powerOff(ctx context.Context, vmid int) error {
-	var t *pve.Task
-	if err := d.call(ctx, func(ctx context.Context) error {
-		var upid pve.UPID
-		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/stop", map[string]any{"overrule-shutdown": 1}, &upid)
-		t = pve.NewTask(upid, d.client)
-		return err
-	}); err != nil {
-		return err
-	}
-	return d.run(ctx, t, "stop")
-}
-
 // Delete powers a VM off if it runs and destroys it with its disks; a VM
 // that is gone is deleted. The status the identity check reads says
 // whether it runs: a running VM's DELETE is not tried first to be refused.
@@ -658,33 +680,64 @@ func (d *Driver) Delete(ctx context.Context, ref cloud.Ref) error {
 	if err != nil {
 		return err
 	}
-	if status != "stopped" {
-		err = d.powerOff(ctx, vmid)
+	// An instance's VM is not waited for: pve removes it in the task, and
+	// one whose delete task fails stays listed as an orphan, which the
+	// sweep deletes. A bootstrap's must be gone when Delete returns.
+	wait := ref.BootstrapID != ""
+	if status == "stopped" {
+		err = d.destroy(ctx, vmid, wait)
 	}
-	if err == nil {
-		err = d.destroy(ctx, vmid)
-	}
-	if says(err, "is running") { // started since the check
-		if err = d.powerOff(ctx, vmid); err == nil {
-			err = d.destroy(ctx, vmid)
-		}
+	if status != "stopped" || says(err, "is running") { // or started since the check
+		err = d.powerOffAndDestroy(ctx, vmid, wait)
 	}
 	if is(err, cloud.NotFound) {
 		err = nil
 	}
 	if err == nil {
 		d.asked.Forget(ref.ID)
+		d.listed.forget(vmid, !wait)
 	}
 	return err
 }
 
-// destroy deletes a stopped VM and waits for the task.
-func (d *Driver) destroy(ctx context.Context, vmid int) error {
+// powerOffAndDestroy stops a VM hard and destroys it. The DELETE, one
+// PollInterval after the stop, is the stop's first poll: pve refuses it
+// while the VM runs ("is running"), and only then is the stop task
+// polled to its end. Once QEMU has exited, pve takes the DELETE, and its
+// task waits for the stop task's file lock.
+func (d *Driver) powerOffAndDestroy(ctx context.Context, vmid int, wait bool) error {
+	var t *pve.Task
+	if err := d.call(ctx, func(ctx context.Context) error {
+		var upid pve.UPID
+		err := d.client.Post(ctx, d.vmPath(vmid)+"/status/stop", map[string]any{"overrule-shutdown": 1}, &upid)
+		t = pve.NewTask(upid, d.client)
+		return err
+	}); err != nil {
+		return err
+	}
+	timer := time.NewTimer(d.cfg.PollInterval)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return classify(ctx.Err())
+	case <-timer.C:
+	}
+	err := d.destroy(ctx, vmid, wait)
+	if says(err, "is running") {
+		if err = d.run(ctx, t, "stop"); err == nil {
+			err = d.destroy(ctx, vmid, wait)
+		}
+	}
+	return err
+}
+
+// destroy deletes a stopped VM and, with wait, waits for the task.
+func (d *Driver) destroy(ctx context.Context, vmid int, wait bool) error {
 	var t *pve.Task
 	if err := d.call(ctx, func(ctx context.Context) (err error) {
 		t, err = d.vm(vmid).Delete(ctx, &pve.VirtualMachineDeleteOptions{Purge: true, DestroyUnreferencedDisks: true})
 		return err
-	}); err != nil {
+	}); err != nil || !wait {
 		return err
 	}
 	return d.run(ctx, t, "delete")

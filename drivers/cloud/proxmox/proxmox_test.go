@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -241,10 +242,9 @@ func TestDelete(t *testing.T) {
 	if err := d.Delete(context.Background(), srv.Ref()); err != nil {
 		t.Fatal(err)
 	}
+	// Delete does not wait for an instance's VM's delete task.
 	id, _ := strconv.Atoi(srv.ID)
-	if _, ok := e.VM(id); ok {
-		t.Fatal("VM still there")
-	}
+	testenv.Eventually(t, 5*time.Second, "VM gone", func() bool { _, ok := e.VM(id); return !ok })
 	if _, ok := listed(t, d, srv.ID); ok {
 		t.Fatal("still listed")
 	}
@@ -264,6 +264,7 @@ func TestCallsByReusedID(t *testing.T) {
 	if err := d.Delete(ctx, gone.Ref()); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Eventually(t, 5*time.Second, "deleted VM unlisted", func() bool { _, ok := listed(t, d, gone.ID); return !ok })
 	other := create(t, d, request(false))
 	if other.ID != gone.ID {
 		t.Fatalf("the new VM is %s, want the deleted one's ID %s", other.ID, gone.ID)
@@ -515,55 +516,93 @@ func TestDeleteLocked(t *testing.T) {
 }
 
 // TestCallCounts records the calls each method makes in the normal case;
-// task status polls depend on timing and are counted apart.
+// task status polls depend on timing and are counted apart. With a recent
+// listing (the sweep's), calls by ID take whose VM it is and its status
+// from it, and Create its VMID; without one they ask pve.
 func TestCallCounts(t *testing.T) {
-	d, e := setup(t)
-	ctx := context.Background()
-	count := func(name string, f func() error, want map[string]int) {
-		t.Helper()
-		e.Faults().Reset()
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		got, polls := map[string]int{}, 0
-		for k, n := range e.Faults().Calls() {
-			if strings.Contains(k, "/tasks/") {
-				polls += n
-			} else {
-				got[k] = n
+	const (
+		vmPath = "/api2/json/nodes/pve/qemu/{id}"
+		whose  = "GET " + vmPath + "/status/current" // cloud.Ref's check
+		nextid = "GET /api2/json/cluster/nextid"
+		list   = "GET /api2/json/cluster/resources"
+	)
+	for _, tc := range []struct {
+		name   string
+		maxAge time.Duration
+	}{
+		{"recent listing", 0},
+		{"no listing", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, e := setup(t, func(c *proxmoxtest.Config, p *proxmox.Config) {
+				p.ListingMaxAge = tc.maxAge
+				// Tasks end before the first poll: one poll each, and the
+				// DELETE after a stop is not refused.
+				p.PollInterval = 2 * c.TaskDuration
+			})
+			ctx := context.Background()
+			// A lifecycle's calls, task polls included (issue 17: at most
+			// 10 with a recent listing).
+			lifecycle := map[string]bool{"Create (DiskGB, PowerOn)": true, "Stop (ACPI)": true, "Start": true, "Delete (running)": true}
+			calls := 0
+			count := func(name string, f func() error, want map[string]int) {
+				t.Helper()
+				e.Faults().Reset()
+				if err := f(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				got, polls := map[string]int{}, 0
+				for k, n := range e.Faults().Calls() {
+					if strings.Contains(k, "/tasks/") {
+						polls += n
+					} else {
+						got[k] = n
+					}
+				}
+				total, _ := e.Faults().Total()
+				if lifecycle[name] {
+					calls += total
+				}
+				t.Logf("%-28s %d calls: %d + %d task polls %v", name, total, total-polls, polls, got)
+				if !maps.Equal(got, want) {
+					t.Errorf("%s: calls %v, want %v", name, got, want)
+				}
 			}
-		}
-		total, _ := e.Faults().Total()
-		t.Logf("%-28s %d calls: %d + %d task polls %v", name, total, total-polls, polls, got)
-		for k, n := range want {
-			if got[k] != n {
-				t.Errorf("%s: %s called %d times, want %d", name, k, got[k], n)
+			// with adds the call k that a recent listing saves.
+			with := func(m map[string]int, k string) map[string]int {
+				if tc.maxAge < 0 {
+					m[k] = 1
+				}
+				return m
 			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("%s: calls %v, want %v", name, got, want)
-		}
+			var srv cloud.Server
+			// The look-up before a create lists the cluster.
+			count("Find", func() error { _, err := d.Find(ctx, "none"); return err }, map[string]int{list: 1})
+			count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, with(map[string]int{
+				"POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
+				"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1}, nextid))
+			testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
+			count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{list: 1})
+			count("Stop (ACPI)", func() error { _, err := d.Stop(ctx, srv.Ref()); return err }, with(map[string]int{"POST " + vmPath + "/status/shutdown": 1}, whose))
+			testenv.Eventually(t, 5*time.Second, "stopped", func() bool { s, _ := listed(t, d, srv.ID); return s.Status == cloud.StatusStopped })
+			count("Start", func() error { _, err := d.Start(ctx, srv.Ref()); return err }, with(map[string]int{"POST " + vmPath + "/status/start": 1}, whose))
+			testenv.Eventually(t, 5*time.Second, "running", func() bool { s, _ := listed(t, d, srv.ID); return s.Status == cloud.StatusRunning })
+			// The status read says it runs: it is stopped first, not
+			// refused first, and the DELETE a poll interval later is the
+			// stop's poll.
+			count("Delete (running)", func() error { return d.Delete(ctx, srv.Ref()) }, with(map[string]int{
+				"DELETE " + vmPath: 1, "POST " + vmPath + "/status/stop": 1}, whose))
+			// clone, its poll, resize, its poll, config, start; shutdown;
+			// start; stop, DELETE; and without a listing nextid and three
+			// status/current.
+			if want := map[bool]int{true: 10, false: 14}[tc.maxAge >= 0]; calls != want {
+				t.Errorf("a lifecycle made %d calls, want %d", calls, want)
+			}
+			srv = create(t, d, request(false))
+			count("Delete (stopped)", func() error { return d.Delete(ctx, srv.Ref()) }, with(map[string]int{"DELETE " + vmPath: 1}, whose))
+		})
 	}
-	const vmPath = "/api2/json/nodes/pve/qemu/{id}"
-	var srv cloud.Server
-	count("Create (DiskGB, PowerOn)", func() (err error) { srv, err = d.Create(ctx, request(true)); return err }, map[string]int{
-		"GET /api2/json/cluster/nextid": 1, "POST " + vmPath + "/clone": 1, "PUT " + vmPath + "/resize": 1,
-		"PUT " + vmPath + "/config": 1, "POST " + vmPath + "/status/start": 1})
-	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
-	count("List", func() error { _, err := d.List(ctx); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
-	count("Find", func() error { _, err := d.Find(ctx, srv.InstanceID); return err }, map[string]int{"GET /api2/json/cluster/resources": 1})
-	// Calls by ID first read whose VM it is (cloud.Ref).
-	const whose = "GET " + vmPath + "/status/current"
-	count("Stop (ACPI)", func() error { _, err := d.Stop(ctx, srv.Ref()); return err }, map[string]int{whose: 1, "POST " + vmPath + "/status/shutdown": 1})
-	testenv.Eventually(t, 5*time.Second, "stopped", func() bool { return vm(t, e, srv.ID).Status == "stopped" })
-	count("Start", func() error { _, err := d.Start(ctx, srv.Ref()); return err }, map[string]int{whose: 1, "POST " + vmPath + "/status/start": 1})
-	testenv.Eventually(t, 5*time.Second, "running", func() bool { return vm(t, e, srv.ID).Status == "running" })
-	// The identity check's status says it runs: it is stopped first, not
-	// refused first.
-	count("Delete (running)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{
-		whose: 1, "DELETE " + vmPath: 1, "POST " + vmPath + "/status/stop": 1})
-	srv = create(t, d, request(false))
-	count("Delete (stopped)", func() error { return d.Delete(ctx, srv.Ref()) }, map[string]int{whose: 1, "DELETE " + vmPath: 1})
 }
 
 // BenchmarkSweep100 lists a node of 100 of our VMs, as one sweep does, and
@@ -583,4 +622,29 @@ func BenchmarkSweep100(b *testing.B) {
 	}
 	total, _ := e.Faults().Total()
 	b.ReportMetric(float64(total)/float64(b.N), "calls/sweep")
+}
+
+// TestVMIDTakenSinceListing: a VMID the listing showed free and another
+// client took since is refused by the clone; the next one is tried.
+func TestVMIDTakenSinceListing(t *testing.T) {
+	t.Parallel()
+	d, e := setup(t)
+	ctx := context.Background()
+	must(d.Find(ctx, "none"))
+	other := e.AddVM("someone-else", nil) // the VMID the listing shows free
+	e.Faults().Reset()
+	srv := create(t, d, request(false))
+	if srv.ID == strconv.Itoa(other) {
+		t.Fatalf("cloned onto %s, someone else's", srv.ID)
+	}
+	calls := e.Faults().Calls()
+	if n := calls["POST /api2/json/nodes/pve/qemu/{id}/clone"]; n != 2 {
+		t.Errorf("%d clones, want 2 (the refused one, the next ID): %v", n, calls)
+	}
+	if n := calls["GET /api2/json/cluster/nextid"]; n != 0 {
+		t.Errorf("nextid asked %d times: %v", n, calls)
+	}
+	if v := vm(t, e, strconv.Itoa(other)); v.Name != "someone-else" {
+		t.Errorf("someone else's VM is now %q", v.Name)
+	}
 }
