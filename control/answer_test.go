@@ -84,6 +84,33 @@ func TestAnswerInTheTransaction(t *testing.T) {
 		}
 		id = inst.ID
 	}
+
+	tmpl, err := svc.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID,
+		ImageID: img.ID, Name: "ci", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
+	check(t, err)
+	var sbx uuid.UUID
+	for _, tc := range []struct {
+		name   string
+		mutate func() (domain.Sandbox, error)
+	}{
+		{"create sandbox", func() (domain.Sandbox, error) {
+			return svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: tenant.ID, TemplateID: tmpl.ID})
+		}},
+		{"pause sandbox", func() (domain.Sandbox, error) { return svc.PauseSandbox(ctx, sbx) }},
+		{"delete sandbox", func() (domain.Sandbox, error) { return svc.DeleteSandbox(ctx, sbx) }},
+	} {
+		taken.Store(0)
+		armed.Store(1)
+		got, err := tc.mutate()
+		armed.Store(0)
+		if err != nil {
+			t.Fatalf("%s: done, but answered %v", tc.name, err)
+		}
+		if got.Instance == nil || got.Instance.ID != got.InstanceID {
+			t.Fatalf("%s: answered without its instance (%+v): the API would read it after the commit", tc.name, got.Instance)
+		}
+		sbx = got.ID
+	}
 }
 
 func check(t *testing.T, err error) {

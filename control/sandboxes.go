@@ -252,8 +252,8 @@ func (s *Service) replaySandbox(ctx context.Context, q *sqlc.Queries, ev *audit.
 	}
 	ev.TenantID, ev.TargetID = tenant, prev.ID
 	ev.Details = map[string]any{"idempotentReplay": true}
-	*out = domain.SandboxFromRow(prev)
-	return true, nil
+	*out, err = sandboxAnswer(ctx, q, prev)
+	return true, err
 }
 
 // SetSandboxTimeout sets a live sandbox's deadline to timeout from now,
@@ -396,8 +396,25 @@ func (s *Service) readSandbox(ctx context.Context, q *sqlc.Queries, id uuid.UUID
 	if err != nil {
 		return fmt.Errorf("read sandbox: %w", err)
 	}
-	*out = domain.SandboxFromRow(row)
-	return nil
+	*out, err = sandboxAnswer(ctx, q, row)
+	return err
+}
+
+// sandboxAnswer is a mutation's answer: the sandbox of row with its
+// instance, both read in the mutation's transaction, so a database that
+// goes away after the commit cannot turn a done mutation into an error.
+func sandboxAnswer(ctx context.Context, q *sqlc.Queries, row sqlc.SandboxView) (domain.Sandbox, error) {
+	sbx := domain.SandboxFromRow(row)
+	inst, err := q.GetInstance(ctx, sbx.InstanceID)
+	if err != nil {
+		return domain.Sandbox{}, fmt.Errorf("read the sandbox's instance: %w", err)
+	}
+	answer, err := withAddresses(ctx, q, inst)
+	if err != nil {
+		return domain.Sandbox{}, err
+	}
+	sbx.Instance = &answer
+	return sbx, nil
 }
 
 // Sandbox returns a sandbox the caller may see.

@@ -132,6 +132,9 @@ type Sandbox struct {
 	UpdatedAt time.Time
 	// Version increases with every change of the sandbox's own.
 	Version int64
+	// Instance is its instance as the mutation answering with the sandbox
+	// read it, in its transaction; nil when not read with it.
+	Instance *Instance
 }
 
 // Ended reports whether the sandbox expired or was deleted.

@@ -210,6 +210,9 @@ func (r *sandboxResolver) Template(ctx context.Context, obj *domain.Sandbox) (do
 
 // Instance is the resolver for the instance field.
 func (r *sandboxResolver) Instance(ctx context.Context, obj *domain.Sandbox) (domain.Instance, error) {
+	if obj.Instance != nil { // a mutation's answer, read in its transaction
+		return *obj.Instance, nil
+	}
 	return mustLoad(ctx, loadersFrom(ctx).instances, obj.InstanceID)
 }
 
