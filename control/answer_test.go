@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,7 @@ import (
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/lifecycle"
 	"github.com/better-compute/vps/seal"
+	"github.com/better-compute/vps/sqlc"
 )
 
 // TestAnswerInTheTransaction: a mutation's answer is read in its
@@ -117,5 +119,57 @@ func check(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSandboxLockBesideInstanceSteps: a sandbox mutation holding its
+// sandbox's lock does not block a transaction that changes the sandbox's
+// instance twice (the reconciler's steps) at its commit, where the
+// instance's deferred foreign key to the sandbox is checked; blocked, the
+// two deadlock as the mutation goes on to lock the instance.
+func TestSandboxLockBesideInstanceSteps(t *testing.T) {
+	t.Parallel()
+	ctx := iam.WithPrincipal(context.Background(), control.System)
+	db, err := pgxpool.New(ctx, testenv.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	sealer, _ := seal.New("test")
+	svc := control.New(db, control.Config{Sealer: sealer})
+	tenant, err := svc.CreateTenant(ctx, "acme")
+	check(t, err)
+	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
+	check(t, err)
+	flavor, err := svc.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
+	check(t, err)
+	img, err := svc.RegisterImage(ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
+		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
+	check(t, err)
+	pub, _, _ := ed25519.GenerateKey(nil)
+	key, _ := ssh.NewPublicKey(pub)
+	tmpl, err := svc.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID,
+		ImageID: img.ID, Name: "ci", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
+	check(t, err)
+	sbx, err := svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: tenant.ID, TemplateID: tmpl.ID})
+	check(t, err)
+
+	mutation, err := db.Begin(ctx)
+	check(t, err)
+	defer mutation.Rollback(ctx)
+	_, err = sqlc.New(mutation).LockSandbox(ctx, sbx.ID)
+	check(t, err)
+
+	steps, err := db.Begin(ctx)
+	check(t, err)
+	defer steps.Rollback(ctx)
+	for range 2 {
+		_, err := steps.Exec(ctx, `UPDATE instances SET version = version + 1 WHERE id = $1`, sbx.InstanceID)
+		check(t, err)
+	}
+	commitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := steps.Commit(commitCtx); err != nil {
+		t.Fatalf("the instance's steps could not commit beside the sandbox's lock: %v", err)
 	}
 }

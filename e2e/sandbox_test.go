@@ -148,7 +148,11 @@ func TestSandboxExpiry(t *testing.T) {
 			want = time.Duration(cs.moved) * time.Second
 		}
 		t.Logf("%s: ended %v after its deadline, having lived %v", cs.name, late.Round(time.Millisecond), lived.Round(time.Millisecond))
-		if late < 0 || late > sandboxInterval+500*time.Millisecond || lived < want {
+		// The margin past one interval is the pass's own time on a machine
+		// as loaded as make test's parallel e2e under -race makes it (seen:
+		// 556 and 783 ms); a pass that waited for the next interval, or a
+		// rescan, would still be late by seconds.
+		if late < 0 || late > sandboxInterval+sandboxInterval/2 || lived < want {
 			t.Errorf("%s: ended %v after its deadline, having lived %v; want within %v of a deadline %v after its creation", cs.name, late, lived, sandboxInterval, want)
 		}
 		if st := c.sandboxState(refs[i].id); st != "EXPIRED" {

@@ -9,7 +9,11 @@ SELECT * FROM sandbox_views WHERE id = $1;
 
 -- LockSandbox locks a sandbox's row; its instance is locked on its own.
 -- name: LockSandbox :one
-SELECT id FROM sandboxes WHERE id = $1 FOR UPDATE;
+-- FOR NO KEY UPDATE, not FOR UPDATE: a transaction that changes a sandbox's
+-- instance twice checks the instance's deferred foreign key to its sandbox
+-- at commit (FOR KEY SHARE), which FOR UPDATE would block while the holder
+-- waits for that instance: a deadlock.
+SELECT id FROM sandboxes WHERE id = $1 FOR NO KEY UPDATE;
 
 -- name: LockSandboxInstance :one
 SELECT * FROM instances WHERE sandbox_id = $1 FOR UPDATE;

@@ -236,10 +236,14 @@ func (q *Queries) ListSandboxes(ctx context.Context, arg ListSandboxesParams) ([
 }
 
 const lockSandbox = `-- name: LockSandbox :one
-SELECT id FROM sandboxes WHERE id = $1 FOR UPDATE
+SELECT id FROM sandboxes WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // LockSandbox locks a sandbox's row; its instance is locked on its own.
+// FOR NO KEY UPDATE, not FOR UPDATE: a transaction that changes a sandbox's
+// instance twice checks the instance's deferred foreign key to its sandbox
+// at commit (FOR KEY SHARE), which FOR UPDATE would block while the holder
+// waits for that instance: a deadlock.
 func (q *Queries) LockSandbox(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, lockSandbox, id)
 	var id_2 uuid.UUID
