@@ -52,17 +52,7 @@ func TestAnswerInTheTransaction(t *testing.T) {
 	sealer, _ := seal.New("test")
 	svc := control.New(db, control.Config{Sealer: sealer})
 	ctx := iam.WithPrincipal(context.Background(), control.System)
-	tenant, err := svc.CreateTenant(ctx, "acme")
-	check(t, err)
-	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
-	check(t, err)
-	flavor, err := svc.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
-	check(t, err)
-	img, err := svc.RegisterImage(ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
-		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
-	check(t, err)
-	pub, _, _ := ed25519.GenerateKey(nil)
-	key, _ := ssh.NewPublicKey(pub)
+	c := newCatalog(t, ctx, svc)
 
 	var id uuid.UUID
 	for _, tc := range []struct {
@@ -70,8 +60,8 @@ func TestAnswerInTheTransaction(t *testing.T) {
 		mutate func() (domain.Instance, error)
 	}{
 		{"create", func() (domain.Instance, error) {
-			return svc.CreateInstance(ctx, control.CreateInstanceInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID, ImageID: img.ID,
-				Name: "vm", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
+			return svc.CreateInstance(ctx, control.CreateInstanceInput{TenantID: c.tenant, PoolID: c.pool, FlavorID: c.flavor, ImageID: c.image,
+				Name: "vm", SSHKeys: []string{c.key}})
 		}},
 		{"stop", func() (domain.Instance, error) { return svc.SetDesiredState(ctx, id, lifecycle.WantStopped) }},
 		{"start", func() (domain.Instance, error) { return svc.SetDesiredState(ctx, id, lifecycle.WantRunning) }},
@@ -87,16 +77,14 @@ func TestAnswerInTheTransaction(t *testing.T) {
 		id = inst.ID
 	}
 
-	tmpl, err := svc.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID,
-		ImageID: img.ID, Name: "ci", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
-	check(t, err)
+	tmpl := c.template(t, ctx, svc)
 	var sbx uuid.UUID
 	for _, tc := range []struct {
 		name   string
 		mutate func() (domain.Sandbox, error)
 	}{
 		{"create sandbox", func() (domain.Sandbox, error) {
-			return svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: tenant.ID, TemplateID: tmpl.ID})
+			return svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: c.tenant, TemplateID: tmpl})
 		}},
 		{"pause sandbox", func() (domain.Sandbox, error) { return svc.PauseSandbox(ctx, sbx) }},
 		{"delete sandbox", func() (domain.Sandbox, error) { return svc.DeleteSandbox(ctx, sbx) }},
@@ -137,21 +125,9 @@ func TestSandboxLockBesideInstanceSteps(t *testing.T) {
 	t.Cleanup(db.Close)
 	sealer, _ := seal.New("test")
 	svc := control.New(db, control.Config{Sealer: sealer})
-	tenant, err := svc.CreateTenant(ctx, "acme")
-	check(t, err)
-	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
-	check(t, err)
-	flavor, err := svc.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
-	check(t, err)
-	img, err := svc.RegisterImage(ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
-		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
-	check(t, err)
-	pub, _, _ := ed25519.GenerateKey(nil)
-	key, _ := ssh.NewPublicKey(pub)
-	tmpl, err := svc.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: tenant.ID, PoolID: pool.ID, FlavorID: flavor.ID,
-		ImageID: img.ID, Name: "ci", SSHKeys: []string{string(ssh.MarshalAuthorizedKey(key))}})
-	check(t, err)
-	sbx, err := svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: tenant.ID, TemplateID: tmpl.ID})
+	c := newCatalog(t, ctx, svc)
+	tmpl := c.template(t, ctx, svc)
+	sbx, err := svc.CreateSandbox(ctx, control.CreateSandboxInput{TenantID: c.tenant, TemplateID: tmpl})
 	check(t, err)
 
 	mutation, err := db.Begin(ctx)
@@ -172,4 +148,36 @@ func TestSandboxLockBesideInstanceSteps(t *testing.T) {
 	if err := steps.Commit(commitCtx); err != nil {
 		t.Fatalf("the instance's steps could not commit beside the sandbox's lock: %v", err)
 	}
+}
+
+// catalog is what the tests here create in: a tenant, a hosted pool, a
+// flavor, an image and an SSH key.
+type catalog struct {
+	tenant, pool, flavor, image uuid.UUID
+	key                         string
+}
+
+func newCatalog(t *testing.T, ctx context.Context, svc *control.Service) catalog {
+	t.Helper()
+	tenant, err := svc.CreateTenant(ctx, "acme")
+	check(t, err)
+	pool, err := svc.CreatePool(ctx, control.PoolInput{Name: "fra1", Class: vps.ClassHosted})
+	check(t, err)
+	flavor, err := svc.CreateFlavor(ctx, control.FlavorInput{Name: "one", Vcpus: 1, MemoryMB: 1024, DiskGB: 10})
+	check(t, err)
+	img, err := svc.RegisterImage(ctx, control.ImageInput{Name: "debian", SourceURL: "file:///images/debian.raw",
+		SHA256: strings.Repeat("a", 64), Format: "raw", Visibility: "public", Verified: true})
+	check(t, err)
+	pub, _, _ := ed25519.GenerateKey(nil)
+	key, _ := ssh.NewPublicKey(pub)
+	return catalog{tenant: tenant.ID, pool: pool.ID, flavor: flavor.ID, image: img.ID, key: string(ssh.MarshalAuthorizedKey(key))}
+}
+
+// template creates a sandbox template of the catalog and returns its ID.
+func (c catalog) template(t *testing.T, ctx context.Context, svc *control.Service) uuid.UUID {
+	t.Helper()
+	tmpl, err := svc.CreateSandboxTemplate(ctx, control.SandboxTemplateInput{TenantID: c.tenant, PoolID: c.pool, FlavorID: c.flavor,
+		ImageID: c.image, Name: "ci", SSHKeys: []string{c.key}})
+	check(t, err)
+	return tmpl.ID
 }
