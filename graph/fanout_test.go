@@ -12,16 +12,12 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/internal/testenv"
-	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/live"
-	"github.com/better-compute/vps/sqlc"
 )
 
 // fanoutEnv is an endpoint whose hub takes what relay publishes, with a
@@ -120,22 +116,7 @@ func (s liveSub) read(t *testing.T) (string, json.RawMessage) {
 // one transaction with its event.
 func (f fanoutEnv) place(t *testing.T, host string) {
 	t.Helper()
-	id, hostID := decode(t, ids.Instance, f.instance), decode(t, ids.Host, host)
-	err := pgx.BeginFunc(context.Background(), f.db, func(tx pgx.Tx) error {
-		q := sqlc.New(tx)
-		if _, err := tx.Exec(context.Background(), `UPDATE instances SET state = 'RUNNING', host_id = $2, version = version + 1, updated_at = now()
-			WHERE id = $1`, id, hostID); err != nil {
-			return err
-		}
-		inst, err := q.GetInstance(context.Background(), id)
-		if err != nil {
-			return err
-		}
-		return events.Enqueue(context.Background(), q, vps.TopicInstances, events.Updated, inst)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.change(f.instance, `state = 'RUNNING', host_id = $2`, decode(t, ids.Host, host))
 	f.relay()
 }
 

@@ -46,14 +46,22 @@ func setupSandboxes(t *testing.T) (*env, world, templateView) {
 // in one transaction that writes its event.
 func (e *env) step(instance, state, reason string) {
 	e.t.Helper()
+	e.change(instance, `state = $2, state_reason = $3`, state, reason)
+}
+
+// change sets an instance's columns by set ($1 is its ID, args follow)
+// and its next version, as the reconciler does: in one transaction that
+// writes its event.
+func (e *env) change(instance, set string, args ...any) {
+	e.t.Helper()
 	id, ok := ids.Decode(ids.Instance, instance)
 	if !ok {
 		e.t.Fatalf("not an instance ID: %s", instance)
 	}
 	err := pgx.BeginFunc(context.Background(), e.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		if _, err := tx.Exec(context.Background(), `UPDATE instances SET state = $2, state_reason = $3, version = version + 1, updated_at = now()
-			WHERE id = $1`, id, state, reason); err != nil {
+		if _, err := tx.Exec(context.Background(), `UPDATE instances SET `+set+`, version = version + 1, updated_at = now()
+			WHERE id = $1`, append([]any{id}, args...)...); err != nil {
 			return err
 		}
 		inst, err := q.GetInstance(context.Background(), id)
@@ -63,7 +71,7 @@ func (e *env) step(instance, state, reason string) {
 		return events.Enqueue(context.Background(), q, vps.TopicInstances, events.Updated, inst)
 	})
 	if err != nil {
-		e.t.Fatalf("move %s to %s: %v", instance, state, err)
+		e.t.Fatalf("change %s (%s %v): %v", instance, set, args, err)
 	}
 }
 
