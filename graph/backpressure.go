@@ -2,10 +2,12 @@ package graph
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,23 +29,46 @@ var errSlowConsumer = errors.New("slow consumer")
 
 // guardedConn is a websocket connection whose writes are bounded.
 type guardedConn struct {
-	transport.WebsocketConn
+	frameConn
 	raw          net.Conn // the TCP connection under it, if known
 	maxUnread    int
 	writeTimeout time.Duration
 	// slow closes the connection as a slow consumer; it is idempotent.
 	slow func(reason string)
 
+	// mu serializes writes: gqlgen's and the fan-out members' own.
+	mu sync.Mutex
 	// unread is what the last count found unread, when raw had written
-	// countedAt bytes (gqlgen serializes WriteJSON calls).
+	// countedAt bytes.
 	unread    int
 	countedAt int64
 	counted   bool
 }
 
+// frameConn is the websocket under a guardedConn (coderConn).
+type frameConn interface {
+	transport.WebsocketConn
+	// WriteText writes b, already encoded, as one text message.
+	WriteText(b []byte) error
+	// takeStarted returns, once, the id of the operation the client
+	// started last.
+	takeStarted() (string, bool)
+}
+
 func (g *guardedConn) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return g.WriteText(b)
+}
+
+// WriteText writes b, already encoded, within the bounds.
+func (g *guardedConn) WriteText(b []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.raw == nil {
-		return g.WebsocketConn.WriteJSON(v)
+		return g.frameConn.WriteText(b)
 	}
 	if g.mayBeOver() {
 		at, _ := written(g.raw)
@@ -55,7 +80,7 @@ func (g *guardedConn) WriteJSON(v any) error {
 		g.unread, g.countedAt, g.counted = n, at, ok
 	}
 	g.raw.SetWriteDeadline(time.Now().Add(g.writeTimeout))
-	err := g.WebsocketConn.WriteJSON(v)
+	err := g.frameConn.WriteText(b)
 	if isTimeout(err) {
 		g.slow(fmt.Sprintf("slow consumer: a write did not complete in %v", g.writeTimeout))
 		return errSlowConsumer
@@ -80,13 +105,13 @@ func isTimeout(err error) bool {
 // SetReadLimit and SetReadDeadline pass on what gqlgen asks of the
 // connection underneath.
 func (g *guardedConn) SetReadLimit(limit int64) {
-	if l, ok := g.WebsocketConn.(transport.WebsocketReadLimiter); ok {
+	if l, ok := g.frameConn.(transport.WebsocketReadLimiter); ok {
 		l.SetReadLimit(limit)
 	}
 }
 
 func (g *guardedConn) SetReadDeadline(t time.Time) error {
-	if d, ok := g.WebsocketConn.(transport.WebsocketReadDeadliner); ok {
+	if d, ok := g.frameConn.(transport.WebsocketReadDeadliner); ok {
 		return d.SetReadDeadline(t)
 	}
 	return nil

@@ -1,27 +1,20 @@
 package graph
 
 import (
-	"encoding/json"
 	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 )
 
 // pipeConn is a websocket connection that writes its messages to a net.Conn.
 type pipeConn struct {
-	transport.WebsocketConn
+	frameConn
 	raw net.Conn
 }
 
-func (p pipeConn) WriteJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = p.raw.Write(b)
+func (p pipeConn) WriteText(b []byte) error {
+	_, err := p.raw.Write(b)
 	return err
 }
 
@@ -34,7 +27,7 @@ func TestWriteTimeout(t *testing.T) {
 		server, client := net.Pipe()
 		t.Cleanup(func() { server.Close(); client.Close() })
 		var reasons []string
-		g := &guardedConn{WebsocketConn: pipeConn{raw: server}, raw: server, maxUnread: 1 << 20, writeTimeout: 50 * time.Millisecond}
+		g := &guardedConn{frameConn: pipeConn{raw: server}, raw: server, maxUnread: 1 << 20, writeTimeout: 50 * time.Millisecond}
 		g.slow = func(reason string) { reasons = append(reasons, reason) }
 		return g, client, &reasons
 	}

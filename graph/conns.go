@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/better-compute/vps/iam"
@@ -25,7 +26,7 @@ const (
 
 // wsConn is the state of one websocket connection.
 type wsConn struct {
-	ws        transport.WebsocketConn
+	ws        *guardedConn
 	principal *iam.Principal
 	subs      atomic.Int32
 	closeOnce sync.Once
@@ -63,7 +64,7 @@ func withConn(r *http.Request) *http.Request {
 // acceptor keeps each accepted connection in its state, so the server can
 // close it with a reason of its own, and bounds its writes.
 type acceptor struct {
-	transport.CoderWebsocketImplementation
+	options      websocket.AcceptOptions
 	maxUnread    int
 	writeTimeout time.Duration
 	onSlow       func()
@@ -71,7 +72,7 @@ type acceptor struct {
 
 func (a acceptor) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
 	hr := &hijackRecorder{ResponseWriter: w}
-	conn, err := a.CoderWebsocketImplementation.Accept(hr, r, opts)
+	conn, err := acceptCoder(hr, r, a.options, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func (a acceptor) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	if c == nil {
 		c = &wsConn{}
 	}
-	g := &guardedConn{WebsocketConn: conn, raw: hr.conn, maxUnread: a.maxUnread, writeTimeout: a.writeTimeout}
+	g := &guardedConn{frameConn: conn, raw: hr.conn, maxUnread: a.maxUnread, writeTimeout: a.writeTimeout}
 	g.slow = func(reason string) { c.close(closeSlowConsumer, reason) }
 	c.ws, c.onSlow = g, a.onSlow
 	return g, nil

@@ -26,8 +26,8 @@ import (
 // subscriptions of one normalized document, operation, variables and
 // authorization scope (tenant and role) form a group. The group holds one
 // hub subscription and runs the operation once, as its scope and not as
-// any one member, and every member gets the same encoded response, which
-// the websocket writes after the member's own operation id. Each member
+// any one member, and encodes the response once: each member writes the
+// same bytes inside its own operation's message (frames). Each member
 // keeps what is its own: its snapshots (executed for it alone), the
 // versions it has delivered, its queue, and being dropped when that queue
 // fills, which never slows the group or the other members.
@@ -53,6 +53,8 @@ type shared struct {
 	id      uuid.UUID
 	version int64
 	resp    *graphql.Response
+	// payload is resp encoded, as every member writes it.
+	payload []byte
 }
 
 // group is the members of one shape and the execution they share.
@@ -83,13 +85,16 @@ type member struct {
 	dropped chan struct{}
 	once    sync.Once
 	onDrop  func(reason string)
+	// frames writes the group's responses to the member's websocket;
+	// nil when they go through gqlgen's transport instead.
+	frames *frames
 }
 
 // item is what a member's websocket writes next: an event executed for
 // it alone, or the group's shared response.
 type item struct {
 	own    *model.InstanceEvent
-	shared *graphql.Response
+	shared *shared
 }
 
 // newFanout returns the groups of a handler serving es.
@@ -168,7 +173,7 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 	f.hub.Members(1)
 	m := &member{
 		g: g, q: make(chan *shared, f.buffer), next: make(chan item),
-		out: out, dropped: make(chan struct{}), onDrop: onDrop,
+		out: out, dropped: make(chan struct{}), onDrop: onDrop, frames: newFrames(ctx),
 	}
 	g.mu.Lock()
 	g.members[m] = struct{}{}
@@ -242,8 +247,13 @@ func (g *group) run() {
 			}
 			resp.Data = bytes.Clone(resp.Data) // the executor reuses its buffer
 			clean(resp.Errors)
+			payload, err := json.Marshal(resp)
+			if err != nil {
+				g.dropAll("internal error: encoding an event")
+				return
+			}
 			g.f.hub.Encoded(true)
-			g.broadcast(&shared{d: d, id: id, version: version, resp: resp})
+			g.broadcast(&shared{d: d, id: id, version: version, resp: resp, payload: payload})
 		}
 	}
 }
@@ -287,22 +297,69 @@ func (m *member) drop(reason string) {
 	})
 }
 
-// respond is the member's websocket response loop's next response: the
-// group's shared one as it is, or its own event executed by next.
-func (m *member) respond(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	select {
-	case <-ctx.Done():
-		return nil
-	case it, ok := <-m.next:
-		if !ok {
+// respond is the member's websocket response loop's next response: its
+// own event executed by next, or the group's shared one as it is. The
+// shared ones the member can write itself it writes here, in order, and
+// tells written of.
+func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, written func(*graphql.Response)) *graphql.Response {
+	for {
+		select {
+		case <-ctx.Done():
 			return nil
+		case it, ok := <-m.next:
+			if !ok {
+				return nil
+			}
+			if it.own != nil {
+				m.g.f.hub.Encoded(false)
+				m.out <- *it.own
+				return next(ctx)
+			}
+			if m.frames == nil {
+				m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
+				return it.shared.resp
+			}
+			if err := m.frames.write(it.shared.payload); err != nil {
+				return nil // the connection is closing
+			}
+			written(it.shared.resp)
 		}
-		if it.shared != nil {
-			return it.shared
-		}
-		m.out <- *it.own
-		return next(ctx)
 	}
+}
+
+// frames writes a member's shared responses as its websocket operation's
+// messages: the group's encoding between the protocol's envelope, which
+// gqlgen's transport would encode for every member again.
+type frames struct {
+	conn *guardedConn
+	tail []byte // after the payload: the operation's id and the type
+	buf  []byte
+}
+
+// newFrames returns the frames of ctx's websocket operation, or nil if
+// it has no connection or no known id.
+func newFrames(ctx context.Context) *frames {
+	c := connFrom(ctx)
+	id, ok := operationID(ctx)
+	if c == nil || c.ws == nil || !ok {
+		return nil
+	}
+	typ := "data" // graphql-ws
+	if c.ws.Subprotocol() == "graphql-transport-ws" {
+		typ = "next"
+	}
+	quoted, err := json.Marshal(id)
+	if err != nil {
+		return nil
+	}
+	tail := append(append([]byte(`,"id":`), quoted...), `,"type":"`+typ+`"}`...)
+	return &frames{conn: c.ws, tail: tail}
+}
+
+// write writes one response, encoded, as the operation's message.
+func (f *frames) write(payload []byte) error {
+	f.buf = append(append(append(f.buf[:0], `{"payload":`...), payload...), f.tail...)
+	return f.conn.WriteText(f.buf)
 }
 
 // send hands the websocket's response loop its next item; false when the

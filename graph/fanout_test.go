@@ -250,3 +250,75 @@ func TestFanoutSlowMember(t *testing.T) {
 		t.Fatalf("the slow member ended with %v (%v), want 4008", status, err)
 	}
 }
+
+// TestFanoutFrames: members write their group's encoding themselves, each
+// under its own operation's id and in its protocol's message, byte for
+// byte what gqlgen's transport sends; nothing is encoded per member.
+func TestFanoutFrames(t *testing.T) {
+	t.Parallel()
+	f := setupFanout(t, nil)
+	const q = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id state } } }`
+	// Three operations on one graphql-transport-ws connection, and one on
+	// a graphql-ws connection.
+	conn, ctx := f.dialWS(t, "Bearer "+f.w.member)
+	s := liveSub{conn, ctx}
+	if typ, _ := s.read(t); typ != "connection_ack" {
+		t.Fatalf("init: %s", typ)
+	}
+	ops := []string{"a", "b", "c"}
+	for _, id := range ops {
+		wsjson.Write(ctx, conn, map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": q}})
+		if typ, p := s.read(t); typ != "next" || !strings.Contains(string(p), `"snapshot":true`) {
+			t.Fatalf("snapshot of %s: %s %s", id, typ, p)
+		}
+	}
+	legacy, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.url, "http"), &websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.CloseNow()
+	wsjson.Write(ctx, legacy, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + f.w.member}})
+	wsjson.Write(ctx, legacy, map[string]any{"id": "z", "type": "start", "payload": map[string]any{"query": q}})
+	readData := func() string {
+		t.Helper()
+		for {
+			_, b, err := legacy.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"type":"data"`) {
+				return string(b)
+			}
+		}
+	}
+	if b := readData(); !strings.Contains(b, `"snapshot":true`) {
+		t.Fatalf("legacy snapshot: %s", b)
+	}
+	own := liveMetric(t, f.hub, "bc_live_encodings_total", "own")
+
+	f.step(f.instance, "RUNNING", "")
+	f.relay()
+
+	payload := `{"data":{"instanceEvents":{"snapshot":false,"version":2,"instance":{"id":"` + f.instance + `","state":"RUNNING"}}}}`
+	got := map[string]string{}
+	for range ops {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg struct{ ID string }
+		json.Unmarshal(b, &msg)
+		got[msg.ID] = string(b)
+	}
+	for _, id := range ops {
+		if want := `{"payload":` + payload + `,"id":"` + id + `","type":"next"}`; got[id] != want {
+			t.Errorf("operation %s got %s\nwant %s", id, got[id], want)
+		}
+	}
+	if b, want := readData(), `{"payload":`+payload+`,"id":"z","type":"data"}`; b != want {
+		t.Errorf("graphql-ws got %s\nwant %s", b, want)
+	}
+	if n := liveMetric(t, f.hub, "bc_live_encodings_total", "own") - own; n != 0 {
+		t.Errorf("%v encodings for one member for one event to 4 members of a shape, want 0", n)
+	}
+}

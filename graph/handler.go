@@ -183,9 +183,9 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		res.fan = newFanout(es, cfg.Service, cfg.Live, cfg.Logger)
 	}
 	accept := acceptor{
-		CoderWebsocketImplementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins}},
-		maxUnread:                    cfg.MaxUnread,
-		writeTimeout:                 cfg.WriteTimeout,
+		options:      websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
+		maxUnread:    cfg.MaxUnread,
+		writeTimeout: cfg.WriteTimeout,
 	}
 	if cfg.Live != nil {
 		accept.onSlow = cfg.Live.ClientSlow
@@ -235,6 +235,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(handoff{})
 	srv.Use(documents{schema: es.Schema(), limits: cfg.Limits, log: cfg.Logger})
+	srv.Use(operationIDs{})
 	srv.Use(extension.Introspection{})
 	srv.Use(complexityLimit{extension.FixedComplexityLimit(maxComplexity)})
 	srv.SetErrorPresenter(presenter(cfg.Logger))
@@ -264,27 +265,38 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		start := time.Now()
 		var resp *graphql.Response
 		if s := slotFrom(ctx); s != nil && s.m != nil {
-			resp = s.m.respond(ctx, next) // a shared response is clean already
+			// A shared response is clean already; the member writes
+			// the ones it can itself.
+			resp = s.m.respond(ctx, next, func(written *graphql.Response) {
+				observe(ctx, cfg.Observe, written, start)
+				start = time.Now()
+			})
 		} else if resp = next(ctx); resp != nil {
 			clean(resp.Errors)
 		}
-		if cfg.Observe != nil && resp != nil {
-			opType := "unknown"
-			if graphql.HasOperationContext(ctx) {
-				if op := graphql.GetOperationContext(ctx).Operation; op != nil {
-					opType = string(op.Operation)
-				}
-			}
-			outcome := "ok"
-			if len(resp.Errors) > 0 {
-				outcome, _ = resp.Errors[0].Extensions["code"].(string)
-			}
-			cfg.Observe(opType, outcome, time.Since(start))
-		}
+		observe(ctx, cfg.Observe, resp, start)
 		return resp
 	})
 	g := &gate{q: q, svc: cfg.Service, log: cfg.Logger, maxBody: cfg.Limits.MaxBody, origins: cfg.AllowedOrigins, next: srv}
 	return &Handler{Handler: g, q: q, conns: cs}
+}
+
+// observe tells o, if set, of an operation's response.
+func observe(ctx context.Context, o func(opType, outcome string, took time.Duration), resp *graphql.Response, start time.Time) {
+	if o == nil || resp == nil {
+		return
+	}
+	opType := "unknown"
+	if graphql.HasOperationContext(ctx) {
+		if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+			opType = string(op.Operation)
+		}
+	}
+	outcome := "ok"
+	if len(resp.Errors) > 0 {
+		outcome, _ = resp.Errors[0].Extensions["code"].(string)
+	}
+	o(opType, outcome, time.Since(start))
 }
 
 // presenter shows API errors as they are and hides everything else behind

@@ -243,7 +243,7 @@ func (w *watcher) shared(s *shared) bool {
 		return true
 	}
 	w.seen[s.id] = s.version
-	return w.m.send(w.ctx, item{shared: s.resp})
+	return w.m.send(w.ctx, item{shared: s})
 }
 
 // watchFilter decodes a subscription's filter into a database filter and

@@ -39,7 +39,7 @@ func newMetrics() *metrics {
 			Name: "bc_live_resyncs_total", Help: "Times subscribers were told to resync after the Redis subscription came back.",
 		}),
 		encodings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bc_live_encodings_total", Help: "Events executed and encoded for subscribers: shared, once for every subscriber of one shape; own, for one subscriber (its snapshots).",
+			Name: "bc_live_encodings_total", Help: "Events executed or encoded for subscribers: shared, once for every subscriber of one shape; own, for one subscriber (its snapshots, and a shared event its connection could not take as it was encoded).",
 		}, []string{"kind"}),
 		fanout: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "bc_live_fanout_seconds", Help: "Time to route one event to every matching subscriber.",
