@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -74,11 +75,20 @@ type group struct {
 	members map[*member]struct{}
 }
 
-// member is one subscription of a group.
+// member is one subscription of a group. Its websocket's response loop
+// (respond) takes the group's events from q itself; the member's watcher
+// delivers its snapshots through next, and the two take turns: the loop
+// reads q only between a snapshot's end (ready) and the next resync.
 type member struct {
-	g    *group
-	q    chan *shared // from the group
-	next chan item    // to the websocket's response loop
+	g      *group
+	q      chan *shared   // from the group
+	next   chan item      // from the watcher
+	resync chan time.Time // to the watcher
+	// live is whether the response loop reads q; seen, the version of
+	// each instance delivered last. Whichever of the loop and the
+	// watcher has its turn uses them.
+	live bool
+	seen map[uuid.UUID]int64
 	// out is the channel the member's resolver gave gqlgen: its own
 	// events pass through it to be executed for it alone.
 	out     chan model.InstanceEvent
@@ -90,11 +100,11 @@ type member struct {
 	frames *frames
 }
 
-// item is what a member's websocket writes next: an event executed for
-// it alone, or the group's shared response.
+// item is what a member's watcher hands its response loop: an event
+// executed for it alone, or ready, when a snapshot is delivered.
 type item struct {
-	own    *model.InstanceEvent
-	shared *shared
+	own   *model.InstanceEvent
+	ready bool
 }
 
 // newFanout returns the groups of a handler serving es.
@@ -172,7 +182,7 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 	}
 	f.hub.Members(1)
 	m := &member{
-		g: g, q: make(chan *shared, f.buffer), next: make(chan item),
+		g: g, q: make(chan *shared, f.buffer), next: make(chan item), resync: make(chan time.Time, 1),
 		out: out, dropped: make(chan struct{}), onDrop: onDrop, frames: newFrames(ctx),
 	}
 	g.mu.Lock()
@@ -298,11 +308,16 @@ func (m *member) drop(reason string) {
 }
 
 // respond is the member's websocket response loop's next response: its
-// own event executed by next, or the group's shared one as it is. The
-// shared ones the member can write itself it writes here, in order, and
-// tells written of.
+// own event executed by next, or, written here and told to written, the
+// group's events, in order and each version once, until the next own
+// event or the end; a group's event the member cannot write itself is
+// returned as it is.
 func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, written func(*graphql.Response)) *graphql.Response {
 	for {
+		var q <-chan *shared
+		if m.live {
+			q = m.q
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -310,19 +325,31 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 			if !ok {
 				return nil
 			}
-			if it.own != nil {
-				m.g.f.hub.Encoded(false)
-				m.out <- *it.own
-				return next(ctx)
+			if it.ready {
+				m.live = true
+				continue
 			}
+			m.g.f.hub.Encoded(false)
+			m.out <- *it.own
+			return next(ctx)
+		case s := <-q:
+			if s.d.Resync {
+				m.live = false
+				m.resync <- s.d.Since // the watcher waits for it: never full
+				continue
+			}
+			if s.version <= m.seen[s.id] {
+				continue
+			}
+			m.seen[s.id] = s.version
 			if m.frames == nil {
 				m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
-				return it.shared.resp
+				return s.resp
 			}
-			if err := m.frames.write(it.shared.payload); err != nil {
+			if err := m.frames.write(s.payload); err != nil {
 				return nil // the connection is closing
 			}
-			written(it.shared.resp)
+			written(s.resp)
 		}
 	}
 }

@@ -35,8 +35,11 @@ func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter,
 		return func(tenant string, onDrop func(string)) feed {
 			if s := slotFrom(ctx); s != nil && r.fan != nil {
 				if m, err := r.fan.join(ctx, iam.FromContext(ctx), out, onDrop); err == nil {
-					s.m, w.m = m, m
-					return feed{q: m.q, dropped: m.dropped, end: func() { r.fan.leave(m) }}
+					s.m, w.m, m.seen = m, m, w.seen
+					return feed{
+						resync: m.resync, ready: func() bool { return m.send(ctx, item{ready: true}) },
+						dropped: m.dropped, end: func() { r.fan.leave(m) },
+					}
 				}
 			}
 			return r.hubFeed(r.live.Subscribe(tenant, match, onDrop))
@@ -79,11 +82,15 @@ func (r *Resolver) feedGroup(ctx context.Context, g *group, filter *model.Instan
 // subscribeFunc registers a subscriber, with the hub or a group.
 type subscribeFunc func(tenant string, onDrop func(reason string)) feed
 
-// feed is where a subscriber's deliveries come from: the hub's (c) or its
-// group's (q), until dropped is closed; end unsubscribes.
+// feed is where a subscriber's deliveries come from, until dropped is
+// closed; end unsubscribes. A hub subscriber's come on c. A group's member
+// takes its group's events in its response loop, which sends here only
+// the resyncs it meets, and is told (ready) when each snapshot is
+// delivered.
 type feed struct {
 	c       <-chan live.Delivery
-	q       <-chan *shared
+	resync  <-chan time.Time
+	ready   func() bool
 	dropped <-chan struct{}
 	end     func()
 }
@@ -141,7 +148,9 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 		if conn != nil {
 			defer conn.subs.Add(-1)
 		}
-		if includeCurrent && !st.snapshot(time.Time{}) {
+		// ready tells a member's response loop that a snapshot is delivered.
+		ready := func() bool { return sub.ready == nil || sub.ready() }
+		if includeCurrent && !st.snapshot(time.Time{}) || !ready() {
 			return
 		}
 		for {
@@ -150,14 +159,8 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 				return
 			case <-sub.dropped:
 				return
-			case s := <-sub.q:
-				if s.d.Resync {
-					if !st.snapshot(s.d.Since) {
-						return
-					}
-					continue
-				}
-				if !st.(*watcher).shared(s) {
+			case since := <-sub.resync:
+				if !st.snapshot(since) || !ready() {
 					return
 				}
 			case d := <-sub.c:
@@ -234,16 +237,6 @@ func (w *watcher) emit(ev model.InstanceEvent) bool {
 	case <-w.ctx.Done():
 		return false
 	}
-}
-
-// shared delivers a group's event unless an event of the same or a later
-// version of its instance was delivered already.
-func (w *watcher) shared(s *shared) bool {
-	if s.version <= w.seen[s.id] {
-		return true
-	}
-	w.seen[s.id] = s.version
-	return w.m.send(w.ctx, item{shared: s})
 }
 
 // watchFilter decodes a subscription's filter into a database filter and
