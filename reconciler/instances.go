@@ -135,7 +135,7 @@ func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, inst sqlc.
 		}
 		if st.place {
 			var placed bool
-			if inst, placed, err = r.place(ctx, q, inst, &addrs, wake); err != nil || !placed {
+			if inst, placed, err = r.place(ctx, q, inst, &hosts, &addrs, wake); err != nil || !placed {
 				return false, err
 			}
 			continue

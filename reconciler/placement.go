@@ -25,7 +25,16 @@ import (
 // certified, until when, and returns the row it wrote. With no room it
 // stays PENDING with the reason (placed false), and is woken when room
 // frees.
-func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
+//
+// The pool's lock is held to the commit, so what needs no lock is done
+// before it (the instance's own leases) and what the lock's holder knows is
+// not read again (the chosen host is alive: it is in hosts for the steps
+// that follow).
+func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache, addrs *addresses, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
+	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
+	if err != nil {
+		return inst, false, fmt.Errorf("read lease: %w", err)
+	}
 	pool, err := q.LockPool(ctx, inst.PoolID)
 	if err != nil {
 		return inst, false, fmt.Errorf("lock pool: %w", err)
@@ -40,15 +49,15 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if why != "" {
 		return inst, false, r.wait(ctx, q, inst, why)
 	}
-	hosts, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{
+	candidates, err := q.PlacementCandidates(ctx, sqlc.PlacementCandidatesParams{
 		Tenant: inst.TenantID, Pool: pool.ID, SilentAfter: r.cfg.HostSilentAfter.Seconds(), OnlyHost: only,
 		CertifiedMargin: r.cfg.CertifiedMargin.Seconds(),
 	})
 	if err != nil {
 		return inst, false, fmt.Errorf("list hosts: %w", err)
 	}
-	hostIDs := make([]uuid.UUID, len(hosts))
-	for i, h := range hosts {
+	hostIDs := make([]uuid.UUID, len(candidates))
+	for i, h := range candidates {
 		hostIDs[i] = h.ID
 	}
 	gpus := map[uuid.UUID][]string{}
@@ -61,11 +70,11 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 			gpus[g.HostID] = append(gpus[g.HostID], g.Address)
 		}
 	}
-	host, ok := choose(hosts, inst, pool, gpus)
+	host, ok := choose(candidates, inst, pool, gpus)
 	if !ok {
-		reason := noRoom(pool, inst, hosts, r.cfg.CertifiedMargin)
+		reason := noRoom(pool, inst, candidates, r.cfg.CertifiedMargin)
 		if only != nil {
-			reason = restoreNoRoom(ctx, q, inst, pool, *only, hosts, r.cfg.CertifiedMargin)
+			reason = restoreNoRoom(ctx, q, inst, pool, *only, candidates, r.cfg.CertifiedMargin)
 		}
 		devices, err := gpusBusy(ctx, q, inst, hostIDs)
 		if err != nil {
@@ -74,7 +83,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return inst, false, r.wait(ctx, q, inst, reason+devices)
 	}
 
-	mac, err := r.lease(ctx, q, inst, addrs)
+	mac, err := r.lease(ctx, q, inst, held, addrs)
 	if errors.Is(err, errNoAddress) {
 		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
@@ -114,6 +123,12 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return inst, false, err
 	}
 	*wake = append(*wake, host.ID)
+	// A candidate reported within the silence timeout, by this
+	// transaction's clock, as HostLiveness would say.
+	if *hosts == nil {
+		*hosts = hostCache{}
+	}
+	(*hosts)[host.ID] = sqlc.HostLivenessRow{ID: host.ID, Name: host.Name, PoolID: pool.ID, Alive: true}
 	return out, true, nil
 }
 
@@ -229,14 +244,10 @@ var errNoAddress = errors.New("no free address")
 var errNoIPRange = errors.New("no IP range")
 
 // lease returns the MAC of the instance's address: the lease it kept from
-// an earlier placement, or a new one from the pool's ranges, and records
-// its leases in addrs. A pool with no ranges has no address to give:
-// errNoIPRange.
-func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses) (string, error) {
-	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
-	if err != nil {
-		return "", fmt.Errorf("read lease: %w", err)
-	}
+// an earlier placement (held, its live leases), or a new one from the
+// pool's ranges, and records its leases in addrs. A pool with no ranges
+// has no address to give: errNoIPRange.
+func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, held []sqlc.IpLease, addrs *addresses) (string, error) {
 	if len(held) > 0 {
 		addrs.set(held)
 		return held[0].Mac, nil
