@@ -2,7 +2,6 @@ package graph
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -55,13 +54,7 @@ type frameConn interface {
 	takeStarted() (string, bool)
 }
 
-func (g *guardedConn) WriteJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return g.WriteText(b)
-}
+func (g *guardedConn) WriteJSON(v any) error { return writeJSON(g, v) }
 
 // WriteText writes b, already encoded, within the bounds.
 func (g *guardedConn) WriteText(b []byte) error {

@@ -72,12 +72,15 @@ func (c *coderConn) NextReader() (int, io.Reader, error) {
 	return int(typ), bytes.NewReader(data), nil
 }
 
-func (c *coderConn) WriteJSON(v any) error {
+func (c *coderConn) WriteJSON(v any) error { return writeJSON(c, v) }
+
+// writeJSON writes v encoded as one text message.
+func writeJSON(w interface{ WriteText([]byte) error }, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return c.WriteText(b)
+	return w.WriteText(b)
 }
 
 // WriteText writes b, already encoded, as one text message.
