@@ -61,7 +61,7 @@ func newMetrics() *metrics {
 			Help: "Outbox rows this process handed to Redis, by path: notified (the leader, from the row's notification) or claimed (read from the outbox).",
 		}, []string{"path"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "bc_relay_leader", Help: "1 while this process leads the outbox relay.",
+			Name: "bc_relay_leader", Help: "1 while this process leads the outbox relay: it publishes every row committed from its notification.",
 		}),
 	}
 }

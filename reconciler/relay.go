@@ -161,8 +161,6 @@ func (r *Reconciler) leadOnce(ctx context.Context) (led bool, err error) {
 		defer cancel()
 		conn.Close(ctx)
 	}()
-	r.metrics.leader.Set(1)
-	defer r.metrics.leader.Set(0)
 	if _, err := conn.Exec(ctx, "LISTEN outbox"); err != nil {
 		return true, fmt.Errorf("listen: %w", err)
 	}
@@ -170,6 +168,9 @@ func (r *Reconciler) leadOnce(ctx context.Context) (led bool, err error) {
 	if err := r.claim(ctx, 0, seen); err != nil {
 		return true, fmt.Errorf("claim what was written before listening: %w", err)
 	}
+	// From here on, every row committed is published from its notification.
+	r.metrics.leader.Set(1)
+	defer r.metrics.leader.Set(0)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
