@@ -1,10 +1,23 @@
 -- name: InsertOutbox :exec
 INSERT INTO outbox (topic, key, channel, payload) VALUES ($1, $2, $3, $4);
 
--- ClaimOutbox deletes the oldest rows for one relay and returns them; the
--- relay commits the delete only after Redis took them. Another relay waits
--- for them rather than skipping them: were it to publish the rows after
--- them first, an instance's later event would come before its earlier one.
+-- ClaimOutbox deletes the oldest rows written at least @age_seconds ago
+-- for one relay and returns them; the relay commits the delete only after
+-- Redis took them. Another relay waits for them rather than skipping
+-- them: were it to publish the rows after them first, an instance's later
+-- event would come before its earlier one.
 -- name: ClaimOutbox :many
-DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT @lim FOR UPDATE)
+DELETE FROM outbox WHERE id IN (
+    SELECT id FROM outbox
+    WHERE created_at <= clock_timestamp() - make_interval(secs => @age_seconds::float8)
+    ORDER BY id LIMIT @lim FOR UPDATE)
 RETURNING *;
+
+-- GetOutbox reads one row, for a relay whose notification of it carried
+-- only its id.
+-- name: GetOutbox :one
+SELECT * FROM outbox WHERE id = $1;
+
+-- DeleteOutbox deletes rows a relay published from their notifications.
+-- name: DeleteOutbox :exec
+DELETE FROM outbox WHERE id = ANY(@ids::bigint[]);

@@ -24,3 +24,6 @@ func QueueCommand(ctx context.Context, db *pgxpool.Pool, host uuid.UUID, kind st
 	})
 	return id, err
 }
+
+// LeadLock is the advisory lock the leading relay holds.
+const LeadLock = leadLock

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,7 +94,8 @@ func (e *env) run(register func(*reconciler.Reconciler)) {
 	e.start(nil, register)
 }
 
-func (e *env) start(tune func(*reconciler.Config), register func(*reconciler.Reconciler)) {
+// start starts one reconciler, stopped by stop or when the test ends.
+func (e *env) start(tune func(*reconciler.Config), register func(*reconciler.Reconciler)) (r *reconciler.Reconciler, stop func()) {
 	e.started++
 	i := e.started
 	cfg := reconciler.Config{
@@ -103,19 +105,21 @@ func (e *env) start(tune func(*reconciler.Config), register func(*reconciler.Rec
 	if tune != nil {
 		tune(&cfg)
 	}
-	r := reconciler.New(cfg)
+	r = reconciler.New(cfg)
 	if register != nil {
 		register(r)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	e.t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			e.t.Errorf("reconciler %d: %v", i, err)
 		}
 	})
+	e.t.Cleanup(stop)
+	return r, stop
 }
 
 // host adopts a host with capacity that counts as alive, speaking the

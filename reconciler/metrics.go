@@ -25,6 +25,8 @@ type metrics struct {
 	lastRun     *prometheus.GaugeVec
 	runDuration *prometheus.GaugeVec
 	calls       *prometheus.CounterVec
+	relayed     *prometheus.CounterVec
+	leader      prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -54,6 +56,13 @@ func newMetrics() *metrics {
 			Name: "bc_provider_calls_total",
 			Help: "Calls to providers, by account, provider and outcome: ok, paced (held back for the rate limit, not sent) or the error's kind.",
 		}, []string{"account", "provider", "outcome"}),
+		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bc_relay_rows_total",
+			Help: "Outbox rows this process handed to Redis, by path: notified (the leader, from the row's notification) or claimed (read from the outbox).",
+		}, []string{"path"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "bc_relay_leader", Help: "1 while this process leads the outbox relay: it publishes every row committed from its notification.",
+		}),
 	}
 }
 
@@ -103,7 +112,10 @@ func (r *Reconciler) Collectors() []prometheus.Collector {
 			m.periodic.WithLabelValues(p.name, outcome)
 		}
 	}
-	return []prometheus.Collector{m.reconciles, m.duration, m.periodic, m.lastRun, m.runDuration, m.calls, newStateCollector(r)}
+	for _, path := range []string{"notified", "claimed"} {
+		m.relayed.WithLabelValues(path)
+	}
+	return []prometheus.Collector{m.reconciles, m.duration, m.periodic, m.lastRun, m.runDuration, m.calls, m.relayed, m.leader, newStateCollector(r)}
 }
 
 // stateCollector reads, at each scrape, the work stream's backlog from

@@ -3,128 +3,350 @@ package reconciler
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/better-compute/vps/sqlc"
 )
 
 // relay moves outbox rows to Redis: work topics to the work stream (where
-// one no kind handles is dead-lettered, not lost), events
-// to their channels. Rows are deleted in the transaction that read them,
-// committed after Redis took them, so a crash between the two only repeats
-// them (work coalesces; clients dedupe events by version). Several relays
-// take turns: one waits for the rows another claimed, so that each
-// instance's events are published in the order they were committed.
+// one no kind handles is dead-lettered, not lost), events to their
+// channels. A row is deleted only after Redis took it, so a crash between
+// the two only repeats it (work coalesces; clients dedupe events by
+// version).
 //
-// It reads the outbox when woken by the outbox_notify trigger, and again
-// at once only after a full batch: a row committed while it worked wakes
-// it again, and the ticker is the backstop for a lost notification. A
-// wake-up already waiting when it starts to read is dropped: its rows
-// were committed before the read, which sees them.
+// One relay of all the reconcilers leads (lead): it publishes each row
+// from its notification as soon as the writer commits. Every relay,
+// the leader included, also claims the rows older than relayAge each
+// relayTick (claim): a dead leader's, or rows whose notification went
+// nowhere.
 func (r *Reconciler) relay(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
-	go r.listen(ctx, wake)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	failures := 0
-	for {
-		select {
-		case <-wake:
-		default:
-		}
-		n, err := r.relayBatch(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { r.lead(ctx); return nil })
+	g.Go(func() error {
+		tick := time.NewTicker(relayTick)
+		defer tick.Stop()
+		for {
+			if err := r.claim(ctx, relayAge, nil); err != nil && ctx.Err() == nil {
+				r.log.WarnContext(ctx, "relay outbox", "err", err)
 			}
-			r.log.WarnContext(ctx, "relay outbox", "err", err)
-			sleep(ctx, backoff(failures+6))
-			failures++
-			continue
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
 		}
-		failures = 0
-		if n == relayBatch {
-			continue // there may be more
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-wake:
-		case <-tick.C:
+	})
+	return g.Wait()
+}
+
+const (
+	relayBatch = 500
+	// relayAge is how old a row is before every relay claims it, not only
+	// the leader.
+	relayAge = 3 * time.Second
+	// relayTick is how often every relay claims rows older than relayAge.
+	relayTick = time.Second
+	// leadPoll is how often a relay that does not lead asks to; a leader
+	// whose connection failed waits leadRetry, so a follower takes over.
+	leadPoll  = 250 * time.Millisecond
+	leadRetry = time.Second
+	// leadLock is the session advisory lock the leader holds on its
+	// listening connection.
+	leadLock = 0x0b7_7e1a
+	// relayDeleteTimeout bounds the delete of rows the leader published.
+	relayDeleteTimeout = 5 * time.Second
+)
+
+// relayTx begins a transaction of the relay in one round trip. Its commit
+// does not wait for the WAL flush: a delete lost in a crash only repeats
+// rows, which the relay allows anyway.
+var relayTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+
+// claim publishes and deletes, batch by batch in id order, the rows
+// written at least age ago; it waits for rows another relay claimed
+// rather than publish past them. seen, if not nil, gets the ids claimed.
+func (r *Reconciler) claim(ctx context.Context, age time.Duration, seen map[int64]bool) error {
+	for {
+		var n int
+		err := pgx.BeginTxFunc(ctx, r.db, relayTx, func(tx pgx.Tx) error {
+			rows, err := sqlc.New(tx).ClaimOutbox(ctx, sqlc.ClaimOutboxParams{AgeSeconds: age.Seconds(), Lim: relayBatch})
+			if err != nil {
+				return fmt.Errorf("claim outbox: %w", err)
+			}
+			n = len(rows)
+			// DELETE … RETURNING returns rows in no set order.
+			slices.SortFunc(rows, func(a, b sqlc.Outbox) int { return cmp.Compare(a.ID, b.ID) })
+			for _, row := range rows {
+				if seen != nil {
+					seen[row.ID] = true
+				}
+			}
+			return r.publish(ctx, "claimed", rows)
+		})
+		if err != nil || n < relayBatch {
+			return err
 		}
 	}
 }
 
-const relayBatch = 500
-
-// relayTx begins the relay's transaction in one round trip. Its commit does
-// not wait for the WAL flush: a delete lost in a crash only repeats rows,
-// which the relay allows anyway, and the flush (milliseconds) otherwise
-// holds up the next batch's events.
-var relayTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
-
-func (r *Reconciler) relayBatch(ctx context.Context) (int, error) {
-	var n int
-	err := pgx.BeginTxFunc(ctx, r.db, relayTx, func(tx pgx.Tx) error {
-		rows, err := sqlc.New(tx).ClaimOutbox(ctx, relayBatch)
-		if err != nil {
-			return fmt.Errorf("claim outbox: %w", err)
-		}
-		if n = len(rows); n == 0 {
-			return nil
-		}
-		// DELETE … RETURNING returns rows in no set order.
-		slices.SortFunc(rows, func(a, b sqlc.Outbox) int { return cmp.Compare(a.ID, b.ID) })
-		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, row := range rows {
-				if row.Topic != TopicEvents {
-					p.XAdd(ctx, &redis.XAddArgs{Stream: r.stream.key, MaxLen: r.cfg.StreamMaxLen, Approx: true,
-						Values: []string{"topic", row.Topic, "key", row.Key.String()}})
-				}
-				if row.Channel != nil && row.Payload != nil {
-					p.Publish(ctx, r.cfg.Prefix+*row.Channel, row.Payload)
-				}
+// publish hands rows to Redis, in their order, in one round trip.
+func (r *Reconciler) publish(ctx context.Context, path string, rows []sqlc.Outbox) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, row := range rows {
+			if row.Topic != TopicEvents {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: r.stream.key, MaxLen: r.cfg.StreamMaxLen, Approx: true,
+					Values: []string{"topic", row.Topic, "key", row.Key.String()}})
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("hand outbox to redis: %w", err)
+			if row.Channel != nil && row.Payload != nil {
+				p.Publish(ctx, r.cfg.Prefix+*row.Channel, row.Payload)
+			}
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return fmt.Errorf("hand outbox to redis: %w", err)
+	}
+	r.metrics.relayed.WithLabelValues(path).Add(float64(len(rows)))
+	return nil
 }
 
-// listen signals wake whenever the outbox_notify trigger fires.
-func (r *Reconciler) listen(ctx context.Context, wake chan<- struct{}) {
+// lead asks, every leadPoll, to lead the relays, and leads while it may.
+func (r *Reconciler) lead(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := func() error {
-			conn, err := r.db.Acquire(ctx)
+		led, err := r.leadOnce(ctx)
+		wait := leadPoll
+		if led {
+			wait = leadRetry
+			if ctx.Err() == nil {
+				r.log.WarnContext(ctx, "lead the outbox relay", "err", err)
+			}
+		}
+		sleep(ctx, wait)
+	}
+}
+
+// leadOnce takes the leader's lock on a connection of its own and, if it
+// got it, leads until the connection or Redis fails: it listens to the
+// outbox's notifications, claims the rows written before it listened,
+// then publishes every row from its notification. Postgres delivers the
+// notifications of different transactions in commit order, so each
+// instance's events go out in the order they were committed. led says
+// whether it got the lock.
+func (r *Reconciler) leadOnce(ctx context.Context) (led bool, err error) {
+	pc, err := r.db.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := pc.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", leadLock).Scan(&led); err != nil || !led {
+		pc.Release()
+		return false, err
+	}
+	// The lock is the session's: the connection leaves the pool and
+	// closes with it.
+	conn := pc.Hijack()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Close(ctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN outbox"); err != nil {
+		return true, fmt.Errorf("listen: %w", err)
+	}
+	seen := map[int64]bool{}
+	if err := r.claim(ctx, 0, seen); err != nil {
+		return true, fmt.Errorf("claim what was written before listening: %w", err)
+	}
+	// From here on, every row committed is published from its notification.
+	r.metrics.leader.Set(1)
+	defer r.metrics.leader.Set(0)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	notes := make(chan string, relayBatch)
+	var g errgroup.Group
+	g.Go(func() error {
+		defer cancel()
+		defer close(notes)
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("wait for notification: %w", err)
+			}
+			select {
+			case notes <- n.Payload:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	})
+	del := newDeleter()
+	g.Go(func() error { r.deleteRelayed(ctx, del); return nil })
+	err = r.publishNotified(ctx, notes, seen, del)
+	cancel()
+	return true, errors.Join(err, g.Wait())
+}
+
+// note is what outbox_notify sends: the row, or only its id when the row
+// would pass Postgres's limit for a notification.
+type note struct {
+	ID      int64           `json:"id"`
+	Topic   string          `json:"topic"`
+	Key     string          `json:"key"`
+	Channel *string         `json:"channel"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// publishNotified publishes the rows of the notifications as they come,
+// those that came together in one round trip, until notes closes or
+// ctx ends. It fetches a row whose notification carried only its id
+// before it publishes any later one; a row gone meanwhile was published
+// by another relay.
+func (r *Reconciler) publishNotified(ctx context.Context, notes <-chan string, seen map[int64]bool, del *deleter) error {
+	q := sqlc.New(r.db)
+	for {
+		var batch []string
+		select {
+		case <-ctx.Done():
+			return nil
+		case n, ok := <-notes:
+			if !ok {
+				return nil
+			}
+			batch = append(batch, n)
+		}
+	more:
+		for len(batch) < relayBatch {
+			select {
+			case n, ok := <-notes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, n)
+			default:
+				break more
+			}
+		}
+		rows := make([]sqlc.Outbox, 0, len(batch))
+		for _, n := range batch {
+			row, ok, err := r.noted(ctx, q, n)
 			if err != nil {
 				return err
 			}
-			defer conn.Release()
-			if _, err := conn.Exec(ctx, "LISTEN outbox"); err != nil {
-				return err
+			if !ok || seen[row.ID] {
+				delete(seen, row.ID)
+				continue
 			}
-			for {
-				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
-					return err
-				}
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
+			rows = append(rows, row)
+		}
+		if err := r.publish(ctx, "notified", rows); err != nil {
+			return err
+		}
+		del.add(rows)
+	}
+}
+
+// noted is the row a notification names; ok is false when it names none
+// (any more).
+func (r *Reconciler) noted(ctx context.Context, q *sqlc.Queries, payload string) (sqlc.Outbox, bool, error) {
+	var n note
+	if err := json.Unmarshal([]byte(payload), &n); err != nil {
+		r.log.WarnContext(ctx, "outbox notification not understood", "payload", payload, "err", err)
+		return sqlc.Outbox{}, false, nil
+	}
+	if n.Topic == "" {
+		row, err := q.GetOutbox(ctx, n.ID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sqlc.Outbox{}, false, nil
+		}
+		if err != nil {
+			return sqlc.Outbox{}, false, fmt.Errorf("read outbox row %d: %w", n.ID, err)
+		}
+		return row, true, nil
+	}
+	row := sqlc.Outbox{ID: n.ID, Topic: n.Topic, Channel: n.Channel}
+	if err := row.Key.UnmarshalText([]byte(n.Key)); err != nil {
+		r.log.WarnContext(ctx, "outbox notification not understood", "payload", payload, "err", err)
+		return sqlc.Outbox{}, false, nil
+	}
+	if len(n.Payload) > 0 && string(n.Payload) != "null" {
+		row.Payload = n.Payload
+	}
+	return row, true, nil
+}
+
+// deleter collects the ids of rows published from their notifications,
+// for deleteRelayed.
+type deleter struct {
+	mu   sync.Mutex
+	ids  []int64
+	wake chan struct{}
+}
+
+func newDeleter() *deleter { return &deleter{wake: make(chan struct{}, 1)} }
+
+func (d *deleter) add(rows []sqlc.Outbox) {
+	if len(rows) == 0 {
+		return
+	}
+	d.mu.Lock()
+	for _, row := range rows {
+		d.ids = append(d.ids, row.ID)
+	}
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *deleter) take() []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := d.ids
+	d.ids = nil
+	return ids
+}
+
+// deleteRelayed deletes the rows d collects, all those collected in one
+// statement, until ctx ends, and then those left. A delete is not
+// cancelled with ctx, so that a leader that stops leaves no row it
+// published to be published again; a row it fails to delete is published
+// again by a claim, after relayAge.
+func (r *Reconciler) deleteRelayed(ctx context.Context, d *deleter) {
+	for {
+		stopped := false
+		select {
+		case <-ctx.Done():
+			stopped = true
+		case <-d.wake:
+		}
+		if ids := d.take(); len(ids) > 0 {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relayDeleteTimeout)
+			err := pgx.BeginTxFunc(dctx, r.db, relayTx, func(tx pgx.Tx) error {
+				return sqlc.New(tx).DeleteOutbox(dctx, ids)
+			})
+			cancel()
+			if err != nil {
+				r.log.WarnContext(ctx, "delete relayed outbox rows", "rows", len(ids), "err", err)
 			}
-		}()
-		if ctx.Err() == nil {
-			r.log.WarnContext(ctx, "listen for outbox", "err", err)
-			sleep(ctx, time.Second)
+		}
+		if stopped {
+			return
 		}
 	}
 }

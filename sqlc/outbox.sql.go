@@ -12,16 +12,25 @@ import (
 )
 
 const claimOutbox = `-- name: ClaimOutbox :many
-DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT $1 FOR UPDATE)
+DELETE FROM outbox WHERE id IN (
+    SELECT id FROM outbox
+    WHERE created_at <= clock_timestamp() - make_interval(secs => $1::float8)
+    ORDER BY id LIMIT $2 FOR UPDATE)
 RETURNING id, topic, key, created_at, channel, payload
 `
 
-// ClaimOutbox deletes the oldest rows for one relay and returns them; the
-// relay commits the delete only after Redis took them. Another relay waits
-// for them rather than skipping them: were it to publish the rows after
-// them first, an instance's later event would come before its earlier one.
-func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) {
-	rows, err := q.db.Query(ctx, claimOutbox, lim)
+type ClaimOutboxParams struct {
+	AgeSeconds float64
+	Lim        int32
+}
+
+// ClaimOutbox deletes the oldest rows written at least @age_seconds ago
+// for one relay and returns them; the relay commits the delete only after
+// Redis took them. Another relay waits for them rather than skipping
+// them: were it to publish the rows after them first, an instance's later
+// event would come before its earlier one.
+func (q *Queries) ClaimOutbox(ctx context.Context, arg ClaimOutboxParams) ([]Outbox, error) {
+	rows, err := q.db.Query(ctx, claimOutbox, arg.AgeSeconds, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +54,36 @@ func (q *Queries) ClaimOutbox(ctx context.Context, lim int32) ([]Outbox, error) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const deleteOutbox = `-- name: DeleteOutbox :exec
+DELETE FROM outbox WHERE id = ANY($1::bigint[])
+`
+
+// DeleteOutbox deletes rows a relay published from their notifications.
+func (q *Queries) DeleteOutbox(ctx context.Context, ids []int64) error {
+	_, err := q.db.Exec(ctx, deleteOutbox, ids)
+	return err
+}
+
+const getOutbox = `-- name: GetOutbox :one
+SELECT id, topic, key, created_at, channel, payload FROM outbox WHERE id = $1
+`
+
+// GetOutbox reads one row, for a relay whose notification of it carried
+// only its id.
+func (q *Queries) GetOutbox(ctx context.Context, id int64) (Outbox, error) {
+	row := q.db.QueryRow(ctx, getOutbox, id)
+	var i Outbox
+	err := row.Scan(
+		&i.ID,
+		&i.Topic,
+		&i.Key,
+		&i.CreatedAt,
+		&i.Channel,
+		&i.Payload,
+	)
+	return i, err
 }
 
 const insertOutbox = `-- name: InsertOutbox :exec
