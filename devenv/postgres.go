@@ -59,10 +59,16 @@ func Postgres(ctx context.Context, log *slog.Logger, stateDir string) (url strin
 	return startPrivate(ctx, log, filepath.Join(stateDir, "postgres"))
 }
 
+// localWait bounds ensureDatabase. Where no server listens the connection
+// is refused at once; a server that is there but slow (a loaded machine)
+// must not pass for none, which would start a private one (or install
+// Postgres) instead.
+const localWait = 30 * time.Second
+
 // ensureDatabase connects to serverURL and creates db there if it is missing,
 // returning the URL of db.
 func ensureDatabase(ctx context.Context, serverURL, db string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, localWait)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, serverURL)
 	if err != nil {

@@ -32,8 +32,12 @@ import (
 // devProcess is a `better-compute dev` under test, its stdout read line
 // by line.
 type devProcess struct {
+	cmd    *exec.Cmd
 	stderr *lockedBuffer
-	lines  chan string
+	// lines are dev's stdout; closed when dev has exited, after exit is set.
+	lines chan string
+	// exit is how dev exited (cmd.Wait's error).
+	exit error
 	// started is when it was started.
 	started time.Time
 }
@@ -61,7 +65,12 @@ func (b *lockedBuffer) String() string {
 // the test ends.
 func startDev(t *testing.T, args ...string) *devProcess {
 	t.Helper()
-	stateDir := t.TempDir()
+	return startDevIn(t, t.TempDir(), args...)
+}
+
+// startDevIn is startDev in stateDir.
+func startDevIn(t *testing.T, stateDir string, args ...string) *devProcess {
+	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"dev", "--listen", "127.0.0.1:0", "--state-dir", stateDir}, args...)...)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -71,7 +80,7 @@ func startDev(t *testing.T, args ...string) *devProcess {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	d := &devProcess{stderr: &lockedBuffer{}, lines: make(chan string, 1000)}
+	d := &devProcess{cmd: cmd, stderr: &lockedBuffer{}, lines: make(chan string, 1000)}
 	cmd.Stderr = d.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -82,8 +91,7 @@ func startDev(t *testing.T, args ...string) *devProcess {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		d.stop()
 		// dev made its own database on the local server, if one runs.
 		if conn, err := pgx.Connect(context.Background(), devenv.LocalServer); err == nil {
 			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+devenv.SharedDatabase(stateDir))
@@ -95,41 +103,59 @@ func startDev(t *testing.T, args ...string) *devProcess {
 		for sc.Scan() {
 			d.lines <- sc.Text()
 		}
+		// Wait after the last read, as exec requires; it returns when
+		// all of stderr is in d.stderr too.
+		d.exit = cmd.Wait()
 		close(d.lines)
 	}()
 	return d
 }
 
+// stop interrupts dev and returns when it has exited; then d.stderr is
+// all dev wrote there. Calling it again does nothing.
+func (d *devProcess) stop() {
+	d.cmd.Process.Signal(os.Interrupt) // fails harmlessly once dev has exited
+	for range d.lines {                // until dev has exited
+	}
+}
+
+// devWait bounds each wait for dev's output. It is generous: it only ends a
+// test of a dev that hangs, and dev starts a database, migrates it and
+// starts its hosts on a machine that may be loaded.
+const devWait = 2 * time.Minute
+
 // read passes dev's stdout, line by line, to done until it returns true;
-// it fails the test after timeout, naming what is awaited.
-func (d *devProcess) read(t *testing.T, timeout time.Duration, awaited string, done func(line string) bool) {
+// it fails the test after devWait, or when dev exits, naming what is
+// awaited and showing dev's stderr (and exit status).
+func (d *devProcess) read(t *testing.T, awaited string, done func(line string) bool) {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(devWait)
 	for {
 		select {
 		case line, ok := <-d.lines:
 			if !ok {
-				t.Fatalf("dev exited before it printed %s; stderr:\n%s", awaited, d.stderr.String())
+				t.Fatalf("dev exited (%v) %v after it started, before it printed %s; stderr:\n%s",
+					d.exit, time.Since(d.started).Round(time.Millisecond), awaited, d.stderr.String())
 			}
 			if done(line) {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("dev printed no %s within %v; stderr:\n%s", awaited, timeout, d.stderr.String())
+			t.Fatalf("dev printed no %s within %v; stderr so far:\n%s", awaited, devWait, d.stderr.String())
 		}
 	}
 }
 
 // TestDev runs `better-compute dev` as a newcomer would, with nothing
-// configured, and checks it serves within 10 seconds and answers a query
-// with the token it printed, and that a host joins by the join command
+// configured, and checks it serves and answers a query with the token it
+// printed, and that a host joins by the join command
 // createHost gives, as written, at the host listener it printed. Its
 // emulators listen on free ports, so that it needs no port to be free.
 func TestDev(t *testing.T) {
 	dev := startDev(t, "--sim", "2", "--hetzner-emulator", "127.0.0.1:0", "--proxmox-emulator", "127.0.0.1:0")
 	start := dev.started
 	got := map[string]string{}
-	dev.read(t, 10*time.Second, "URL and token", func(line string) bool {
+	dev.read(t, "URL and token", func(line string) bool {
 		key, value, ok := strings.Cut(strings.TrimSpace(line), ":")
 		switch {
 		case ok && (key == "GraphQL" || key == "Operator token"):
@@ -158,11 +184,7 @@ func TestDev(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Data.Viewer.Principal.Role != "OPERATOR" {
 		t.Fatalf("viewer = %+v, %v", body, err)
 	}
-	took := time.Since(start)
-	if took > 10*time.Second {
-		t.Fatalf("dev answered after %v, want within 10 s", took)
-	}
-	t.Logf("dev answered a query %v after it started", took.Round(time.Millisecond))
+	t.Logf("dev answered a query %v after it started", time.Since(start).Round(time.Millisecond))
 
 	as := func(token, query string, vars map[string]any) string {
 		t.Helper()
@@ -313,7 +335,7 @@ func TestDev(t *testing.T) {
 		other := startDev(t, "--sim", "1")
 		printed := regexp.MustCompile(`^Emulated providers: Hetzner Cloud at (\S+), Proxmox VE at (\S+)\.$`)
 		var urls []string
-		other.read(t, 30*time.Second, "emulated providers", func(line string) bool {
+		other.read(t, "emulated providers", func(line string) bool {
 			if m := printed.FindStringSubmatch(line); m != nil {
 				urls = m[1:]
 			}
@@ -368,49 +390,10 @@ func TestDevRecreatesAnotherBuildsDatabase(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") })
 
-	cmd := exec.Command(binary(t), "dev", "--listen", "127.0.0.1:0", "--state-dir", stateDir)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "DATABASE_URL", "REDIS_URL", "BC_SECRET", "BC_BOOTSTRAP_TOKEN":
-		default:
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	running := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Better Compute is running") {
-				running <- true
-				return
-			}
-		}
-		running <- false
-	}()
-	select {
-	case ok := <-running:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("dev stopped; stderr:\n%s", stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("dev is not running after 20 s; stderr:\n%s", stderr.String())
-	}
-	if log := stderr.String(); !strings.Contains(log, "recreating the dev database") || !strings.Contains(log, "database="+db) {
+	dev := startDevIn(t, stateDir)
+	dev.read(t, "that it is running", func(line string) bool { return strings.Contains(line, "Better Compute is running") })
+	dev.stop() // so that its stderr is all there
+	if log := dev.stderr.String(); !strings.Contains(log, "recreating the dev database") || !strings.Contains(log, "database="+db) {
 		t.Errorf("dev did not say it recreates %s; stderr:\n%s", db, log)
 	}
 	pool := testenv.Open(t, strings.Replace(devenv.LocalServer, "/postgres?", "/"+db+"?", 1))

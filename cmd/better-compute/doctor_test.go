@@ -88,7 +88,7 @@ func TestDoctorCommand(t *testing.T) {
 func TestDevSimDoctor(t *testing.T) {
 	dev := startDev(t, "--sim", "3", "--hetzner-emulator", "127.0.0.1:0", "--proxmox-emulator", "127.0.0.1:0")
 	got := map[string]string{}
-	dev.read(t, 20*time.Second, "URL and operator token", func(line string) bool {
+	dev.read(t, "URL and operator token", func(line string) bool {
 		key, value, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if ok && (key == "GraphQL" || key == "Operator token") {
 			got[key] = strings.TrimSpace(value)

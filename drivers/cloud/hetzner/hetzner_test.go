@@ -112,7 +112,9 @@ func TestCreate(t *testing.T) {
 		{"stay off", false, cloud.StatusStopped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t, hetznertest.Config{ActionDuration: 150 * time.Millisecond})
+			const d = time.Second // the emulator's ActionDuration, on clock
+			clock := hetznertest.NewClock()
+			e := setup(t, hetznertest.Config{ActionDuration: d, Now: clock.Now})
 			ctx := context.Background()
 			req := request("7c1e2f9a-3b4d-4e5f-8a6b-1c2d3e4f5a6b", "web-1")
 			req.PowerOn = tc.powerOn
@@ -126,7 +128,10 @@ func TestCreate(t *testing.T) {
 			if got := e.status(t, s.ID); got != cloud.StatusStarting {
 				t.Errorf("List right after Create: status %q, want starting", got)
 			}
-			testenv.Eventually(t, 5*time.Second, string(tc.final), func() bool { return e.status(t, s.ID) == tc.final })
+			clock.Advance(2 * d)
+			if got := e.status(t, s.ID); got != tc.final {
+				t.Errorf("List after the create's actions: status %q, want %q", got, tc.final)
+			}
 			servers := e.emu.Servers()
 			if len(servers) != 1 || servers[0].Labels[cloud.Label] != req.InstanceID || servers[0].Name != "web-1" {
 				t.Errorf("emulator has %+v", servers)
@@ -346,7 +351,10 @@ func TestErrors(t *testing.T) {
 			if tc.driver != nil {
 				opts = append(opts, tc.driver)
 			}
-			e := setup(t, hetznertest.Config{}, opts...)
+			// The emulator's clock stands still: a create action runs
+			// until the test ends, so a poweron after it finds the server
+			// locked.
+			e := setup(t, hetznertest.Config{Now: hetznertest.NewClock().Now}, opts...)
 			if tc.arrange != nil {
 				tc.arrange(t, e)
 			}

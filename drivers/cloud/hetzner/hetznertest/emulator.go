@@ -22,7 +22,8 @@
 // Server types, images and locations are known by name only (Config); the
 // client sends names on create, so their list endpoints are not served.
 //
-// Time: every action runs for Config.ActionDuration (D) and then succeeds.
+// Time: every action runs for Config.ActionDuration (D) and then succeeds,
+// on the clock Config.Now (a test may give a Clock it advances itself).
 // The states move lazily, computed when a request (or a test hook) looks,
 // so the emulator starts no goroutines and needs no Close:
 //
@@ -92,11 +93,18 @@ type Config struct {
 	// action succeeds but the server keeps running (SetIgnoreShutdown
 	// changes it later).
 	IgnoreShutdown bool
+	// Now is the emulator's clock, from which actions and states move and
+	// the rate-limit bucket refills. Nil: time.Now. Tests that look at a
+	// state lasting only ActionDuration give a Clock's Now and advance it.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
 	if c.Token == "" {
 		c.Token = DefaultToken
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.ActionDuration <= 0 {
 		c.ActionDuration = 50 * time.Millisecond
@@ -151,7 +159,7 @@ type Emulator struct {
 // New returns an empty project configured by cfg.
 func New(cfg Config) *Emulator {
 	cfg = cfg.withDefaults()
-	now := time.Now
+	now := cfg.Now
 	e := &Emulator{
 		cfg:            cfg,
 		faults:         cloudtest.New(),

@@ -12,20 +12,25 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
-	"github.com/better-compute/vps/internal/testenv"
 )
 
 type env struct {
-	emu *Emulator
-	url string
+	emu   *Emulator
+	url   string
+	clock *Clock
+	d     time.Duration // the emulator's ActionDuration
 }
 
+// setup starts an emulator on cfg behind httptest, on a manual clock that
+// only the test advances.
 func setup(t *testing.T, cfg Config) env {
 	t.Helper()
+	clock := NewClock()
+	cfg.Now = clock.Now
 	e := New(cfg)
 	srv := httptest.NewServer(e.Handler())
 	t.Cleanup(srv.Close)
-	return env{emu: e, url: srv.URL}
+	return env{emu: e, url: srv.URL, clock: clock, d: e.cfg.ActionDuration}
 }
 
 // call sends a request with the default token and decodes the JSON answer.
@@ -77,12 +82,27 @@ func (e env) status(t *testing.T, id int64) string {
 	return st
 }
 
-// walk waits through the statuses of a server in order.
+// walk checks the statuses of a server one ActionDuration apart: the
+// first now, then each after advancing the clock by one ActionDuration.
 func (e env) walk(t *testing.T, id int64, statuses ...string) {
 	t.Helper()
-	for _, want := range statuses {
-		testenv.Eventually(t, 5*time.Second, want, func() bool { return e.status(t, id) == want })
+	for i, want := range statuses {
+		if i > 0 {
+			e.clock.Advance(e.d)
+		}
+		if got := e.status(t, id); got != want {
+			t.Fatalf("status at %v = %q, want %q (walking %v)", time.Duration(i)*e.d, got, want, statuses)
+		}
 	}
+}
+
+// actionStatus returns the status GET /v1/actions/{id} reports.
+func (e env) actionStatus(t *testing.T, id int64) string {
+	t.Helper()
+	_, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/actions/%d", id), nil)
+	a, _ := body["action"].(map[string]any)
+	st, _ := a["status"].(string)
+	return st
 }
 
 func TestAuth(t *testing.T) {
@@ -100,7 +120,6 @@ func TestAuth(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	e := setup(t, Config{RateLimit: 2, RefillPerSecond: 0.5})
-	start := time.Now()
 	for i, want := range []string{"1", "0"} {
 		code, _, h := e.call(t, "GET", "/v1/servers", nil)
 		if code != http.StatusOK || h.Get("RateLimit-Remaining") != want || h.Get("RateLimit-Limit") != "2" {
@@ -112,8 +131,9 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("empty bucket: %d %v Retry-After %q", code, body, h.Get("Retry-After"))
 	}
 	reset, _ := strconv.ParseInt(h.Get("RateLimit-Reset"), 10, 64)
-	if full := time.Unix(reset, 0); full.Before(start.Add(3*time.Second)) || full.After(time.Now().Add(5*time.Second)) {
-		t.Errorf("RateLimit-Reset = %v, want about 4s ahead", full)
+	now := e.clock.Now()
+	if full := time.Unix(reset, 0); full.Before(now.Add(4*time.Second)) || !full.Before(now.Add(5*time.Second)) {
+		t.Errorf("RateLimit-Reset = %v, want 4s after %v, rounded up to the second", full, now)
 	}
 }
 
@@ -131,35 +151,36 @@ func TestLifecycle(t *testing.T) {
 	if srv["status"] != "initializing" || body["root_password"] == nil || body["action"].(map[string]any)["command"] != "create_server" {
 		t.Errorf("create answered %v", body)
 	}
-	e.walk(t, id, "off")
+	e.walk(t, id, "initializing", "off")
 
+	// statuses: one ActionDuration apart, from the call on.
 	steps := []struct {
 		command  string
 		statuses []string
 	}{
 		{"poweron", []string{"starting", "running"}},
-		{"shutdown", []string{"stopping", "off"}},
-		{"poweron", []string{"running"}},
-		{"poweroff", []string{"off"}},
+		{"shutdown", []string{"stopping", "stopping", "off"}},
+		{"poweron", []string{"starting", "running"}},
+		{"poweroff", []string{"stopping", "off"}},
 	}
 	for _, s := range steps {
 		code, body, _ := e.call(t, "POST", fmt.Sprintf("/v1/servers/%d/actions/%s", id, s.command), nil)
 		if code != http.StatusCreated {
 			t.Fatalf("%s: %d %v", s.command, code, body)
 		}
-		if s.command == "poweron" && len(s.statuses) == 2 {
-			// A second action while the first runs: locked.
-			if code, body, _ := e.call(t, "POST", fmt.Sprintf("/v1/servers/%d/actions/poweroff", id), nil); code != http.StatusLocked || errCode(body) != "locked" {
-				t.Errorf("action on a locked server: %d %v", code, body)
-			}
+		// A second action while the first runs: locked.
+		if code, body, _ := e.call(t, "POST", fmt.Sprintf("/v1/servers/%d/actions/poweroff", id), nil); code != http.StatusLocked || errCode(body) != "locked" {
+			t.Errorf("%s: another action on the locked server: %d %v", s.command, code, body)
+		}
+		actionID := int64(body["action"].(map[string]any)["id"].(float64))
+		if st := e.actionStatus(t, actionID); st != "running" {
+			t.Errorf("%s: action status %q right after the call, want running", s.command, st)
 		}
 		e.walk(t, id, s.statuses...)
-		actionID := int64(body["action"].(map[string]any)["id"].(float64))
-		testenv.Eventually(t, 5*time.Second, "action success", func() bool {
-			_, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/actions?id=%d&id=999", actionID), nil)
-			actions := body["actions"].([]any)
-			return len(actions) == 1 && actions[0].(map[string]any)["status"] == "success"
-		})
+		_, body, _ = e.call(t, "GET", fmt.Sprintf("/v1/actions?id=%d&id=999", actionID), nil)
+		if actions := body["actions"].([]any); len(actions) != 1 || actions[0].(map[string]any)["status"] != "success" {
+			t.Errorf("%s: actions after %v = %v, want the one, succeeded", s.command, e.d, actions)
+		}
 	}
 
 	code, body, _ = e.call(t, "DELETE", fmt.Sprintf("/v1/servers/%d", id), nil)
@@ -187,14 +208,12 @@ func TestIgnoreShutdown(t *testing.T) {
 	id, _ := e.emu.AddServer("a", nil)
 	_, body, _ := e.call(t, "POST", fmt.Sprintf("/v1/servers/%d/actions/shutdown", id), nil)
 	actionID := int64(body["action"].(map[string]any)["id"].(float64))
-	testenv.Eventually(t, 5*time.Second, "action success", func() bool {
-		_, body, _ := e.call(t, "GET", fmt.Sprintf("/v1/actions/%d", actionID), nil)
-		return body["action"].(map[string]any)["status"] == "success"
-	})
-	time.Sleep(30 * time.Millisecond) // longer than the guest would take to stop
-	if st := e.status(t, id); st != "running" {
-		t.Errorf("status = %q, want running", st)
+	e.clock.Advance(e.d)
+	if st := e.actionStatus(t, actionID); st != "success" {
+		t.Errorf("action status after %v = %q, want success", e.d, st)
 	}
+	e.walk(t, id, "running", "running") // the guest would be off at 2D
+
 }
 
 func TestCreateErrors(t *testing.T) {
