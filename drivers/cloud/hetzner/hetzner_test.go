@@ -113,7 +113,7 @@ func TestCreate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const d = time.Second // the emulator's ActionDuration, on clock
-			clock := hetznertest.NewClock()
+			clock := testenv.NewClock()
 			e := setup(t, hetznertest.Config{ActionDuration: d, Now: clock.Now})
 			ctx := context.Background()
 			req := request("7c1e2f9a-3b4d-4e5f-8a6b-1c2d3e4f5a6b", "web-1")
@@ -354,7 +354,7 @@ func TestErrors(t *testing.T) {
 			// The emulator's clock stands still: a create action runs
 			// until the test ends, so a poweron after it finds the server
 			// locked.
-			e := setup(t, hetznertest.Config{Now: hetznertest.NewClock().Now}, opts...)
+			e := setup(t, hetznertest.Config{Now: testenv.NewClock().Now}, opts...)
 			if tc.arrange != nil {
 				tc.arrange(t, e)
 			}

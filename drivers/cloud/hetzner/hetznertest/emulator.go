@@ -23,7 +23,7 @@
 // client sends names on create, so their list endpoints are not served.
 //
 // Time: every action runs for Config.ActionDuration (D) and then succeeds,
-// on the clock Config.Now (a test may give a Clock it advances itself).
+// on the clock Config.Now (a test may give a manual clock it advances itself).
 // The states move lazily, computed when a request (or a test hook) looks,
 // so the emulator starts no goroutines and needs no Close:
 //
@@ -95,7 +95,8 @@ type Config struct {
 	IgnoreShutdown bool
 	// Now is the emulator's clock, from which actions and states move and
 	// the rate-limit bucket refills. Nil: time.Now. Tests that look at a
-	// state lasting only ActionDuration give a Clock's Now and advance it.
+	// state lasting only ActionDuration give a manual clock
+	// (testenv.Clock) and advance it.
 	Now func() time.Time
 }
 

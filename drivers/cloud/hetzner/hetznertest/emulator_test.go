@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/drivers/cloud/cloudtest"
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 type env struct {
 	emu   *Emulator
 	url   string
-	clock *Clock
+	clock *testenv.Clock
 	d     time.Duration // the emulator's ActionDuration
 }
 
@@ -25,7 +26,7 @@ type env struct {
 // only the test advances.
 func setup(t *testing.T, cfg Config) env {
 	t.Helper()
-	clock := NewClock()
+	clock := testenv.NewClock()
 	cfg.Now = clock.Now
 	e := New(cfg)
 	srv := httptest.NewServer(e.Handler())
