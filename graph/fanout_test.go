@@ -3,7 +3,6 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -321,37 +320,5 @@ func TestFanoutFrames(t *testing.T) {
 	}
 	if n := liveMetric(t, f.hub, "bc_live_encodings_total", "own") - own; n != 0 {
 		t.Errorf("%v encodings for one member for one event to 4 members of a shape, want 0", n)
-	}
-}
-
-// TestFanoutCatchUp: events queued for a member while it was behind go
-// out together, each once and in order.
-func TestFanoutCatchUp(t *testing.T) {
-	t.Parallel()
-	f := setupFanout(t, nil)
-	const q = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id stateReason } } }`
-	subs := []liveSub{f.subscribe(t, f.w.member, q), f.subscribe(t, f.w.member, q)}
-	const n = 40
-	for i := range n {
-		f.step(f.instance, "RUNNING", fmt.Sprintf("step %d", i))
-	}
-	f.relay() // all at once
-	for _, s := range subs {
-		for i := range n {
-			typ, p := s.read(t)
-			var got struct {
-				Data struct {
-					InstanceEvents struct {
-						Version  int
-						Instance struct{ StateReason string }
-					}
-				}
-			}
-			json.Unmarshal(p, &got)
-			ev := got.Data.InstanceEvents
-			if typ != "next" || ev.Version != i+2 || ev.Instance.StateReason != fmt.Sprintf("step %d", i) {
-				t.Fatalf("event %d: %s %s", i, typ, p)
-			}
-		}
 	}
 }
