@@ -169,11 +169,16 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// Close stops watching events and the kernel log, and disconnects.
+// Close disconnects, and then stops watching events and the kernel log.
+// In that order: stopping the event watch first sends libvirtd the
+// callback's deregistration while the connection closes, a race that
+// crashed Debian's libvirtd 9.0 (segfault after "domain event callback N
+// not registered"); closed first, libvirtd drops the callback itself.
 func (r *Runtime) Close() error {
+	err := r.l.Disconnect()
 	r.cancel()
 	r.following.Wait()
-	return r.l.Disconnect()
+	return err
 }
 
 // Xids implements hostd.Runtime: the Xid events read from the kernel log
