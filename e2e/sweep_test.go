@@ -86,13 +86,14 @@ func TestOrphanIDReused(t *testing.T) {
 	// the time the listing reaches the sweep the stray is gone and an
 	// instance made since got its ID.
 	var reused string
-	var hooked atomic.Bool
+	var hooked, settled atomic.Bool // the hook began; it ended
 	cl.after(func(r *http.Request) {
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/cluster/resources") ||
 			c.count("provider_orphans WHERE server_id = $1 AND first_seen_at <= now() - interval '1 second'", strayID) == 0 ||
 			!hooked.CompareAndSwap(false, true) {
 			return
 		}
+		defer settled.Store(true)
 		cl.remove(strayID)
 		data, errs, err := post(c.url, c.member, createQuery, map[string]any{"in": map[string]any{"poolId": c.pool, "flavorId": c.flavor,
 			"imageId": c.image, "name": "reuser", "sshKeys": []string{sshKey}, "desiredState": "STOPPED"}})
@@ -108,7 +109,7 @@ func TestOrphanIDReused(t *testing.T) {
 		}
 	})
 	testenv.Eventually(t, 20*time.Second, "the sweep to delete the orphan, or forget it", func() bool {
-		return hooked.Load() && c.count("provider_orphans WHERE server_id = $1", strayID) == 0
+		return settled.Load() && c.count("provider_orphans WHERE server_id = $1", strayID) == 0
 	})
 	cl.after(nil)
 	if reused == "" {

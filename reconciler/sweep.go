@@ -262,7 +262,7 @@ func (r *Reconciler) sweepOrphans(ctx context.Context, q *sqlc.Queries, a *accou
 			continue
 		}
 		err = a.call(ctx, "delete orphan", func(ctx context.Context) error {
-			return a.driver.Delete(ctx, cloud.Ref{ID: o.ServerID, InstanceID: o.InstanceLabel})
+			return a.driver.Delete(ctx, cloud.Ref{ID: o.ServerID, InstanceID: o.InstanceLabel, Fresh: true})
 		})
 		if err != nil && cloud.KindOf(err) != cloud.NotFound {
 			return err

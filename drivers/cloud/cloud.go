@@ -129,6 +129,10 @@ type Ref struct {
 	InstanceID string
 	// BootstrapID, instead of InstanceID, names a bootstrap's machine.
 	BootstrapID string
+	// Fresh asks for the server's identity to be read now, not taken
+	// from a recent listing: an orphan's ID, seen in a listing, may have
+	// been given to a new server since (Proxmox reuses VMIDs).
+	Fresh bool
 }
 
 // Ref is the server as calls on it name it.

@@ -334,7 +334,7 @@ func (d *Driver) vmOf(ctx context.Context, ref cloud.Ref) (vmid int, status stri
 		Name   string `json:"name"`
 		Status string `json:"status"`
 	}
-	if v, ok := d.listed.vm(vmid, d.cfg.ListingMaxAge); ok {
+	if v, ok := d.listed.vm(vmid, d.cfg.ListingMaxAge); ok && !ref.Fresh {
 		st.Name, st.Status = v.name, v.status
 	} else if err := d.call(ctx, func(ctx context.Context) error {
 		return d.client.Get(ctx, d.vmPath(vmid)+"/status/current", &st)
