@@ -648,3 +648,44 @@ func TestVMIDTakenSinceListing(t *testing.T) {
 		t.Errorf("someone else's VM is now %q", v.Name)
 	}
 }
+
+// TestFreshDeleteAfterIDReused: an orphan seen in a listing is gone, and
+// its VMID given to another instance's VM, before the sweep deletes it.
+// A Delete that asks for Fresh reads the VM and leaves the new one; one
+// that trusts the listing deletes it (why the sweep asks).
+func TestFreshDeleteAfterIDReused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fresh   bool
+		survive bool
+	}{{fresh: true, survive: true}, {fresh: false, survive: false}} {
+		t.Run(fmt.Sprintf("fresh=%v", tc.fresh), func(t *testing.T) {
+			t.Parallel()
+			d, e := setup(t)
+			ctx := context.Background()
+			orphanName, _ := proxmox.VMName("7c1e2f9a-3b4d-4e5f-8a6b-000000000001")
+			newName, _ := proxmox.VMName("7c1e2f9a-3b4d-4e5f-8a6b-000000000002")
+			orphan := e.AddVM(orphanName, nil)
+			if _, err := d.List(ctx); err != nil { // the sweep's listing
+				t.Fatal(err)
+			}
+			e.DeleteVM(orphan)
+			if reused := e.AddVM(newName, nil); reused != orphan {
+				t.Fatalf("the emulator gave VMID %d, not the orphan's %d", reused, orphan)
+			}
+			err := d.Delete(ctx, cloud.Ref{ID: strconv.Itoa(orphan), InstanceID: "7c1e2f9a-3b4d-4e5f-8a6b-000000000001", Fresh: tc.fresh})
+			if err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+			deletes := 0
+			for call, n := range e.Faults().Calls() {
+				if strings.HasPrefix(call, "DELETE ") {
+					deletes += n
+				}
+			}
+			if survive := deletes == 0; survive != tc.survive {
+				t.Fatalf("the new instance's VM left alone = %v (%d deletes), want %v", survive, deletes, tc.survive)
+			}
+		})
+	}
+}
