@@ -226,26 +226,27 @@ func TestCreateSandboxCold(t *testing.T) {
 	})
 }
 
-// TestWarmClaimBehindAStep: a claim whose only ready warm instance is held
-// for a step (the reconciler's or a report's row lock, milliseconds) waits
-// for it rather than boot a cold instance for seconds; one held by another
-// claim it skips without waiting.
+// TestWarmClaimBehindAStep: a claim whose only warm instance, ready or still
+// converging, is held for a step (the reconciler's or a report's row lock,
+// milliseconds) waits for it rather than boot a cold instance for seconds;
+// one held by another claim it skips without waiting.
 func TestWarmClaimBehindAStep(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	w := e.world("alpha")
 	for _, c := range []struct {
-		name, template, lock, want string
+		name, template, state, lock, want string
 	}{
-		{"held for a step", "step", "FOR NO KEY UPDATE", "WARM"},
-		{"held by another claim", "claim", "FOR UPDATE", "COLD"},
+		{"held for a step", "step", "PAUSED", "FOR NO KEY UPDATE", "WARM"},
+		{"converging, held for a step", "starting", "STARTING", "FOR NO KEY UPDATE", "WARM"},
+		{"held by another claim", "claim", "PAUSED", "FOR UPDATE", "COLD"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tpl := e.template(w, c.template, func(in map[string]any) { in["warmCount"] = 1 })
 			e.warm(tpl.ID, 1)
 			tplID, _ := ids.Decode(ids.SandboxTemplate, tpl.ID)
 			ctx := context.Background()
-			if _, err := e.db.Exec(ctx, "UPDATE instances SET state = 'PAUSED' WHERE warm_template_id = $1", tplID); err != nil {
+			if _, err := e.db.Exec(ctx, "UPDATE instances SET state = $2 WHERE warm_template_id = $1", tplID, c.state); err != nil {
 				t.Fatal(err)
 			}
 			holder, err := e.db.Begin(ctx)

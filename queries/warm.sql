@@ -35,12 +35,12 @@ WHERE id = (
 RETURNING *;
 
 -- ClaimWarmInstanceBehindStep is the claim when ClaimWarmInstance found
--- every free instance locked: it takes a ready one that no other claim holds
--- (a claim's FOR UPDATE conflicts with FOR KEY SHARE, a step's or a report's
--- FOR NO KEY UPDATE does not) and waits for that step, which lasts
--- milliseconds, instead of booting a cold instance for seconds. It never
--- waits behind another claim, but for one that took the same row by this
--- same pass at the same moment.
+-- every free instance locked: it takes one that no other claim holds, ready
+-- ones first (a claim's FOR UPDATE conflicts with FOR KEY SHARE, a step's or
+-- a report's FOR NO KEY UPDATE does not) and waits for that step, which
+-- lasts milliseconds, instead of booting a cold instance for seconds. It
+-- never waits behind another claim, but for one that took the same row by
+-- this same pass at the same moment.
 -- name: ClaimWarmInstanceBehindStep :one
 UPDATE instances SET
     claimed_at = now(), sandbox_id = @sandbox_id::uuid, tenant_id = @tenant_id,
@@ -48,11 +48,13 @@ UPDATE instances SET
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = @template_id::uuid AND w.warm_template_version = @template_version::bigint
-      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED' AND w.state = 'PAUSED'
-    ORDER BY w.id
+      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED'
+      AND w.state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
+    ORDER BY (w.state = 'PAUSED') DESC, w.id
     LIMIT 1
     FOR KEY SHARE SKIP LOCKED
 ) AND claimed_at IS NULL AND desired_state = 'PAUSED'
+  AND state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
 RETURNING *;
 
 -- DeleteFreeWarmInstances asks for a template's free warm instances to be

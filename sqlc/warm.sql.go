@@ -104,11 +104,13 @@ UPDATE instances SET
 WHERE id = (
     SELECT w.id FROM instances w
     WHERE w.warm_template_id = $3::uuid AND w.warm_template_version = $4::bigint
-      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED' AND w.state = 'PAUSED'
-    ORDER BY w.id
+      AND w.claimed_at IS NULL AND w.desired_state = 'PAUSED'
+      AND w.state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
+    ORDER BY (w.state = 'PAUSED') DESC, w.id
     LIMIT 1
     FOR KEY SHARE SKIP LOCKED
 ) AND claimed_at IS NULL AND desired_state = 'PAUSED'
+  AND state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
 RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
 `
 
@@ -120,12 +122,12 @@ type ClaimWarmInstanceBehindStepParams struct {
 }
 
 // ClaimWarmInstanceBehindStep is the claim when ClaimWarmInstance found
-// every free instance locked: it takes a ready one that no other claim holds
-// (a claim's FOR UPDATE conflicts with FOR KEY SHARE, a step's or a report's
-// FOR NO KEY UPDATE does not) and waits for that step, which lasts
-// milliseconds, instead of booting a cold instance for seconds. It never
-// waits behind another claim, but for one that took the same row by this
-// same pass at the same moment.
+// every free instance locked: it takes one that no other claim holds, ready
+// ones first (a claim's FOR UPDATE conflicts with FOR KEY SHARE, a step's or
+// a report's FOR NO KEY UPDATE does not) and waits for that step, which
+// lasts milliseconds, instead of booting a cold instance for seconds. It
+// never waits behind another claim, but for one that took the same row by
+// this same pass at the same moment.
 func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarmInstanceBehindStepParams) (Instance, error) {
 	row := q.db.QueryRow(ctx, claimWarmInstanceBehindStep,
 		arg.SandboxID,
