@@ -172,10 +172,7 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
 		return none, err
 	}
-	out, err := withAddresses(ctx, q, inst)
-	if err != nil {
-		return none, err
-	}
+	out := domain.InstanceFromRow(inst, nil) // a new instance leases nothing yet
 	// The tenant's lock, held until commit, serializes the quota check per
 	// tenant: the usage it reads holds every instance committed before it,
 	// and this one is added to it at commit (tenant_usage's trigger). It is

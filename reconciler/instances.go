@@ -259,6 +259,16 @@ func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, a
 	if from != to && !lifecycle.CanTransition(from, to) {
 		return sqlc.Instance{}, fmt.Errorf("transition %s → %s is not in the state table", from, to)
 	}
+	if addrs != nil && !addrs.known {
+		// Read before the write, so that its stamp (the event's updatedAt)
+		// is as near its commit as it can be; the row lock the step holds
+		// keeps the instance's leases as they are.
+		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{p.ID})
+		if err != nil {
+			return sqlc.Instance{}, fmt.Errorf("read addresses: %w", err)
+		}
+		addrs.set(leases)
+	}
 	out, err := q.Transition(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sqlc.Instance{}, errRace
@@ -272,13 +282,6 @@ func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, a
 	}
 	if addrs == nil {
 		return out, events.Enqueue(ctx, q, TopicEvents, typ, out)
-	}
-	if !addrs.known {
-		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{out.ID})
-		if err != nil {
-			return out, fmt.Errorf("read addresses: %w", err)
-		}
-		addrs.set(leases)
 	}
 	return out, events.EnqueueLeased(ctx, q, TopicEvents, typ, out, addrs.leases)
 }
