@@ -34,8 +34,9 @@ const changes = 30
 //
 //   - ours: serve's instanceEvents, each change a createInstance (so each is
 //     followed by the instance's placement and start events, as on a live
-//     system), with serve's own commit → hub latency
-//     (bc_live_event_latency_seconds) over the run;
+//     system), with serve's own stamp → hub latency
+//     (bc_live_event_latency_seconds) over the run, and that split into
+//     stamp → commit and commit → Redis (relayWatch);
 //   - 2-serves: the same with the clients spread over two serve processes;
 //   - lxd: LXD 5.0.2's /1.0/events?type=lifecycle, each change a PATCH of
 //     the default profile's description (lxd_bench_test.go).
@@ -88,10 +89,12 @@ func benchOurs(b *testing.B, n, serves int, profilePrefix string) {
 	if profiling {
 		profiled = profile(b, profilePrefix, map[string]string{"serve": c.url, "reconcile": reconcileOps})
 	}
+	relay := watchRelay(b, c)
 	r := timeChanges(b, &ours{c: c}, n)
 	profiled()
 	hub := hubLatency(b, c.urls).minus(hub0)
 	report(b, n, r)
+	relay.report(b)
 	b.ReportMetric(1000*hub.quantile(0.5), "hub-p50-ms")
 	b.ReportMetric(1000*hub.quantile(0.99), "hub-p99-ms")
 }
