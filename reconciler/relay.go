@@ -50,6 +50,9 @@ func (r *Reconciler) relay(ctx context.Context) error {
 
 const (
 	relayBatch = 500
+	// relayDeleteAfter is how long the leader gathers published rows
+	// before it deletes them, in one statement.
+	relayDeleteAfter = 100 * time.Millisecond
 	// relayAge is how old a row is before every relay claims it, not only
 	// the leader.
 	relayAge = 3 * time.Second
@@ -334,6 +337,13 @@ func (r *Reconciler) deleteRelayed(ctx context.Context, d *deleter) {
 		case <-ctx.Done():
 			stopped = true
 		case <-d.wake:
+			// Gather more: a delete of many rows costs what one of a
+			// row does (three round trips), well before relayAge.
+			select {
+			case <-ctx.Done():
+				stopped = true
+			case <-time.After(relayDeleteAfter):
+			}
 		}
 		if ids := d.take(); len(ids) > 0 {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relayDeleteTimeout)
