@@ -178,14 +178,23 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	// and this one is added to it at commit (tenant_usage's trigger). It is
 	// taken last, so it is held only for the check, the audit row and the
 	// commit; names and idempotency keys need no lock (unique indexes, above).
-	if _, err := q.LockTenant(ctx, tenant); err != nil {
-		return none, notFound(err, "tenantId", "tenant")
-	}
 	ev.TenantID = tenant
-	if err := s.checkQuota(ctx, q, tenant, flavor); err != nil {
+	if err := lockQuota(ctx, q, tenant, flavor); err != nil {
 		return none, err
 	}
 	return out, nil
+}
+
+// lockQuota takes a tenant's lock for an admission and checks under it that
+// one more instance of flavor f fits the tenant's quota: one round trip.
+func lockQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
+	row, err := q.LockTenantQuota(ctx, tenant)
+	if err != nil {
+		return notFound(err, "tenantId", "tenant")
+	}
+	quota := sqlc.Quota{MaxInstances: row.MaxInstances, MaxVcpus: row.MaxVcpus, MaxMemoryMb: row.MaxMemoryMb, MaxGpus: row.MaxGpus}
+	usage := sqlc.TenantUsageRow{Instances: row.Instances, Vcpus: row.Vcpus, MemoryMb: row.MemoryMb, Gpus: row.Gpus}
+	return checkQuota(quota, usage, f, 1)
 }
 
 // servable refuses, for a provider pool, a flavor or an image its provider

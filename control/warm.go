@@ -112,14 +112,11 @@ func (s *Service) AddWarmInstance(ctx context.Context, template uuid.UUID) (doma
 		if t.TenantID == nil {
 			return apierr.New(apierr.FailedPrecondition, "template %s has no tenant to own warm instances", t.Name)
 		}
-		if _, err := q.LockTenant(ctx, *t.TenantID); err != nil {
-			return notFound(err, "tenantId", "tenant")
-		}
 		flavor, err := q.GetFlavor(ctx, t.FlavorID)
 		if err != nil {
 			return fmt.Errorf("read the template's flavor: %w", err)
 		}
-		if err := s.checkQuota(ctx, q, *t.TenantID, flavor); err != nil {
+		if err := lockQuota(ctx, q, *t.TenantID, flavor); err != nil {
 			return err
 		}
 		inst, err := s.insertFromTemplate(ctx, tx, q, t, fromTemplate{tenant: *t.TenantID, desired: lifecycle.WantPaused, flavor: flavor})

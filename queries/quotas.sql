@@ -38,3 +38,9 @@ WHERE quotas.tenant_id = @tenant_id;
 -- DeleteTenantQuota removes a tenant's limits.
 -- name: DeleteTenantQuota :execrows
 DELETE FROM quotas WHERE tenant_id = $1;
+
+-- LockTenantQuota locks a live tenant for an admission and reads its quota
+-- and usage once the lock is granted (lock_tenant_quota); no row: no live
+-- tenant.
+-- name: LockTenantQuota :one
+SELECT * FROM lock_tenant_quota(@tenant_id::uuid);

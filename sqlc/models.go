@@ -458,6 +458,18 @@ type Tenant struct {
 	DeletedAt *time.Time
 }
 
+type TenantQuotaUsage struct {
+	TenantID     uuid.UUID
+	MaxInstances *int32
+	MaxVcpus     *int32
+	MaxMemoryMb  *int64
+	MaxGpus      *int32
+	Instances    int32
+	Vcpus        int32
+	MemoryMb     int64
+	Gpus         int32
+}
+
 type TenantUsage struct {
 	TenantID  uuid.UUID
 	Instances int32

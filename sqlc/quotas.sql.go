@@ -44,6 +44,30 @@ func (q *Queries) GetQuota(ctx context.Context, tenantID uuid.UUID) (Quota, erro
 	return i, err
 }
 
+const lockTenantQuota = `-- name: LockTenantQuota :one
+SELECT tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, instances, vcpus, memory_mb, gpus FROM lock_tenant_quota($1::uuid)
+`
+
+// LockTenantQuota locks a live tenant for an admission and reads its quota
+// and usage once the lock is granted (lock_tenant_quota); no row: no live
+// tenant.
+func (q *Queries) LockTenantQuota(ctx context.Context, tenantID uuid.UUID) (TenantQuotaUsage, error) {
+	row := q.db.QueryRow(ctx, lockTenantQuota, tenantID)
+	var i TenantQuotaUsage
+	err := row.Scan(
+		&i.TenantID,
+		&i.MaxInstances,
+		&i.MaxVcpus,
+		&i.MaxMemoryMb,
+		&i.MaxGpus,
+		&i.Instances,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.Gpus,
+	)
+	return i, err
+}
+
 const quotaUsage = `-- name: QuotaUsage :one
 SELECT quotas.tenant_id, quotas.max_instances, quotas.max_vcpus, quotas.max_memory_mb, quotas.max_gpus, quotas.updated_at, quotas.max_snapshots, quotas.max_snapshot_bytes,
        coalesce(u.instances, 0)::int AS instances,
