@@ -129,8 +129,9 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 	rssSubscribed := servesRSS(b, c)
 	if profilePrefix != "" {
 		// What the idle subscribers hold: the first serve's heap (after
-		// a collection) and goroutines before any change.
-		for kind, q := range map[string]string{"heap": "heap?gc=1", "goroutine": "goroutine"} {
+		// a collection), its memory statistics and goroutines before any
+		// change.
+		for kind, q := range map[string]string{"heap": "heap?gc=1", "memstats": "heap?debug=1", "goroutine": "goroutine"} {
 			if err := fetchTo(c.url+"/debug/pprof/"+q, profilePrefix+"-serve.idle-"+kind); err != nil {
 				b.Errorf("serve idle %s profile: %v", kind, err)
 			}
