@@ -110,21 +110,11 @@ func (g *guardedConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// hijackRecorder keeps the connection a websocket upgrade takes over,
-// and gives the websocket smaller buffers than net/http's 4 KiB each: an
-// idle websocket holds both for its life (75 MiB of serve's heap at
-// 10,000 subscribers), and what crosses it is small (a pong, an event of
-// a few hundred bytes); a larger message costs one more system call.
+// hijackRecorder keeps the connection a websocket upgrade takes over.
 type hijackRecorder struct {
 	http.ResponseWriter
 	conn net.Conn
 }
-
-// Sizes of a websocket's buffers.
-const (
-	wsReadBuffer  = 1 << 10
-	wsWriteBuffer = 2 << 10
-)
 
 func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
@@ -132,15 +122,9 @@ func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return conn, rw, err
 	}
 	cc := &countingConn{Conn: conn}
+	rw.Writer.Reset(cc) // empty: net/http makes it at the hijack
 	h.conn = cc
-	br := rw.Reader
-	if br.Buffered() == 0 {
-		// Else the client sent more after its upgrade request, which
-		// net/http's reader holds: keep it.
-		br = bufio.NewReaderSize(cc, wsReadBuffer)
-	}
-	// net/http's writer is empty: it makes it at the hijack.
-	return cc, bufio.NewReadWriter(br, bufio.NewWriterSize(cc, wsWriteBuffer)), nil
+	return cc, rw, nil
 }
 
 // countingConn counts what is written to a connection, for guardedConn's
