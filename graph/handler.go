@@ -246,7 +246,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(handoff{})
-	srv.Use(documents{schema: es.Schema(), limits: cfg.Limits, log: cfg.Logger})
+	srv.Use(newDocuments(es.Schema(), cfg.Limits, cfg.Logger))
 	srv.Use(operationIDs{})
 	srv.Use(extension.Introspection{})
 	srv.Use(complexityLimit{extension.FixedComplexityLimit(maxComplexity)})
