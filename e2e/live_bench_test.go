@@ -50,9 +50,10 @@ func profilePrefix(name string) string {
 	return ""
 }
 
-// With a profile prefix, serve runs with BC_PPROF and the first serve's CPU
-// profile and execution trace over the first profileFor of the changes, and
-// its goroutine and block profiles after them, are written beside it.
+// With a profile prefix, serve runs with BC_PPROF and the first serve's heap
+// and goroutine profiles with every subscriber idle, its CPU profile and
+// execution trace over the first profileFor of the changes, and its
+// goroutine and block profiles after them, are written beside it.
 func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix string) {
 	b.StopTimer()
 	o := options{serves: serves, reconcilers: 1, serverEnv: []string{"BC_WS_MAX_CONNECTIONS=20000", "GOMEMLIMIT=900MiB"}}
@@ -126,6 +127,16 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 	}
 	dial.Wait()
 	rssSubscribed := servesRSS(b, c)
+	if profilePrefix != "" {
+		// What the idle subscribers hold: the first serve's heap (after
+		// a collection), its memory statistics and goroutines before any
+		// change.
+		for kind, q := range map[string]string{"heap": "heap?gc=1", "memstats": "heap?debug=1", "goroutine": "goroutine"} {
+			if err := fetchTo(c.url+"/debug/pprof/"+q, profilePrefix+"-serve.idle-"+kind); err != nil {
+				b.Errorf("serve idle %s profile: %v", kind, err)
+			}
+		}
+	}
 
 	b.StartTimer()
 	start := time.Now()

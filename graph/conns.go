@@ -67,6 +67,7 @@ type acceptor struct {
 	options      websocket.AcceptOptions
 	maxUnread    int
 	writeTimeout time.Duration
+	pingInterval time.Duration
 	onSlow       func()
 }
 
@@ -83,6 +84,12 @@ func (a acceptor) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	g := &guardedConn{frameConn: conn, raw: hr.conn, maxUnread: a.maxUnread, writeTimeout: a.writeTimeout}
 	g.slow = func(reason string) { c.close(closeSlowConsumer, reason) }
 	c.ws, c.onSlow = g, a.onSlow
+	if conn.Subprotocol() == "graphql-transport-ws" {
+		// The protocol allows a ping at any time; gqlgen's own
+		// (PingPongInterval) would cost a goroutine per connection.
+		conn.pings = newPinger(a.pingInterval, g.WriteText, func() { conn.conn.CloseNow() })
+		conn.pings.start()
+	}
 	return g, nil
 }
 

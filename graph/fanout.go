@@ -76,17 +76,23 @@ type group struct {
 }
 
 // member is one subscription of a group. Its websocket's response loop
-// (respond) takes the group's events from q itself; the member's watcher
-// delivers its snapshots through next, and the two take turns: the loop
-// reads q only between a snapshot's end (ready) and the next resync.
+// (respond) takes the group's events from q itself; the member's
+// snapshots are delivered through next by a goroutine that lives only as
+// long as one does (catchUp), and the two take turns: the loop reads q
+// only between a snapshot's end (ready) and the next resync. An idle
+// member thus costs one goroutine, its response loop.
 type member struct {
-	g      *group
-	q      chan *shared   // from the group
-	next   chan item      // from the watcher
-	resync chan time.Time // to the watcher
+	g    *group
+	ctx  context.Context // the subscription's: ends with it
+	q    chan *shared    // from the group
+	next chan item       // from a snapshot
+	// snapshot delivers the current state (changed since since, when
+	// set) through next; false when the subscription ended or the state
+	// could not be read.
+	snapshot func(since time.Time) bool
 	// live is whether the response loop reads q; seen, the version of
 	// each instance delivered last. Whichever of the loop and the
-	// watcher has its turn uses them.
+	// snapshot has its turn uses them.
 	live bool
 	seen map[uuid.UUID]int64
 	// out is the channel the member's resolver gave gqlgen: its own
@@ -100,11 +106,13 @@ type member struct {
 	frames *frames
 }
 
-// item is what a member's watcher hands its response loop: an event
-// executed for it alone, or ready, when a snapshot is delivered.
+// item is what a member's snapshot hands its response loop: an event
+// executed for it alone; ready, when the snapshot is delivered; or end,
+// when it could not be.
 type item struct {
 	own   *model.InstanceEvent
 	ready bool
+	end   bool
 }
 
 // newFanout returns the groups of a handler serving es.
@@ -182,7 +190,7 @@ func (f *fanout) join(ctx context.Context, p *iam.Principal, out chan model.Inst
 	}
 	f.hub.Members(1)
 	m := &member{
-		g: g, q: make(chan *shared, f.buffer), next: make(chan item), resync: make(chan time.Time, 1),
+		g: g, ctx: ctx, q: make(chan *shared, f.buffer), next: make(chan item),
 		out: out, dropped: make(chan struct{}), onDrop: onDrop, frames: newFrames(ctx),
 	}
 	g.mu.Lock()
@@ -321,11 +329,13 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 		select {
 		case <-ctx.Done():
 			return nil
-		case it, ok := <-m.next:
-			if !ok {
+		case <-m.dropped:
+			return nil
+		case it := <-m.next:
+			switch {
+			case it.end:
 				return nil
-			}
-			if it.ready {
+			case it.ready:
 				m.live = true
 				continue
 			}
@@ -335,7 +345,7 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 		case s := <-q:
 			if s.d.Resync {
 				m.live = false
-				m.resync <- s.d.Since // the watcher waits for it: never full
+				m.catchUp(s.d.Since, true)
 				continue
 			}
 			if s.version <= m.seen[s.id] {
@@ -387,6 +397,20 @@ func newFrames(ctx context.Context) *frames {
 func (f *frames) write(payload []byte) error {
 	f.buf = append(append(append(f.buf[:0], `{"payload":`...), payload...), f.tail...)
 	return f.conn.WriteText(f.buf)
+}
+
+// catchUp delivers, in a goroutine of its own that ends with it, the
+// member's snapshot since since (all of it, at zero; none, without
+// snapshot), then tells the response loop, which reads the group's
+// events again after it.
+func (m *member) catchUp(since time.Time, snapshot bool) {
+	go func() {
+		if snapshot && !m.snapshot(since) {
+			m.send(m.ctx, item{end: true})
+			return
+		}
+		m.send(m.ctx, item{ready: true})
+	}()
 }
 
 // send hands the websocket's response loop its next item; false when the

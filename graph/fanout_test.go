@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/graph"
 	"github.com/better-compute/vps/ids"
@@ -28,12 +29,20 @@ type fanoutEnv struct {
 	hub      *live.Hub
 	instance string
 	relay    func()
+	// killHub kills the hub's Redis connection (only it): go-redis
+	// reconnects, and the hub tells its subscribers to resync.
+	killHub func()
 }
 
 func setupFanout(t *testing.T, tune func(*graph.HandlerConfig)) fanoutEnv {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
-	hub := live.New(live.Config{Redis: rdb, Prefix: prefix})
+	// The hub's own client carries a name, so killHub finds its connection.
+	opts := *rdb.Options()
+	opts.ClientName = "hub-" + strings.TrimSuffix(strings.ReplaceAll(prefix, ":", "-"), "-")
+	hubRedis := redis.NewClient(&opts)
+	t.Cleanup(func() { hubRedis.Close() })
+	hub := live.New(live.Config{Redis: hubRedis, Prefix: prefix})
 	e := setupWith(t, func(c *graph.HandlerConfig) {
 		c.Live = hub
 		if tune != nil {
@@ -46,9 +55,37 @@ func setupFanout(t *testing.T, tune func(*graph.HandlerConfig)) fanoutEnv {
 	t.Cleanup(func() { stop(); <-hubDone })
 	w := e.world("alpha")
 	inst := e.id(w.member, createInstance, map[string]any{"in": w.input("web-1")}, "createInstance", "instance", "id")
-	f := fanoutEnv{env: e, w: w, hub: hub, instance: inst, relay: func() { e.relay(t, rdb, prefix) }}
+	f := fanoutEnv{env: e, w: w, hub: hub, instance: inst, relay: func() { e.relay(t, rdb, prefix) },
+		killHub: func() { killClient(t, rdb, opts.ClientName) }}
 	f.relay() // its creation, before anyone subscribes
 	return f
+}
+
+// killClient kills the one pub/sub connection of the Redis client named name.
+func killClient(t *testing.T, rdb *redis.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := rdb.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " name="+name+" ") || !strings.Contains(line, "psub=1") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				if err := rdb.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+					t.Fatal(err)
+				}
+				killed++
+			}
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d connections, want the hub's one", killed)
+	}
 }
 
 // liveSub is one websocket subscription; next reads its next event.
@@ -320,5 +357,29 @@ func TestFanoutFrames(t *testing.T) {
 	}
 	if n := liveMetric(t, f.hub, "bc_live_encodings_total", "own") - own; n != 0 {
 		t.Errorf("%v encodings for one member for one event to 4 members of a shape, want 0", n)
+	}
+}
+
+// TestFanoutMemberResync: when the hub resyncs, a group's member reads
+// what changed since before the drop (here a change whose event never
+// reached Redis) and delivers it as a snapshot, then its group's events
+// again.
+func TestFanoutMemberResync(t *testing.T) {
+	t.Parallel()
+	f := setupFanout(t, nil)
+	const query = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id state } } }`
+	s := f.subscribe(t, f.w.member, query)
+	f.change(f.instance, `state = 'RUNNING'`) // its event stays in the outbox
+	f.killHub()
+	want := `{"data":{"instanceEvents":{"snapshot":true,"version":2,"instance":{"id":"` + f.instance + `","state":"RUNNING"}}}}`
+	if typ, p := s.read(t); typ != "next" || string(p) != want {
+		t.Fatalf("after the resync: %s %s, want the change as a snapshot: %s", typ, p, want)
+	}
+	// Live again: the next change comes from the group.
+	f.change(f.instance, `state = 'STOPPED'`)
+	f.relay()
+	want = `{"data":{"instanceEvents":{"snapshot":false,"version":3,"instance":{"id":"` + f.instance + `","state":"STOPPED"}}}}`
+	if typ, p := s.read(t); typ != "next" || string(p) != want {
+		t.Fatalf("after the snapshot: %s %s, want %s", typ, p, want)
 	}
 }

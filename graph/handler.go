@@ -56,6 +56,10 @@ type HandlerConfig struct {
 	// WriteTimeout is how long one write to a websocket client may take
 	// before it is closed as a slow consumer. Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// PingInterval is how often a graphql-transport-ws client is pinged;
+	// one that leaves two pings unanswered is closed at the next. Default
+	// DefaultPingInterval.
+	PingInterval time.Duration
 	// RateLimit, if set, bounds each principal's operations (subscription
 	// starts included); those over it are refused as RATE_LIMITED, over
 	// HTTP with 429 and Retry-After. Without it nothing is limited.
@@ -98,6 +102,9 @@ const (
 	// DefaultWriteTimeout is how long one write to a websocket client may
 	// take before it is closed as a slow consumer.
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultPingInterval is how often a graphql-transport-ws client is
+	// pinged.
+	DefaultPingInterval = 15 * time.Second
 	// DefaultMaxBody is the largest request body read (1 MiB).
 	DefaultMaxBody = 1 << 20
 	// DefaultMaxTokens is how many lexical tokens a document may have.
@@ -130,6 +137,9 @@ func (cfg *HandlerConfig) applyDefaults() {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = DefaultPingInterval
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 }
@@ -186,6 +196,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		options:      websocket.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
 		maxUnread:    cfg.MaxUnread,
 		writeTimeout: cfg.WriteTimeout,
+		pingInterval: cfg.PingInterval,
 	}
 	if cfg.Live != nil {
 		accept.onSlow = cfg.Live.ClientSlow
@@ -227,14 +238,15 @@ func NewHandler(cfg HandlerConfig) *Handler {
 				}
 			}
 		},
-		InitTimeout:           10 * time.Second,
+		InitTimeout: 10 * time.Second,
+		// graphql-ws's keep-alive; graphql-transport-ws's pings are the
+		// acceptor's (pinger).
 		KeepAlivePingInterval: 15 * time.Second,
-		PingPongInterval:      15 * time.Second,
 	})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(handoff{})
-	srv.Use(documents{schema: es.Schema(), limits: cfg.Limits, log: cfg.Logger})
+	srv.Use(newDocuments(es.Schema(), cfg.Limits, cfg.Logger))
 	srv.Use(operationIDs{})
 	srv.Use(extension.Introspection{})
 	srv.Use(complexityLimit{extension.FixedComplexityLimit(maxComplexity)})

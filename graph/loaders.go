@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,13 +53,24 @@ func newLoaders(svc *control.Service) *loaders {
 
 type loadersKey struct{}
 
+// lazyLoaders makes a request's loaders when it first loads: most
+// requests, and most websockets (a subscriber's live events run in its
+// group), load nothing, and a set of loaders is ~4 KiB.
+type lazyLoaders struct {
+	svc  *control.Service
+	once sync.Once
+	l    *loaders
+}
+
 // withLoaders returns ctx carrying fresh per-request loaders.
 func withLoaders(ctx context.Context, svc *control.Service) context.Context {
-	return context.WithValue(ctx, loadersKey{}, newLoaders(svc))
+	return context.WithValue(ctx, loadersKey{}, &lazyLoaders{svc: svc})
 }
 
 func loadersFrom(ctx context.Context) *loaders {
-	return ctx.Value(loadersKey{}).(*loaders)
+	lz := ctx.Value(loadersKey{}).(*lazyLoaders)
+	lz.once.Do(func() { lz.l = newLoaders(lz.svc) })
+	return lz.l
 }
 
 // load returns the value for key; ok is false when there is none.

@@ -35,19 +35,14 @@ func (r *Resolver) watch(ctx context.Context, filter *model.InstanceEventFilter,
 		return func(tenant string, onDrop func(string)) feed {
 			if s := slotFrom(ctx); s != nil && r.fan != nil {
 				if m, err := r.fan.join(ctx, iam.FromContext(ctx), out, onDrop); err == nil {
-					s.m, w.m, m.seen = m, m, w.seen
-					return feed{
-						resync: m.resync, ready: func() bool { return m.send(ctx, item{ready: true}) },
-						dropped: m.dropped, end: func() { r.fan.leave(m) },
-					}
+					s.m, w.m, m.seen, m.snapshot = m, m, w.seen, w.snapshot
+					return feed{member: m, dropped: m.dropped, end: func() { r.fan.leave(m) }}
 				}
 			}
 			return r.hubFeed(r.live.Subscribe(tenant, match, onDrop))
 		}, w, nil
 	}, func() {
-		if w != nil && w.m != nil {
-			close(w.m.next)
-		} else {
+		if w == nil || w.m == nil { // a member's response loop ends by itself
 			close(out)
 		}
 	})
@@ -83,14 +78,13 @@ func (r *Resolver) feedGroup(ctx context.Context, g *group, filter *model.Instan
 type subscribeFunc func(tenant string, onDrop func(reason string)) feed
 
 // feed is where a subscriber's deliveries come from, until dropped is
-// closed; end unsubscribes. A hub subscriber's come on c. A group's member
-// takes its group's events in its response loop, which sends here only
-// the resyncs it meets, and is told (ready) when each snapshot is
-// delivered.
+// closed; end unsubscribes. A hub subscriber's come on c. A group's
+// member takes its group's events in its websocket's response loop,
+// which also starts the member's snapshots (member.catchUp), so no
+// goroutine of the subscriber's own waits here.
 type feed struct {
 	c       <-chan live.Delivery
-	resync  <-chan time.Time
-	ready   func() bool
+	member  *member
 	dropped <-chan struct{}
 	end     func()
 }
@@ -142,15 +136,23 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 			conn.close(closeSlowConsumer, reason)
 		}
 	})
-	go func() {
-		defer done()
-		defer sub.end()
+	end := func() {
+		sub.end()
 		if conn != nil {
-			defer conn.subs.Add(-1)
+			conn.subs.Add(-1)
 		}
-		// ready tells a member's response loop that a snapshot is delivered.
-		ready := func() bool { return sub.ready == nil || sub.ready() }
-		if includeCurrent && !st.snapshot(time.Time{}) || !ready() {
+		done()
+	}
+	if sub.member != nil {
+		// The member's response loop ends when ctx does or it is
+		// dropped; ctx ends with the operation either way.
+		context.AfterFunc(ctx, end)
+		sub.member.catchUp(time.Time{}, includeCurrent)
+		return nil
+	}
+	go func() {
+		defer end()
+		if includeCurrent && !st.snapshot(time.Time{}) {
 			return
 		}
 		for {
@@ -159,10 +161,6 @@ func (r *Resolver) subscribe(ctx context.Context, includeCurrent bool, setup fun
 				return
 			case <-sub.dropped:
 				return
-			case since := <-sub.resync:
-				if !st.snapshot(since) || !ready() {
-					return
-				}
 			case d := <-sub.c:
 				if d.Resync {
 					if !st.snapshot(d.Since) {

@@ -231,3 +231,39 @@ func TestTokenExpiryClosesWebsocket(t *testing.T) {
 		t.Fatalf("closed with %v (%v), want 4401", status, err)
 	}
 }
+
+// TestPings: the server pings a graphql-transport-ws client every
+// interval; a client that answers stays connected, one that leaves two
+// pings unanswered is closed at the next.
+func TestPings(t *testing.T) {
+	t.Parallel()
+	e := setupWith(t, func(c *graph.HandlerConfig) { c.PingInterval = 20 * time.Millisecond })
+	// pings reads until the connection ends or want pings came,
+	// answering them if answer; it returns how many came and why it
+	// stopped.
+	pings := func(answer bool, want int) (int, error) {
+		conn, ctx := e.dialWS(t, "Bearer "+e.operator)
+		n := 0
+		for n < want {
+			var msg map[string]any
+			if err := wsjson.Read(ctx, conn, &msg); err != nil {
+				return n, err
+			}
+			if msg["type"] == "ping" {
+				n++
+				if answer {
+					if err := wsjson.Write(ctx, conn, map[string]any{"type": "pong"}); err != nil {
+						return n, err
+					}
+				}
+			}
+		}
+		return n, nil
+	}
+	if n, err := pings(true, 10); err != nil {
+		t.Errorf("answering client: closed after %d pings: %v", n, err)
+	}
+	if n, err := pings(false, 10); err == nil || n != 2 {
+		t.Errorf("silent client: %d pings, then %v; want 2, then the connection closed", n, err)
+	}
+}

@@ -28,6 +28,8 @@ type coderConn struct {
 	// Only the connection's reader touches it: gqlgen reads a message
 	// and creates its operation in one goroutine (operationIDs).
 	started string
+	// pings, if set, keeps the connection alive (graphql-transport-ws).
+	pings *pinger
 
 	mu       sync.Mutex
 	deadline *time.Timer
@@ -66,8 +68,13 @@ func (c *coderConn) NextReader() (int, io.Reader, error) {
 		return int(typ), nil, err
 	}
 	var head struct{ Type, ID string }
-	if json.Unmarshal(data, &head) == nil && (head.Type == "subscribe" || head.Type == "start") {
-		c.started = head.ID
+	if json.Unmarshal(data, &head) == nil {
+		switch {
+		case head.Type == "subscribe" || head.Type == "start":
+			c.started = head.ID
+		case head.Type == "pong" && c.pings != nil:
+			c.pings.pong()
+		}
 	}
 	return int(typ), bytes.NewReader(data), nil
 }
@@ -94,6 +101,7 @@ func (c *coderConn) WriteClose(code int, reason string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopDeadline()
+	c.stopPings()
 	if !c.closing {
 		c.closing = true
 		go c.conn.Close(websocket.StatusCode(code), reason)
@@ -107,6 +115,7 @@ func (c *coderConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopDeadline()
+	c.stopPings()
 	if c.closing {
 		return nil
 	}
@@ -134,6 +143,12 @@ func (c *coderConn) stopDeadline() {
 	if c.deadline != nil {
 		c.deadline.Stop()
 		c.deadline = nil
+	}
+}
+
+func (c *coderConn) stopPings() {
+	if c.pings != nil {
+		c.pings.stop()
 	}
 }
 
