@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,8 +27,13 @@ type gateway struct {
 	spec       hostproto.NodeSpec
 	changed    chan struct{} // closed when spec changes
 
-	// reports receives every report posted.
+	// reports receives every report posted, a partial one made whole with
+	// the statuses of the reports before it, as the gateway reads it.
 	reports chan hostproto.Report
+	// posted receives every report posted, as it was posted.
+	posted chan hostproto.Report
+	// held are the statuses the reports so far make, by instance ID.
+	held map[string]hostproto.InstanceStatus
 	// refused receives every request answered 401 or 503.
 	refused chan refusal
 	// unchanged receives the query of every long-poll answered 204.
@@ -55,6 +61,7 @@ func newGateway(t *testing.T) *gateway {
 		hold:       hostproto.MaxWaitSeconds * time.Second,
 		changed:    make(chan struct{}),
 		reports:    make(chan hostproto.Report, 10000),
+		posted:     make(chan hostproto.Report, 10000),
 		refused:    make(chan refusal, 10000),
 		unchanged:  make(chan map[string]string, 10000),
 		runtimes:   make(chan string, 10000),
@@ -192,8 +199,34 @@ func (g *gateway) serveReport(w http.ResponseWriter, r *http.Request) {
 	if report.Protocol != hostproto.Version {
 		g.t.Errorf("report protocol %d, want %d", report.Protocol, hostproto.Version)
 	}
-	record(g.reports, report)
+	record(g.posted, report)
+	record(g.reports, g.whole(report))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// whole makes a partial report whole with the statuses of the reports
+// before it: its statuses replace theirs, and its absent instances leave.
+func (g *gateway) whole(r hostproto.Report) hostproto.Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.Partial && g.held == nil {
+		g.t.Errorf("a partial report before any whole one: %+v", r)
+	}
+	if !r.Partial || g.held == nil {
+		g.held = make(map[string]hostproto.InstanceStatus, len(r.Instances))
+	}
+	for _, st := range r.Instances {
+		g.held[st.ID] = st
+	}
+	for _, id := range r.Absent {
+		delete(g.held, id)
+	}
+	r.Partial, r.Absent, r.Instances = false, nil, make([]hostproto.InstanceStatus, 0, len(g.held))
+	for _, st := range g.held {
+		r.Instances = append(r.Instances, st)
+	}
+	sort.Slice(r.Instances, func(i, j int) bool { return r.Instances[i].ID < r.Instances[j].ID })
+	return r
 }
 
 // drain drops the reports received so far, so that a test waits for a
