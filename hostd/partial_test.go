@@ -27,6 +27,9 @@ func TestPartialReports(t *testing.T) {
 
 	gen = gw.setSpec(instance("ins_a", hostproto.PowerRunning), instance("ins_b", hostproto.PowerStopped))
 	r := waitOn(t, gw.posted, "ins_b stopped", func(r hostproto.Report) bool {
+		if _, listed := status(r, "ins_a"); listed && r.Partial && r.Generation == gen {
+			t.Errorf("ins_a, unchanged, in a partial report: %s", describe(&r))
+		}
 		st, ok := status(r, "ins_b")
 		return r.Generation == gen && ok && st.State == hostproto.StateStopped
 	})
