@@ -92,6 +92,14 @@
 // is accepted (a report made while that one was on the wire may carry them
 // again, which the gateway takes as once); the Runtime signals Changes for
 // each, so one is reported at once.
+//
+// From protocol 5 the heartbeat's reports are whole and the others
+// partial: only the statuses that changed since the last accepted report
+// (no stats), and the instances that report listed and the host no longer
+// has; after a failed post the next report is whole. Each status's
+// generation is then its entry's, which stays put while the entry does.
+// The spec long-poll asks for a delta to the spec held and makes it whole
+// from it (or asks for the whole spec when it cannot).
 package hostd
 
 import (
