@@ -7,13 +7,13 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
-// whole makes a spec whole from what the gateway sent: a whole spec as
+// wholeSpec makes a spec whole from what the gateway sent: a whole spec as
 // it is; a delta (version 5, After > 0) with its unchanged entries taken
 // from held, the whole spec of generation After the daemon holds. It fails
 // when held is not that spec or lacks an entry the delta says is
 // unchanged: the daemon then asks for the whole spec, and never runs a
 // partial entry.
-func whole(spec hostproto.NodeSpec, held *hostproto.NodeSpec) (hostproto.NodeSpec, error) {
+func wholeSpec(spec hostproto.NodeSpec, held *hostproto.NodeSpec) (hostproto.NodeSpec, error) {
 	if spec.After == 0 {
 		return spec, nil
 	}

@@ -20,7 +20,7 @@ const minPollGap = 100 * time.Millisecond
 // retried with backoff. It returns when ctx ends.
 //
 // From version 5 it asks for a delta to the spec it holds, and makes it
-// whole from that spec before handing it on (whole); a delta it cannot
+// whole from that spec before handing it on (wholeSpec); a delta it cannot
 // make whole is logged and the whole spec asked for (after=0).
 func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 	var (
@@ -45,7 +45,7 @@ func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 		}
 		spec, ok, err := d.gw.spec(ctx, ask)
 		if err == nil && ok {
-			if spec, err = whole(spec, held); err != nil {
+			if spec, err = wholeSpec(spec, held); err != nil {
 				d.log.Warn("asking for the whole spec", "err", err)
 				askWhole, progress = true, true
 				continue

@@ -7,10 +7,10 @@ import (
 	"github.com/better-compute/vps/hostproto"
 )
 
-// outgoing is a report the main loop hands the post goroutine: whole,
-// with every status the daemon has. whole says it must be posted whole
-// (a heartbeat's, or the first); otherwise, from version 5, only what
-// changed since the last accepted report is posted (partialReport).
+// outgoing is a report the main loop hands the post goroutine, with every
+// status the daemon has. whole says it must be posted so (a heartbeat's,
+// or the first); otherwise, from version 5, only what changed since the
+// last accepted report is posted (partialReport).
 type outgoing struct {
 	report hostproto.Report
 	whole  bool
