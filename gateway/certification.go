@@ -10,6 +10,13 @@ import (
 	"github.com/better-compute/vps/sqlc"
 )
 
+// certProof is how a host proved itself in a report, as its instances
+// record it: certified until validBefore, or not certified.
+type certProof struct {
+	certified   bool
+	validBefore time.Time
+}
+
 // recordCertification records on a host's live instances how the host
 // proved itself in this report: by a certificate still valid, certified
 // until its NotAfter; by its bearer credential, not certified. Only the
@@ -17,11 +24,23 @@ import (
 // validity, a host back on its bearer credential loses it), each with a
 // new version and its live UPDATED event, as every instance change has. It
 // runs whatever the report's generation. A report handler.
-func recordCertification(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error) {
+//
+// A partial report (version 5) skips it when its proof is the one this
+// process last recorded for the host: every instance placed since was
+// recorded by its placement, and the host's whole reports, every
+// heartbeat, check them all anyway.
+func (g *Gateway) recordCertification(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error) {
 	host := r.host
-	p := sqlc.SetHostCertificationParams{Host: host.ID}
+	var proof certProof
 	if host.CertNotAfter != nil && time.Now().Before(*host.CertNotAfter) {
-		p.Certified, p.ValidBefore = true, host.CertNotAfter
+		proof = certProof{certified: true, validBefore: *host.CertNotAfter}
+	}
+	if last, ok := g.proofs.Load(host.ID); r.report.Partial && ok && last.(certProof) == proof {
+		return recorded{}, nil
+	}
+	p := sqlc.SetHostCertificationParams{Host: host.ID, Certified: proof.certified}
+	if proof.certified {
+		p.ValidBefore = &proof.validBefore
 	}
 	changed, err := q.SetHostCertification(ctx, p)
 	if err != nil {
@@ -32,5 +51,5 @@ func recordCertification(ctx context.Context, q *sqlc.Queries, r hostReport) (re
 			return recorded{}, err
 		}
 	}
-	return recorded{}, nil
+	return recorded{proof: &proof}, nil
 }

@@ -145,3 +145,64 @@ func TestReportCertification(t *testing.T) {
 		}
 	})
 }
+
+// TestPartialReportCertification: a partial report (version 5) records
+// how the host proved itself only when that changed since the last report
+// recorded it; a whole report always does.
+func TestPartialReportCertification(t *testing.T) {
+	t.Parallel()
+	e := setupCerts(t)
+	gen := e.place("running")
+	certified := func() bool {
+		t.Helper()
+		var c bool
+		if err := e.db.QueryRow(context.Background(), "SELECT host_certified FROM instances WHERE id = $1", e.instance).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cert := issue(t, e.ca, sqlc.New(e.db), e.host)
+	post := func(partial bool, cert *tls.Certificate) {
+		t.Helper()
+		body, _ := json.Marshal(hostproto.Report{Protocol: hostproto.Version, Generation: gen, Partial: partial})
+		req, _ := http.NewRequest("POST", e.tlsURL+hostproto.ReportPath, bytes.NewReader(body))
+		req.Header.Set(hostproto.Header, strconv.Itoa(hostproto.Version))
+		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		if cert != nil {
+			req.Header.Set(hostproto.HostHeader, ids.Encode(ids.Host, e.host))
+			tr.TLSClientConfig.Certificates = []tls.Certificate{*cert}
+		} else {
+			req.Header.Set("Authorization", "Bearer "+e.credential)
+		}
+		client := &http.Client{Transport: tr}
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 204 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("report: %d %s", resp.StatusCode, b)
+		}
+	}
+	post(false, &cert)
+	if !certified() {
+		t.Fatal("not certified after a whole report by certificate")
+	}
+	post(true, nil)
+	if certified() {
+		t.Fatal("still certified after a partial report by the bearer credential: a changed proof must be recorded")
+	}
+	// Its proof unchanged, a partial report looks at no instance: a record
+	// made behind its back stays until a whole report.
+	e.exec("UPDATE instances SET host_certified = true, host_cert_valid_before = now() + interval '1 day' WHERE id = $1", e.instance)
+	post(true, nil)
+	if !certified() {
+		t.Fatal("a partial report with an unchanged proof looked at the instances")
+	}
+	post(false, nil)
+	if certified() {
+		t.Fatal("a whole report did not record the bearer credential's proof")
+	}
+}

@@ -102,6 +102,9 @@ func checkReport(rep hostproto.Report, version int) error {
 			return err
 		}
 	}
+	if err := checkAbsent(rep); err != nil {
+		return err
+	}
 	if err := checkCommands(rep.Commands); err != nil {
 		return err
 	}
@@ -123,6 +126,28 @@ func checkReport(rep hostproto.Report, version int) error {
 					return badReport(fmt.Sprintf("inventory.gpus[%d].%s", i, name), "%v", err)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// checkAbsent checks the absent list of a report (version 5): only a
+// partial report has one, and an instance it names is not also reported.
+func checkAbsent(rep hostproto.Report) error {
+	if len(rep.Absent) > 0 && !rep.Partial {
+		return badReport("absent", "only a partial report has one: a whole report's missing instances are absent")
+	}
+	listed := make(map[string]bool, len(rep.Instances))
+	for _, st := range rep.Instances {
+		listed[st.ID] = true
+	}
+	for i, id := range rep.Absent {
+		field := fmt.Sprintf("absent[%d]", i)
+		if err := text.Check(id); err != nil {
+			return badReport(field, "%v", err)
+		}
+		if listed[id] {
+			return badReport(field, "%s is also reported in instances", id)
 		}
 	}
 	return nil

@@ -92,6 +92,11 @@ type Gateway struct {
 	// runtimeRefused holds, by host ID, why it was refused for its
 	// runtime, so each refusal is logged once, not on every retry.
 	runtimeRefused sync.Map
+	// proofs holds, by host ID, how the host proved itself in its last
+	// committed report whose certification was recorded (a certProof), so
+	// a partial report with the same proof need not look at every
+	// instance of the host again.
+	proofs sync.Map
 	// poolRuntimes holds, by pool ID, the runtime its hosts must run, read
 	// once: a pool's runtime is set when it is created and never changes,
 	// and every long-poll and report checks it (checkRuntime).
@@ -205,7 +210,8 @@ func (g *Gateway) Waiting() int { return g.hub.waiting() }
 
 // spec answers a long-poll: the NodeSpec, rendered for the version the
 // host speaks, once its generation passes after, or 204 when the wait ends
-// first. A host holding instances its version cannot honour is refused
+// first. From hostproto.DeltaVersion, with after > 0, it is a delta to the
+// spec of generation after, which the host holds. A host holding instances its version cannot honour is refused
 // (400): it keeps running what it has, untouched.
 func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, auth authenticatedHost, version int) {
 	host := auth.Host
@@ -229,7 +235,7 @@ func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, auth authenticate
 			return
 		}
 		if gen > after {
-			spec, err := g.buildSpec(r.Context(), host, version)
+			spec, err := g.buildSpec(r.Context(), host, version, after)
 			var behind *behindError
 			switch {
 			case errors.As(err, &behind):

@@ -53,6 +53,9 @@ func (g *Gateway) report(w http.ResponseWriter, r *http.Request, host authentica
 		if rec.specChanged {
 			g.wakeHost(r.Context(), host.ID)
 		}
+		if rec.proof != nil {
+			g.proofs.Store(host.ID, *rec.proof)
+		}
 		if len(rec.stats) > 0 && g.cfg.Stats != nil {
 			g.cfg.Stats.HostStats(r.Context(), HostStats{Host: host.ID, At: time.Now(), Instances: rec.stats})
 		}
@@ -93,7 +96,7 @@ type handleFunc func(ctx context.Context, q *sqlc.Queries, r hostReport) (record
 func (g *Gateway) handlers() []reportHandler {
 	return []reportHandler{
 		{name: "instances", handle: g.recordInstances},
-		{name: "certification", handle: recordCertification},
+		{name: "certification", handle: g.recordCertification},
 		{name: "xids", handle: g.recordXids},
 	}
 }
@@ -121,10 +124,16 @@ type recorded struct {
 	// specChanged: a command was acknowledged, so the host's spec
 	// generation is to be bumped and its long-poll woken.
 	specChanged bool
+	// proof is how the host proved itself, recorded on its instances, to
+	// remember once the report committed (recordCertification).
+	proof *certProof
 }
 
 func (r *recorded) add(o recorded) {
 	r.specChanged = r.specChanged || o.specChanged
+	if o.proof != nil {
+		r.proof = o.proof
+	}
 	for id, st := range o.stats {
 		if r.stats == nil {
 			r.stats = make(map[uuid.UUID]hostproto.Stats, len(o.stats))
@@ -258,6 +267,9 @@ func (g *Gateway) recordInstances(ctx context.Context, q *sqlc.Queries, r hostRe
 	if err := events.Wake(ctx, q, wake); err != nil {
 		return rec, err
 	}
+	if rep.Partial {
+		return rec, nil // stats come with the whole reports, every heartbeat
+	}
 	rec.stats, err = reportedStats(ctx, q, host.ID, rep)
 	return rec, err
 }
@@ -267,7 +279,9 @@ func (g *Gateway) recordInstances(ctx context.Context, q *sqlc.Queries, r hostRe
 // Before version 3 the report's generation says which entries it has
 // converged to; from version 3 each status says it for its instance (one
 // that does not, generation 0, stands at the report's), and an instance
-// still being defined is neither observed nor absent.
+// still being defined is neither observed nor absent. An instance missing
+// from a whole report is absent; from a partial one (version 5), only
+// those it lists as absent are.
 func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, rep hostproto.Report) ([]uuid.UUID, error) {
 	var (
 		listed   = make([]uuid.UUID, 0, len(rep.Instances))
@@ -291,11 +305,26 @@ func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, 
 		}
 		observed, states, reasons, gens = append(observed, id), append(states, string(st.State)), append(reasons, st.Reason), append(gens, gen)
 	}
-	changed, err := q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: observed, States: states, Reasons: reasons, Generations: gens, Host: &host.ID})
-	if err != nil {
-		return nil, fmt.Errorf("record observations: %w", err)
+	var changed []uuid.UUID
+	if len(observed) > 0 {
+		var err error
+		if changed, err = q.ObserveReported(ctx, sqlc.ObserveReportedParams{Ids: observed, States: states, Reasons: reasons, Generations: gens, Host: &host.ID}); err != nil {
+			return nil, fmt.Errorf("record observations: %w", err)
+		}
 	}
-	absent, err := q.ObserveAbsent(ctx, sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: listed})
+	p := sqlc.ObserveAbsentParams{Host: &host.ID, Generation: rep.Generation, Reported: listed}
+	if rep.Partial {
+		if len(rep.Absent) == 0 {
+			return changed, nil
+		}
+		p.Gone = make([]uuid.UUID, 0, len(rep.Absent))
+		for _, s := range rep.Absent {
+			if id, ok := ids.Decode(ids.Instance, s); ok {
+				p.Gone = append(p.Gone, id)
+			}
+		}
+	}
+	absent, err := q.ObserveAbsent(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("record absences: %w", err)
 	}

@@ -19,24 +19,39 @@ import (
 // matches its contents (instances and open commands), and renders it for
 // the version the host speaks (an older one gets no commands). A
 // host holding an instance that needs a newer version gets a *behindError.
-func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int) (hostproto.NodeSpec, error) {
+//
+// For a host of hostproto.DeltaVersion that holds the spec of generation
+// after (> 0) it is a delta: only the entries that changed after it are
+// read in full (their rows, leases, devices, sealed user data and env);
+// the others are listed by ID and entry generation, read from one query
+// that reads nothing else, so a change costs what changed, not what the
+// host holds.
+func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int, after int64) (hostproto.NodeSpec, error) {
+	if version < hostproto.DeltaVersion {
+		after = 0
+	}
 	behind := &behindError{host: host.Name, version: version}
-	spec := hostproto.NodeSpec{Protocol: hostproto.Version, HostID: ids.Encode(ids.Host, host.ID), Instances: []hostproto.InstanceSpec{}}
+	spec := hostproto.NodeSpec{Protocol: hostproto.Version, HostID: ids.Encode(ids.Host, host.ID), After: after, Instances: []hostproto.InstanceSpec{}}
 	err := pgx.BeginTxFunc(ctx, g.cfg.DB, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
 		var err error
 		if spec.Generation, err = q.HostGeneration(ctx, host.ID); err != nil {
 			return fmt.Errorf("read generation: %w", err)
 		}
-		insts, err := q.SpecInstances(ctx, &host.ID)
+		if after > 0 {
+			if spec.Unchanged, err = unchangedEntries(ctx, q, host.ID, after); err != nil {
+				return err
+			}
+		}
+		insts, err := q.SpecInstances(ctx, sqlc.SpecInstancesParams{Host: &host.ID, After: after})
 		if err != nil {
 			return fmt.Errorf("read instances: %w", err)
 		}
-		leases, err := q.SpecLeases(ctx, &host.ID)
+		leases, err := q.SpecLeases(ctx, sqlc.SpecLeasesParams{Host: &host.ID, After: after})
 		if err != nil {
 			return fmt.Errorf("read leases: %w", err)
 		}
-		devices, err := q.SpecDevices(ctx, host.ID)
+		devices, err := q.SpecDevices(ctx, sqlc.SpecDevicesParams{Host: host.ID, After: after})
 		if err != nil {
 			return fmt.Errorf("read devices: %w", err)
 		}
@@ -74,19 +89,36 @@ func (g *Gateway) buildSpec(ctx context.Context, host sqlc.Host, version int) (h
 	return spec.As(version), nil
 }
 
+// unchangedEntries lists the entries of a host's spec that have not
+// changed since generation after, by ID and entry generation.
+func unchangedEntries(ctx context.Context, q *sqlc.Queries, host uuid.UUID, after int64) ([]hostproto.EntryRef, error) {
+	entries, err := q.SpecEntries(ctx, &host)
+	if err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	var out []hostproto.EntryRef
+	for _, e := range entries {
+		if e.SpecGeneration <= after {
+			out = append(out, hostproto.EntryRef{ID: ids.Encode(ids.Instance, e.ID), Generation: e.SpecGeneration})
+		}
+	}
+	return out, nil
+}
+
 // instanceSpec is an instance's entry of its host's NodeSpec, with its user
 // data and env opened for the host and its network policy (an instance of
 // a sandbox template's) to enforce.
 func (g *Gateway) instanceSpec(inst sqlc.Instance) (hostproto.InstanceSpec, error) {
 	is := hostproto.InstanceSpec{
-		ID:       ids.Encode(ids.Instance, inst.ID),
-		Name:     inst.Name,
-		Power:    hostproto.Power(*inst.SpecPower),
-		Vcpus:    int(inst.Vcpus),
-		MemoryMB: inst.MemoryMb,
-		DiskGB:   int64(inst.DiskGb),
-		Image:    hostproto.Image{URL: inst.ImageUrl, SHA256: inst.ImageSha256, Format: inst.ImageFormat},
-		SSHKeys:  inst.SshKeys,
+		ID:         ids.Encode(ids.Instance, inst.ID),
+		Generation: inst.SpecGeneration,
+		Name:       inst.Name,
+		Power:      hostproto.Power(*inst.SpecPower),
+		Vcpus:      int(inst.Vcpus),
+		MemoryMB:   inst.MemoryMb,
+		DiskGB:     int64(inst.DiskGb),
+		Image:      hostproto.Image{URL: inst.ImageUrl, SHA256: inst.ImageSha256, Format: inst.ImageFormat},
+		SSHKeys:    inst.SshKeys,
 	}
 	if inst.RestoreFrom != nil {
 		is.RestoreFrom = ids.Encode(ids.SandboxSnapshot, *inst.RestoreFrom)

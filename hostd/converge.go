@@ -97,10 +97,11 @@ func (c *converger) converge(ctx context.Context, spec hostproto.NodeSpec, only 
 		}
 		delete(c.skipped, inst.ID)
 		dom, exists := have[inst.ID]
-		if c.settled(inst, dom, exists, spec.Generation) {
+		gen := entryGeneration(inst, spec.Generation)
+		if c.settled(inst, dom, exists, gen) {
 			continue
 		}
-		c.dispatch(ctx, inst.ID, spec.Generation, !exists, func(ctx context.Context) { c.instance(ctx, inst, dom, exists) })
+		c.dispatch(ctx, inst.ID, gen, !exists, func(ctx context.Context) { c.instance(ctx, inst, dom, exists) })
 	}
 	if only == nil {
 		c.forgetOthers(want, have, busy)
@@ -115,6 +116,19 @@ func (c *converger) converge(ctx context.Context, spec hostproto.NodeSpec, only 
 		}
 	}
 	return nil
+}
+
+// entryGeneration is the generation an instance's status speaks for once
+// it is converged to inst, an entry of the spec of generation gen: the
+// entry's own generation from version 5, which stays put while the entry
+// does (so an unchanged status stays out of partial reports), else gen.
+// Both tell the gateway the same: whether the host has converged to the
+// entry it holds.
+func entryGeneration(inst hostproto.InstanceSpec, gen int64) int64 {
+	if inst.Generation > 0 {
+		return inst.Generation
+	}
+	return gen
 }
 
 // forgetOthers forgets the failures of the instances not in want, and the

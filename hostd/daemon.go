@@ -92,6 +92,14 @@
 // is accepted (a report made while that one was on the wire may carry them
 // again, which the gateway takes as once); the Runtime signals Changes for
 // each, so one is reported at once.
+//
+// From protocol 5 the heartbeat's reports are whole and the others
+// partial: only the statuses that changed since the last accepted report
+// (no stats), and the instances that report listed and the host no longer
+// has; after a failed post the next report is whole. Each status's
+// generation is then its entry's, which stays put while the entry does.
+// The spec long-poll asks for a delta to the spec held and makes it whole
+// from it (or asks for the whole spec when it cannot).
 package hostd
 
 import (
@@ -282,7 +290,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.cmds = cmds
 	ctx, cancel := context.WithCancel(ctx)
 	specs := make(chan hostproto.NodeSpec, 1)
-	reports := make(chan hostproto.Report, 1)
+	reports := make(chan outgoing, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.pollSpecs(ctx, specs) })
 	wg.Go(func() { d.postReports(ctx, reports) })
@@ -299,8 +307,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	// spec is the spec last received; nil until the first.
 	var spec *hostproto.NodeSpec
-	d.report(ctx, spec, reports)
+	d.report(ctx, spec, reports, true)
 	for {
+		whole := false // a heartbeat's report is whole, with stats
 		select {
 		case <-ctx.Done():
 			return nil
@@ -308,6 +317,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			spec = &s
 			d.converge(ctx, spec)
 		case <-heartbeat.C:
+			whole = true
 			d.converge(ctx, spec)
 		case <-changes:
 			// Report only: the next heartbeat acts on what changed.
@@ -318,7 +328,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.convergeOnly(ctx, spec, again)
 			}
 		}
-		d.report(ctx, spec, reports)
+		d.report(ctx, spec, reports, whole)
 	}
 }
 
@@ -340,10 +350,12 @@ func (d *Daemon) convergeOnly(ctx context.Context, spec *hostproto.NodeSpec, onl
 }
 
 // report hands the post goroutine a report of what the Runtime holds,
-// replacing one not yet taken. The report is of spec's generation, 0 before
-// the first spec. When the Runtime cannot list its domains there is no
-// report; the next heartbeat tries again.
-func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports chan hostproto.Report) {
+// replacing one not yet taken (which it is whole when either is). The
+// report is of spec's generation, 0 before the first spec. whole says it
+// must be posted whole; otherwise it may be posted partial (postReports).
+// When the Runtime cannot list its domains there is no report; the next
+// heartbeat tries again.
+func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports chan outgoing, whole bool) {
 	statuses, err := d.conv.statuses(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -373,10 +385,11 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 		r = asOlder(r, d.gw.version)
 	}
 	select {
-	case <-reports:
+	case old := <-reports:
+		whole = whole || old.whole
 	default:
 	}
-	reports <- r
+	reports <- outgoing{report: r, whole: whole}
 }
 
 // asOlder renders r for an older protocol, which knows no instance being

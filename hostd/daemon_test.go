@@ -90,11 +90,18 @@ func instance(id string, power hostproto.Power) hostproto.InstanceSpec {
 // fails the test after waitFor.
 func waitReport(t *testing.T, gw *gateway, what string, ok func(hostproto.Report) bool) hostproto.Report {
 	t.Helper()
+	return waitOn(t, gw.reports, what, ok)
+}
+
+// waitOn returns the first report from reports that satisfies ok, and
+// fails the test after waitFor.
+func waitOn(t *testing.T, reports chan hostproto.Report, what string, ok func(hostproto.Report) bool) hostproto.Report {
+	t.Helper()
 	timeout := time.After(waitFor)
 	var last *hostproto.Report
 	for {
 		select {
-		case r := <-gw.reports:
+		case r := <-reports:
 			if ok(r) {
 				return r
 			}

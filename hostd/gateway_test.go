@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,8 +28,13 @@ type gateway struct {
 	spec       hostproto.NodeSpec
 	changed    chan struct{} // closed when spec changes
 
-	// reports receives every report posted.
+	// reports receives every report posted, a partial one made whole with
+	// the statuses of the reports before it, as the gateway reads it.
 	reports chan hostproto.Report
+	// posted receives every report posted, as it was posted.
+	posted chan hostproto.Report
+	// held are the statuses the reports so far make, by instance ID.
+	held map[string]hostproto.InstanceStatus
 	// refused receives every request answered 401 or 503.
 	refused chan refusal
 	// unchanged receives the query of every long-poll answered 204.
@@ -35,6 +42,17 @@ type gateway struct {
 	// runtimes receives the runtime header of every request ("" when
 	// absent).
 	runtimes chan string
+
+	// deltas: entries carry their generation, and a poll after a
+	// generation > 0 is answered with a delta (version 5), as the gateway
+	// does (serveDeltas).
+	deltas bool
+	// spoil, when set, changes the next delta served, once.
+	spoil func(*hostproto.NodeSpec)
+	// polls receives the after of every spec long-poll.
+	polls chan int64
+	// served receives every spec served, as it was served.
+	served chan hostproto.NodeSpec
 }
 
 // refusal is a request the gateway refused.
@@ -55,9 +73,12 @@ func newGateway(t *testing.T) *gateway {
 		hold:       hostproto.MaxWaitSeconds * time.Second,
 		changed:    make(chan struct{}),
 		reports:    make(chan hostproto.Report, 10000),
+		posted:     make(chan hostproto.Report, 10000),
 		refused:    make(chan refusal, 10000),
 		unchanged:  make(chan map[string]string, 10000),
 		runtimes:   make(chan string, 10000),
+		polls:      make(chan int64, 10000),
+		served:     make(chan hostproto.NodeSpec, 10000),
 	}
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -90,6 +111,9 @@ func (g *gateway) update(change func(*hostproto.NodeSpec)) int64 {
 		Commands:   g.spec.Commands,
 	}
 	change(&spec)
+	if g.deltas {
+		spec.Instances = entryGenerations(g.spec.Instances, spec.Instances, spec.Generation)
+	}
 	g.spec = spec
 	close(g.changed)
 	g.changed = make(chan struct{})
@@ -156,6 +180,7 @@ func (g *gateway) serveSpec(w http.ResponseWriter, r *http.Request) {
 	if err != nil || wait < 1 || wait > hostproto.MaxWaitSeconds {
 		g.t.Errorf("spec: wait %q, want 1 to %d seconds", q.Get("wait"), hostproto.MaxWaitSeconds)
 	}
+	record(g.polls, after)
 	g.mu.Lock()
 	hold := min(g.hold, time.Duration(wait)*time.Second)
 	g.mu.Unlock()
@@ -166,6 +191,8 @@ func (g *gateway) serveSpec(w http.ResponseWriter, r *http.Request) {
 		spec, changed := g.spec, g.changed
 		g.mu.Unlock()
 		if spec.Generation > after {
+			spec = g.delta(spec, after)
+			record(g.served, spec)
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(spec)
 			return
@@ -192,8 +219,34 @@ func (g *gateway) serveReport(w http.ResponseWriter, r *http.Request) {
 	if report.Protocol != hostproto.Version {
 		g.t.Errorf("report protocol %d, want %d", report.Protocol, hostproto.Version)
 	}
-	record(g.reports, report)
+	record(g.posted, report)
+	record(g.reports, g.whole(report))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// whole makes a partial report whole with the statuses of the reports
+// before it: its statuses replace theirs, and its absent instances leave.
+func (g *gateway) whole(r hostproto.Report) hostproto.Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.Partial && g.held == nil {
+		g.t.Errorf("a partial report before any whole one: %+v", r)
+	}
+	if !r.Partial || g.held == nil {
+		g.held = make(map[string]hostproto.InstanceStatus, len(r.Instances))
+	}
+	for _, st := range r.Instances {
+		g.held[st.ID] = st
+	}
+	for _, id := range r.Absent {
+		delete(g.held, id)
+	}
+	r.Partial, r.Absent, r.Instances = false, nil, make([]hostproto.InstanceStatus, 0, len(g.held))
+	for _, st := range g.held {
+		r.Instances = append(r.Instances, st)
+	}
+	sort.Slice(r.Instances, func(i, j int) bool { return r.Instances[i].ID < r.Instances[j].ID })
+	return r
 }
 
 // drain drops the reports received so far, so that a test waits for a
@@ -214,4 +267,64 @@ func record[T any](c chan T, v T) {
 	case c <- v:
 	default:
 	}
+}
+
+// serveDeltas makes the gateway serve deltas as the version 5 gateway
+// does; call it before the first spec.
+func (g *gateway) serveDeltas() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deltas = true
+}
+
+// spoilNextDelta makes change spoil the next delta served.
+func (g *gateway) spoilNextDelta(change func(*hostproto.NodeSpec)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.spoil = change
+}
+
+// entryGenerations gives each entry of next its generation: its previous
+// one when prev has it unchanged, else gen.
+func entryGenerations(prev, next []hostproto.InstanceSpec, gen int64) []hostproto.InstanceSpec {
+	before := make(map[string]hostproto.InstanceSpec, len(prev))
+	for _, is := range prev {
+		before[is.ID] = is
+	}
+	out := make([]hostproto.InstanceSpec, len(next))
+	for i, is := range next {
+		is.Generation = gen
+		if old, ok := before[is.ID]; ok {
+			is.Generation = old.Generation
+			if !reflect.DeepEqual(old, is) {
+				is.Generation = gen
+			}
+		}
+		out[i] = is
+	}
+	return out
+}
+
+// delta is spec as a delta to generation after, when the gateway serves
+// deltas and after > 0.
+func (g *gateway) delta(spec hostproto.NodeSpec, after int64) hostproto.NodeSpec {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.deltas || after == 0 {
+		return spec
+	}
+	all := spec.Instances
+	spec.After, spec.Instances = after, nil
+	for _, is := range all {
+		if is.Generation > after {
+			spec.Instances = append(spec.Instances, is)
+		} else {
+			spec.Unchanged = append(spec.Unchanged, hostproto.EntryRef{ID: is.ID, Generation: is.Generation})
+		}
+	}
+	if g.spoil != nil {
+		g.spoil(&spec)
+		g.spoil = nil
+	}
+	return spec
 }

@@ -18,9 +18,14 @@ const minPollGap = 100 * time.Millisecond
 // got, and hands each to specs, replacing one the main loop has not taken:
 // only the newest spec matters. A 204 is simply asked again; errors are
 // retried with backoff. It returns when ctx ends.
+//
+// From version 5 it asks for a delta to the spec it holds, and makes it
+// whole from that spec before handing it on (wholeSpec); a delta it cannot
+// make whole is logged and the whole spec asked for (after=0).
 func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 	var (
-		after    int64 // the generation of the last spec received
+		held     *hostproto.NodeSpec // the last spec received, whole
+		askWhole bool                // the last delta could not be made whole
 		retry    backoff
 		last     time.Time
 		progress bool // the last poll brought a newer spec
@@ -30,7 +35,23 @@ func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 			return
 		}
 		last, progress = time.Now(), false
-		spec, ok, err := d.gw.spec(ctx, after)
+		var after int64 // the generation of the last spec received
+		if held != nil {
+			after = held.Generation
+		}
+		ask := after
+		if askWhole {
+			ask = 0
+		}
+		spec, ok, err := d.gw.spec(ctx, ask)
+		if err == nil && ok {
+			if spec, err = wholeSpec(spec, held); err != nil {
+				d.log.Warn("asking for the whole spec", "err", err)
+				askWhole, progress = true, true
+				continue
+			}
+			askWhole = false
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -48,7 +69,7 @@ func (d *Daemon) pollSpecs(ctx context.Context, specs chan hostproto.NodeSpec) {
 		}
 		progress = true
 		d.log.Info("new spec", "generation", spec.Generation, "instances", len(spec.Instances))
-		after = spec.Generation
+		held = &spec
 		select {
 		case <-specs:
 		default:

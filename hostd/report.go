@@ -2,32 +2,57 @@ package hostd
 
 import (
 	"context"
+	"slices"
 
 	"github.com/better-compute/vps/hostproto"
 )
 
+// outgoing is a report the main loop hands the post goroutine, with every
+// status the daemon has. whole says it must be posted so (a heartbeat's,
+// or the first); otherwise, from version 5, only what changed since the
+// last accepted report is posted (partialReport).
+type outgoing struct {
+	report hostproto.Report
+	whole  bool
+}
+
 // postReports posts the reports the main loop hands it. When a post fails
 // it retries with backoff, and with the newest report: one that arrived
 // meanwhile replaces the one that failed. It returns when ctx ends.
-func (d *Daemon) postReports(ctx context.Context, reports chan hostproto.Report) {
-	var retry backoff
+//
+// From version 5 a report that need not be whole is posted partial, with
+// only the statuses that changed since the last accepted report; after a
+// report failed or was refused, the next is whole.
+func (d *Daemon) postReports(ctx context.Context, reports chan outgoing) {
+	var (
+		retry backoff
+		// accepted are the statuses of the last accepted report; nil when
+		// the next report must be whole.
+		accepted map[string]statusKey
+	)
 	for {
-		var r hostproto.Report
+		var o outgoing
 		select {
 		case <-ctx.Done():
 			return
-		case r = <-reports:
+		case o = <-reports:
 		}
 		for {
+			r := o.report
+			if !o.whole && accepted != nil && d.gw.version >= hostproto.DeltaVersion {
+				r = partialReport(r, accepted)
+			}
 			err := d.gw.report(ctx, r)
 			if ctx.Err() == nil {
 				d.metrics.reportDone(err)
 			}
 			if err == nil {
 				d.xids.forget(r.Xids)
+				accepted = statusKeys(o.report.Instances)
 				retry.reset()
 				break
 			}
+			accepted = nil
 			if ctx.Err() != nil {
 				return
 			}
@@ -37,11 +62,51 @@ func (d *Daemon) postReports(ctx context.Context, reports chan hostproto.Report)
 				return
 			}
 			select {
-			case r = <-reports:
+			case o = <-reports:
 			default:
 			}
 		}
 	}
+}
+
+// statusKey is what the gateway records of an instance's status; a status
+// whose key is unchanged is left out of a partial report.
+type statusKey struct {
+	state      hostproto.State
+	reason     string
+	generation int64
+}
+
+func statusKeys(statuses []hostproto.InstanceStatus) map[string]statusKey {
+	out := make(map[string]statusKey, len(statuses))
+	for _, st := range statuses {
+		out[st.ID] = statusKey{st.State, st.Reason, st.Generation}
+	}
+	return out
+}
+
+// partialReport is r, a whole report, as a partial one to a gateway that
+// accepted the statuses accepted: only the statuses that changed, without
+// stats, and as absent the instances accepted listed that r does not.
+func partialReport(r hostproto.Report, accepted map[string]statusKey) hostproto.Report {
+	p := r
+	p.Partial, p.Instances = true, []hostproto.InstanceStatus{}
+	listed := make(map[string]bool, len(r.Instances))
+	for _, st := range r.Instances {
+		listed[st.ID] = true
+		if k, ok := accepted[st.ID]; ok && k == (statusKey{st.State, st.Reason, st.Generation}) {
+			continue
+		}
+		st.Stats = nil
+		p.Instances = append(p.Instances, st)
+	}
+	for id := range accepted {
+		if !listed[id] {
+			p.Absent = append(p.Absent, id)
+		}
+	}
+	slices.Sort(p.Absent)
+	return p
 }
 
 // addStats gives each running or paused instance of statuses its Stats. A

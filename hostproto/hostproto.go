@@ -15,8 +15,10 @@ import (
 // (NodeSpec.Commands, Report.Commands), restores (InstanceSpec.RestoreFrom)
 // and per-instance generations in reports (InstanceStatus.Generation,
 // StateDefining) (CommandsVersion). Version 4 added the GPU Xid events of
-// reports (Report.Xids) (XidsVersion).
-const Version = 4
+// reports (Report.Xids) (XidsVersion). Version 5 added spec deltas
+// (NodeSpec.After, NodeSpec.Unchanged, InstanceSpec.Generation) and
+// partial reports (Report.Partial, Report.Absent) (DeltaVersion).
+const Version = 5
 
 // MinVersion is the oldest version the gateway serves. It serves every
 // version from MinVersion to Version, each on its own paths, so a rolling
@@ -36,6 +38,13 @@ const CommandsVersion = 3
 // needs it: a host of an older version runs GPU instances all the same,
 // but the control plane hears nothing of its GPUs' faults.
 const XidsVersion = 4
+
+// DeltaVersion is the version that added spec deltas and partial reports:
+// a host polling with after > 0 is sent in full only the entries that
+// changed since, and reports only the statuses that changed, so what a
+// change costs no longer grows with the instances on its host. No
+// instance needs it.
+const DeltaVersion = 5
 
 // Paths of the gateway for this build's version, relative to the server's
 // base URL.
@@ -86,16 +95,36 @@ type NodeSpec struct {
 	Protocol int    `json:"protocol"`
 	HostID   string `json:"hostId"`
 	// Generation increases with every change to the spec.
-	Generation int64          `json:"generation"`
-	Instances  []InstanceSpec `json:"instances"`
+	Generation int64 `json:"generation"`
+	// After is, in a delta (version 5), the generation the delta is to:
+	// the one the host said it holds. Instances then has only the entries
+	// that changed after it, and Unchanged the others. Zero: the spec is
+	// whole.
+	After     int64          `json:"after,omitempty"`
+	Instances []InstanceSpec `json:"instances"`
+	// Unchanged are, in a delta, the instances whose entry has not changed
+	// since After: the host runs the entry it holds (version 5).
+	Unchanged []EntryRef `json:"unchanged,omitempty"`
 	// Commands are the host's open commands, oldest first (version 3).
 	Commands []Command `json:"commands,omitempty"`
+}
+
+// EntryRef names an instance's entry of a NodeSpec without its contents:
+// the entry a host already holds (version 5).
+type EntryRef struct {
+	ID string `json:"id"`
+	// Generation is the entry's generation (InstanceSpec.Generation).
+	Generation int64 `json:"generation"`
 }
 
 // InstanceSpec is one instance of a NodeSpec.
 type InstanceSpec struct {
 	// ID is the instance's API ID (ins_…).
 	ID string `json:"id"`
+	// Generation is the spec generation at which this entry last changed
+	// (version 5): a delta sends it again only once it changed after the
+	// generation the host holds.
+	Generation int64 `json:"generation,omitempty"`
 	// Name becomes the guest's hostname.
 	Name     string   `json:"name"`
 	Power    Power    `json:"power"`
@@ -181,11 +210,19 @@ const (
 // Report is what a host posts after converging and as its heartbeat.
 type Report struct {
 	Protocol int `json:"protocol"`
+	// Partial (version 5): Instances has only the statuses that changed
+	// since the host's last accepted report, and Absent the instances that
+	// report listed and the host no longer has; an instance of the spec
+	// missing from it is not absent. A partial report has no stats.
+	Partial bool `json:"partial,omitempty"`
 	// Generation is the spec generation the host last converged to; from
 	// version 3, the newest it received, each instance's status saying
 	// which it speaks for.
 	Generation int64            `json:"generation"`
 	Instances  []InstanceStatus `json:"instances"`
+	// Absent are, in a partial report, the instances the host's last
+	// accepted report listed that it no longer has (version 5).
+	Absent []string `json:"absent,omitempty"`
 	// Inventory is what the host has; sent at least with its first report.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Commands are the statuses of the spec's commands the host knows
@@ -233,7 +270,10 @@ type InstanceStatus struct {
 	// Generation is the spec generation whose entry for this instance the
 	// host last finished converging it to (version 3): a host converges
 	// instances concurrently, so one may lag the report's Generation.
-	// Zero (omitted) stands for the report's Generation.
+	// Zero (omitted) stands for the report's Generation. From version 5
+	// it is the entry's own generation (InstanceSpec.Generation), which
+	// stays put while the entry does, so a status unchanged in every other
+	// way is left out of partial reports.
 	Generation int64 `json:"generation,omitempty"`
 }
 

@@ -77,3 +77,31 @@ func TestAsBeforeXids(t *testing.T) {
 		t.Fatalf("Xids dropped at version %d", hostproto.XidsVersion)
 	}
 }
+
+// TestAsBeforeDeltas: rendered for version 4, a spec is whole, without
+// entry generations, and a report read as version 4 is whole; at version 5
+// both keep them.
+func TestAsBeforeDeltas(t *testing.T) {
+	t.Parallel()
+	spec := hostproto.NodeSpec{Protocol: hostproto.DeltaVersion, Generation: 5, After: 4,
+		Instances: []hostproto.InstanceSpec{{ID: "a", Generation: 5, RestoreFrom: "snp_x"}},
+		Unchanged: []hostproto.EntryRef{{ID: "b", Generation: 2}}, Commands: []hostproto.Command{{ID: "cmd_x"}}}
+	want := hostproto.NodeSpec{Protocol: hostproto.XidsVersion, Generation: 5,
+		Instances: []hostproto.InstanceSpec{{ID: "a", RestoreFrom: "snp_x"}}, Commands: []hostproto.Command{{ID: "cmd_x"}}}
+	if got := spec.As(hostproto.XidsVersion); !reflect.DeepEqual(got, want) {
+		t.Fatalf("spec as %d = %+v, want %+v", hostproto.XidsVersion, got, want)
+	}
+	if spec.Instances[0].Generation != 5 {
+		t.Fatal("rendering changed the original")
+	}
+	if got := spec.As(hostproto.DeltaVersion); !reflect.DeepEqual(got, spec) {
+		t.Fatalf("spec as %d = %+v", hostproto.DeltaVersion, got)
+	}
+	rep := hostproto.Report{Protocol: hostproto.DeltaVersion, Partial: true, Absent: []string{"b"}}
+	if got := rep.As(hostproto.XidsVersion); got.Partial || got.Absent != nil {
+		t.Fatalf("report as %d = %+v", hostproto.XidsVersion, got)
+	}
+	if got := rep.As(hostproto.DeltaVersion); !got.Partial || len(got.Absent) != 1 {
+		t.Fatalf("report as %d = %+v", hostproto.DeltaVersion, got)
+	}
+}

@@ -4,19 +4,31 @@ SELECT * FROM hosts WHERE credential_hash = $1;
 -- name: HostGeneration :one
 SELECT spec_generation FROM hosts WHERE id = $1;
 
--- SpecInstances lists what a host must run.
+-- SpecInstances lists what a host must run whose entry changed after
+-- generation @after (0: all of it; every entry's generation is above 0).
 -- name: SpecInstances :many
-SELECT * FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id;
+SELECT * FROM instances WHERE host_id = @host AND spec_power IS NOT NULL AND spec_generation > @after ORDER BY id;
 
--- SpecLeases gives the network of a host's instances.
+-- SpecEntries lists the instances a host must run, each with the
+-- generation at which its entry last changed, reading nothing else: what a
+-- spec delta says of the entries the host holds.
+-- name: SpecEntries :many
+SELECT id, spec_generation FROM instances WHERE host_id = @host AND spec_power IS NOT NULL ORDER BY id;
+
+-- SpecLeases gives the network of a host's instances whose entry changed
+-- after generation @after.
 -- name: SpecLeases :many
 SELECT l.instance_id, l.address, l.mac, p.cidr, p.gateway, p.dns
 FROM ip_leases l JOIN ip_pools p ON p.id = l.ip_pool_id
-WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL);
+WHERE l.released_at IS NULL AND l.instance_id IN (
+    SELECT id FROM instances WHERE host_id = @host AND spec_power IS NOT NULL AND spec_generation > @after);
 
--- SpecDevices gives the claimed devices of a host's instances.
+-- SpecDevices gives the claimed devices of a host's instances whose entry
+-- changed after generation @after.
 -- name: SpecDevices :many
-SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address;
+SELECT d.instance_id, d.address FROM device_claims d JOIN instances i ON i.id = d.instance_id
+WHERE d.host_id = @host AND d.released_at IS NULL AND i.spec_generation > @after
+ORDER BY d.instance_id, d.address;
 
 -- SetHostProtocol records the protocol version a host speaks; it changes
 -- (and counts) a row only when the version is new.
@@ -48,12 +60,14 @@ WHERE i.id = r.id AND i.host_id = @host AND i.spec_generation <= r.generation
 RETURNING i.id;
 
 -- ObserveAbsent records that a host no longer has the instances assigned to
--- it that it did not report.
+-- it that it did not report (a whole report), or (@gone not NULL, a
+-- partial report) those of @gone it said it no longer has.
 -- name: ObserveAbsent :many
 UPDATE instances SET observed_state = 'absent', observed_reason = '', observed_at = now()
 WHERE host_id = @host AND spec_generation <= @generation
   AND state NOT IN ('PENDING', 'DELETED')
   AND id <> ALL(@reported::uuid[])
+  AND (sqlc.narg(gone)::uuid[] IS NULL OR id = ANY(sqlc.narg(gone)::uuid[]))
   AND observed_state IS DISTINCT FROM 'absent'
 RETURNING id;
 

@@ -170,6 +170,7 @@ UPDATE instances SET observed_state = 'absent', observed_reason = '', observed_a
 WHERE host_id = $1 AND spec_generation <= $2
   AND state NOT IN ('PENDING', 'DELETED')
   AND id <> ALL($3::uuid[])
+  AND ($4::uuid[] IS NULL OR id = ANY($4::uuid[]))
   AND observed_state IS DISTINCT FROM 'absent'
 RETURNING id
 `
@@ -178,12 +179,19 @@ type ObserveAbsentParams struct {
 	Host       *uuid.UUID
 	Generation int64
 	Reported   []uuid.UUID
+	Gone       []uuid.UUID
 }
 
 // ObserveAbsent records that a host no longer has the instances assigned to
-// it that it did not report.
+// it that it did not report (a whole report), or (@gone not NULL, a
+// partial report) those of @gone it said it no longer has.
 func (q *Queries) ObserveAbsent(ctx context.Context, arg ObserveAbsentParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, observeAbsent, arg.Host, arg.Generation, arg.Reported)
+	rows, err := q.db.Query(ctx, observeAbsent,
+		arg.Host,
+		arg.Generation,
+		arg.Reported,
+		arg.Gone,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -345,17 +353,25 @@ func (q *Queries) SetHostRuntime(ctx context.Context, arg SetHostRuntimeParams) 
 }
 
 const specDevices = `-- name: SpecDevices :many
-SELECT instance_id, address FROM device_claims WHERE host_id = $1 AND released_at IS NULL ORDER BY instance_id, address
+SELECT d.instance_id, d.address FROM device_claims d JOIN instances i ON i.id = d.instance_id
+WHERE d.host_id = $1 AND d.released_at IS NULL AND i.spec_generation > $2
+ORDER BY d.instance_id, d.address
 `
+
+type SpecDevicesParams struct {
+	Host  uuid.UUID
+	After int64
+}
 
 type SpecDevicesRow struct {
 	InstanceID uuid.UUID
 	Address    string
 }
 
-// SpecDevices gives the claimed devices of a host's instances.
-func (q *Queries) SpecDevices(ctx context.Context, hostID uuid.UUID) ([]SpecDevicesRow, error) {
-	rows, err := q.db.Query(ctx, specDevices, hostID)
+// SpecDevices gives the claimed devices of a host's instances whose entry
+// changed after generation @after.
+func (q *Queries) SpecDevices(ctx context.Context, arg SpecDevicesParams) ([]SpecDevicesRow, error) {
+	rows, err := q.db.Query(ctx, specDevices, arg.Host, arg.After)
 	if err != nil {
 		return nil, err
 	}
@@ -374,13 +390,51 @@ func (q *Queries) SpecDevices(ctx context.Context, hostID uuid.UUID) ([]SpecDevi
 	return items, nil
 }
 
-const specInstances = `-- name: SpecInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
+const specEntries = `-- name: SpecEntries :many
+SELECT id, spec_generation FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL ORDER BY id
 `
 
-// SpecInstances lists what a host must run.
-func (q *Queries) SpecInstances(ctx context.Context, hostID *uuid.UUID) ([]Instance, error) {
-	rows, err := q.db.Query(ctx, specInstances, hostID)
+type SpecEntriesRow struct {
+	ID             uuid.UUID
+	SpecGeneration int64
+}
+
+// SpecEntries lists the instances a host must run, each with the
+// generation at which its entry last changed, reading nothing else: what a
+// spec delta says of the entries the host holds.
+func (q *Queries) SpecEntries(ctx context.Context, host *uuid.UUID) ([]SpecEntriesRow, error) {
+	rows, err := q.db.Query(ctx, specEntries, host)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SpecEntriesRow{}
+	for rows.Next() {
+		var i SpecEntriesRow
+		if err := rows.Scan(&i.ID, &i.SpecGeneration); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const specInstances = `-- name: SpecInstances :many
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL AND spec_generation > $2 ORDER BY id
+`
+
+type SpecInstancesParams struct {
+	Host  *uuid.UUID
+	After int64
+}
+
+// SpecInstances lists what a host must run whose entry changed after
+// generation @after (0: all of it; every entry's generation is above 0).
+func (q *Queries) SpecInstances(ctx context.Context, arg SpecInstancesParams) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, specInstances, arg.Host, arg.After)
 	if err != nil {
 		return nil, err
 	}
@@ -448,8 +502,14 @@ func (q *Queries) SpecInstances(ctx context.Context, hostID *uuid.UUID) ([]Insta
 const specLeases = `-- name: SpecLeases :many
 SELECT l.instance_id, l.address, l.mac, p.cidr, p.gateway, p.dns
 FROM ip_leases l JOIN ip_pools p ON p.id = l.ip_pool_id
-WHERE l.released_at IS NULL AND l.instance_id IN (SELECT id FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL)
+WHERE l.released_at IS NULL AND l.instance_id IN (
+    SELECT id FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL AND spec_generation > $2)
 `
+
+type SpecLeasesParams struct {
+	Host  *uuid.UUID
+	After int64
+}
 
 type SpecLeasesRow struct {
 	InstanceID uuid.UUID
@@ -460,9 +520,10 @@ type SpecLeasesRow struct {
 	Dns        []netip.Addr
 }
 
-// SpecLeases gives the network of a host's instances.
-func (q *Queries) SpecLeases(ctx context.Context, hostID *uuid.UUID) ([]SpecLeasesRow, error) {
-	rows, err := q.db.Query(ctx, specLeases, hostID)
+// SpecLeases gives the network of a host's instances whose entry changed
+// after generation @after.
+func (q *Queries) SpecLeases(ctx context.Context, arg SpecLeasesParams) ([]SpecLeasesRow, error) {
+	rows, err := q.db.Query(ctx, specLeases, arg.Host, arg.After)
 	if err != nil {
 		return nil, err
 	}
