@@ -34,7 +34,7 @@ type eventKey struct {
 	at time.Time
 }
 
-// watchRelay starts a relayWatch on c; stop it before reading it.
+// watchRelay starts a relayWatch on c; report stops it.
 func watchRelay(b *testing.B, c *cluster) *relayWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &relayWatch{heard: map[eventKey]time.Time{}, read: map[eventKey]time.Time{}, stamp: map[eventKey]time.Time{}}
@@ -75,13 +75,14 @@ func watchRelay(b *testing.B, c *cluster) *relayWatch {
 			w.note(w.read, []byte(msg.Payload), time.Now())
 		}
 	})
-	w.stop = func() {
+	w.stop = sync.OnceFunc(func() {
 		cancel()
 		sub.Close()
 		wg.Wait()
 		conn.Close(context.Background())
 		rdb.Close()
-	}
+	})
+	b.Cleanup(w.stop) // a benchmark that fails before its report
 	return w
 }
 
