@@ -11,6 +11,8 @@
 package app
 
 import (
+	"github.com/better-compute/vps/internal/pguuid"
+
 	"context"
 	"crypto/tls"
 	"errors"
@@ -65,6 +67,7 @@ func OpenDB(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	cfg.AfterConnect = pguuid.AfterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)

@@ -4,6 +4,8 @@
 package testenv
 
 import (
+	"github.com/better-compute/vps/internal/pguuid"
+
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -41,10 +43,16 @@ func DB(t testing.TB) *pgxpool.Pool {
 	return Open(t, DatabaseURL(t))
 }
 
-// Open returns a pool on url, closed when the test ends.
+// Open returns a pool on url, closed when the test ends, that encodes
+// UUIDs as app.OpenDB's does (pguuid).
 func Open(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("testenv: parse %s: %v", url, err)
+	}
+	cfg.AfterConnect = pguuid.AfterConnect
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("testenv: connect: %v", err)
 	}
