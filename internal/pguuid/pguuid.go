@@ -28,18 +28,29 @@ func AfterConnect(_ context.Context, c *pgx.Conn) error {
 }
 
 func tryWrapEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
-	if u, ok := value.(uuid.UUID); ok {
-		return &encodePlan{}, [16]byte(u), true
+	switch v := value.(type) {
+	case uuid.UUID:
+		return &encodePlan{}, [16]byte(v), true
+	case *uuid.UUID: // a *uuid.UUID is a driver.Valuer too
+		return &encodePlan{}, [16]byte{}, true
 	}
 	return nil, nil, false
 }
 
-// encodePlan encodes a uuid.UUID as a [16]byte, which pgtype's UUID codec
-// takes as it is.
+// encodePlan encodes a uuid.UUID, or a *uuid.UUID (nil: NULL), as a
+// [16]byte, which pgtype's UUID codec takes as it is.
 type encodePlan struct{ next pgtype.EncodePlan }
 
 func (p *encodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 
 func (p *encodePlan) Encode(value any, buf []byte) ([]byte, error) {
-	return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
+	switch v := value.(type) {
+	case *uuid.UUID:
+		if v == nil {
+			return nil, nil
+		}
+		return p.next.Encode([16]byte(*v), buf)
+	default:
+		return p.next.Encode([16]byte(value.(uuid.UUID)), buf)
+	}
 }
