@@ -192,6 +192,12 @@ func lockQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Fl
 	if err != nil {
 		return notFound(err, "tenantId", "tenant")
 	}
+	return fitsQuota(row, f)
+}
+
+// fitsQuota refuses one more instance of flavor f where row, a tenant's
+// limits and usage, has no room for it.
+func fitsQuota(row sqlc.TenantQuotaUsage, f sqlc.Flavor) error {
 	quota := sqlc.Quota{MaxInstances: row.MaxInstances, MaxVcpus: row.MaxVcpus, MaxMemoryMb: row.MaxMemoryMb, MaxGpus: row.MaxGpus}
 	usage := sqlc.TenantUsageRow{Instances: row.Instances, Vcpus: row.Vcpus, MemoryMb: row.MemoryMb, Gpus: row.Gpus}
 	return checkQuota(quota, usage, f, 1)
@@ -242,14 +248,10 @@ func replay(ctx context.Context, q *sqlc.Queries, ev *audit.Event, tenant uuid.U
 // (tenant_usage is kept at commit).
 func (s *Service) checkQuota(ctx context.Context, q *sqlc.Queries, tenant uuid.UUID, f sqlc.Flavor) error {
 	row, err := q.QuotaUsage(ctx, tenant)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("read quota and usage: %w", err)
+		return notFound(err, "tenantId", "tenant")
 	}
-	usage := sqlc.TenantUsageRow{Instances: row.Instances, Vcpus: row.Vcpus, MemoryMb: row.MemoryMb, Gpus: row.Gpus}
-	return checkQuota(row.Quota, usage, f, 1)
+	return fitsQuota(row, f)
 }
 
 // SetDesiredState asks for an instance to be running, stopped or deleted.

@@ -23,17 +23,11 @@ SELECT coalesce(u.instances, 0)::int AS instances,
        coalesce(u.gpus, 0)::int AS gpus
 FROM (SELECT @tenant_id::uuid AS tenant_id) t LEFT JOIN tenant_usage u USING (tenant_id);
 
--- QuotaUsage reads a tenant's quota and its usage (TenantUsage) in one
--- statement: run after taking the tenant's lock, its snapshot holds every
--- create that held the lock before. No row when the tenant has no quota.
+-- QuotaUsage reads a tenant's limits and usage (tenant_quota_usage) in
+-- one statement: run after taking the tenant's lock, its snapshot holds
+-- every create that held the lock before.
 -- name: QuotaUsage :one
-SELECT sqlc.embed(quotas),
-       coalesce(u.instances, 0)::int AS instances,
-       coalesce(u.vcpus, 0)::int AS vcpus,
-       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
-       coalesce(u.gpus, 0)::int AS gpus
-FROM quotas LEFT JOIN tenant_usage u USING (tenant_id)
-WHERE quotas.tenant_id = @tenant_id;
+SELECT * FROM tenant_quota_usage WHERE tenant_id = @tenant_id;
 
 -- DeleteTenantQuota removes a tenant's limits.
 -- name: DeleteTenantQuota :execrows

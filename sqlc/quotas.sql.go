@@ -69,38 +69,21 @@ func (q *Queries) LockTenantQuota(ctx context.Context, tenantID uuid.UUID) (Tena
 }
 
 const quotaUsage = `-- name: QuotaUsage :one
-SELECT quotas.tenant_id, quotas.max_instances, quotas.max_vcpus, quotas.max_memory_mb, quotas.max_gpus, quotas.updated_at, quotas.max_snapshots, quotas.max_snapshot_bytes,
-       coalesce(u.instances, 0)::int AS instances,
-       coalesce(u.vcpus, 0)::int AS vcpus,
-       coalesce(u.memory_mb, 0)::bigint AS memory_mb,
-       coalesce(u.gpus, 0)::int AS gpus
-FROM quotas LEFT JOIN tenant_usage u USING (tenant_id)
-WHERE quotas.tenant_id = $1
+SELECT tenant_id, max_instances, max_vcpus, max_memory_mb, max_gpus, instances, vcpus, memory_mb, gpus FROM tenant_quota_usage WHERE tenant_id = $1
 `
 
-type QuotaUsageRow struct {
-	Quota     Quota
-	Instances int32
-	Vcpus     int32
-	MemoryMb  int64
-	Gpus      int32
-}
-
-// QuotaUsage reads a tenant's quota and its usage (TenantUsage) in one
-// statement: run after taking the tenant's lock, its snapshot holds every
-// create that held the lock before. No row when the tenant has no quota.
-func (q *Queries) QuotaUsage(ctx context.Context, tenantID uuid.UUID) (QuotaUsageRow, error) {
+// QuotaUsage reads a tenant's limits and usage (tenant_quota_usage) in
+// one statement: run after taking the tenant's lock, its snapshot holds
+// every create that held the lock before.
+func (q *Queries) QuotaUsage(ctx context.Context, tenantID uuid.UUID) (TenantQuotaUsage, error) {
 	row := q.db.QueryRow(ctx, quotaUsage, tenantID)
-	var i QuotaUsageRow
+	var i TenantQuotaUsage
 	err := row.Scan(
-		&i.Quota.TenantID,
-		&i.Quota.MaxInstances,
-		&i.Quota.MaxVcpus,
-		&i.Quota.MaxMemoryMb,
-		&i.Quota.MaxGpus,
-		&i.Quota.UpdatedAt,
-		&i.Quota.MaxSnapshots,
-		&i.Quota.MaxSnapshotBytes,
+		&i.TenantID,
+		&i.MaxInstances,
+		&i.MaxVcpus,
+		&i.MaxMemoryMb,
+		&i.MaxGpus,
 		&i.Instances,
 		&i.Vcpus,
 		&i.MemoryMb,
