@@ -211,8 +211,9 @@ func (g *Gateway) Waiting() int { return g.hub.waiting() }
 // spec answers a long-poll: the NodeSpec, rendered for the version the
 // host speaks, once its generation passes after, or 204 when the wait ends
 // first. From hostproto.DeltaVersion, with after > 0, it is a delta to the
-// spec of generation after, which the host holds. A host holding instances its version cannot honour is refused
-// (400): it keeps running what it has, untouched.
+// spec of generation after, which the host holds. A host holding instances
+// its version cannot honour is refused (400): it keeps running what it
+// has, untouched.
 func (g *Gateway) spec(w http.ResponseWriter, r *http.Request, auth authenticatedHost, version int) {
 	host := auth.Host
 	if err := g.noteProtocol(r.Context(), host, version); err != nil {

@@ -71,11 +71,15 @@ func TestSpecDeltas(t *testing.T) {
 	}
 	want = map[string]hostproto.State{"ins_a": hostproto.StateRunning, "ins_b": "", "ins_c": hostproto.StateRunning}
 	waitReport(t, gw, "ins_b removed", func(r hostproto.Report) bool { return is(r, gen, want) })
-	for _, id := range []string{"ins_a", "ins_c"} {
-		if got := hv.Calls(id); got != (fake.Calls{Define: 1, Start: 1}) {
-			t.Errorf("%s: calls %+v, want one define and one start", id, got)
+	definedOnce := func(when string) {
+		t.Helper()
+		for _, id := range []string{"ins_a", "ins_c"} {
+			if got := hv.Calls(id); got != (fake.Calls{Define: 1, Start: 1}) {
+				t.Errorf("%s %s: calls %+v, want one define and one start", id, when, got)
+			}
 		}
 	}
+	definedOnce("after the deltas")
 	if _, ok := hv.Spec("ins_b"); ok {
 		t.Error("ins_b is still defined")
 	}
@@ -90,11 +94,7 @@ func TestSpecDeltas(t *testing.T) {
 	for range 3 { // the converge of the spec and two heartbeats
 		waitReport(t, gw, "the spec after a restart", func(r hostproto.Report) bool { return is(r, gen, want) })
 	}
-	for _, id := range []string{"ins_a", "ins_c"} {
-		if got := hv.Calls(id); got != (fake.Calls{Define: 1, Start: 1}) {
-			t.Errorf("%s after a restart: calls %+v, want one define and one start", id, got)
-		}
-	}
+	definedOnce("after a restart")
 }
 
 // TestDeltaNotWhole: a delta the daemon cannot make whole (it names an
