@@ -134,7 +134,10 @@ func checkReport(rep hostproto.Report, version int) error {
 // checkAbsent checks the absent list of a report (version 5): only a
 // partial report has one, and an instance it names is not also reported.
 func checkAbsent(rep hostproto.Report) error {
-	if len(rep.Absent) > 0 && !rep.Partial {
+	if len(rep.Absent) == 0 {
+		return nil
+	}
+	if !rep.Partial {
 		return badReport("absent", "only a partial report has one: a whole report's missing instances are absent")
 	}
 	listed := make(map[string]bool, len(rep.Instances))
