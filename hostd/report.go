@@ -77,10 +77,12 @@ type statusKey struct {
 	generation int64
 }
 
+func keyOf(st hostproto.InstanceStatus) statusKey { return statusKey{st.State, st.Reason, st.Generation} }
+
 func statusKeys(statuses []hostproto.InstanceStatus) map[string]statusKey {
 	out := make(map[string]statusKey, len(statuses))
 	for _, st := range statuses {
-		out[st.ID] = statusKey{st.State, st.Reason, st.Generation}
+		out[st.ID] = keyOf(st)
 	}
 	return out
 }
@@ -94,7 +96,7 @@ func partialReport(r hostproto.Report, accepted map[string]statusKey) hostproto.
 	listed := make(map[string]bool, len(r.Instances))
 	for _, st := range r.Instances {
 		listed[st.ID] = true
-		if k, ok := accepted[st.ID]; ok && k == (statusKey{st.State, st.Reason, st.Generation}) {
+		if k, ok := accepted[st.ID]; ok && k == keyOf(st) {
 			continue
 		}
 		st.Stats = nil
