@@ -77,7 +77,9 @@ type statusKey struct {
 	generation int64
 }
 
-func keyOf(st hostproto.InstanceStatus) statusKey { return statusKey{st.State, st.Reason, st.Generation} }
+func keyOf(st hostproto.InstanceStatus) statusKey {
+	return statusKey{st.State, st.Reason, st.Generation}
+}
 
 func statusKeys(statuses []hostproto.InstanceStatus) map[string]statusKey {
 	out := make(map[string]statusKey, len(statuses))
