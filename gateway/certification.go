@@ -28,17 +28,10 @@ type certProof struct {
 // A partial report (version 5) skips it when its proof is the one this
 // process last recorded for the host: every instance placed since was
 // recorded by its placement, and the host's whole reports, every
-// heartbeat, check them all anyway.
+// heartbeat, check them all anyway (certificationNeeded).
 func (g *Gateway) recordCertification(ctx context.Context, q *sqlc.Queries, r hostReport) (recorded, error) {
-	host := r.host
-	var proof certProof
-	if host.CertNotAfter != nil && time.Now().Before(*host.CertNotAfter) {
-		proof = certProof{certified: true, validBefore: *host.CertNotAfter}
-	}
-	if last, ok := g.proofs.Load(host.ID); r.report.Partial && ok && last.(certProof) == proof {
-		return recorded{}, nil
-	}
-	p := sqlc.SetHostCertificationParams{Host: host.ID, Certified: proof.certified}
+	proof := proofOf(r.host)
+	p := sqlc.SetHostCertificationParams{Host: r.host.ID, Certified: proof.certified}
 	if proof.certified {
 		p.ValidBefore = &proof.validBefore
 	}
@@ -52,4 +45,20 @@ func (g *Gateway) recordCertification(ctx context.Context, q *sqlc.Queries, r ho
 		}
 	}
 	return recorded{proof: &proof}, nil
+}
+
+// certificationNeeded says whether recordCertification has a report to
+// record: every whole one, and a partial one whose proof differs from the
+// one this process last recorded for the host.
+func (g *Gateway) certificationNeeded(r hostReport) bool {
+	last, ok := g.proofs.Load(r.host.ID)
+	return !r.report.Partial || !ok || last.(certProof) != proofOf(r.host)
+}
+
+// proofOf is how host proved itself in the request it authenticated.
+func proofOf(host authenticatedHost) certProof {
+	if host.CertNotAfter != nil && time.Now().Before(*host.CertNotAfter) {
+		return certProof{certified: true, validBefore: *host.CertNotAfter}
+	}
+	return certProof{}
 }

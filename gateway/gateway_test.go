@@ -28,7 +28,7 @@ import (
 )
 
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	gw         *gateway.Gateway
 	db         *pgxpool.Pool
 	rdb        *redis.Client
@@ -42,7 +42,7 @@ type env struct {
 	tenant, pool, flavor, image uuid.UUID
 }
 
-func setup(t *testing.T, configure ...func(*gateway.Config)) *env {
+func setup(t testing.TB, configure ...func(*gateway.Config)) *env {
 	db := testenv.DB(t)
 	rdb, prefix := testenv.Redis(t)
 	sealer, _ := seal.New("test")

@@ -14,8 +14,12 @@ import (
 
 // adoptProtocol records, in q's transaction, the protocol version a host
 // speaks. When it changed it returns the pool's pending instances: an
-// upgraded host may take some that need its new version.
+// upgraded host may take some that need its new version. A host row read
+// with the version already recorded costs no statement.
 func adoptProtocol(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int) ([]uuid.UUID, error) {
+	if host.Protocol != nil && int(*host.Protocol) == version {
+		return nil, nil
+	}
 	changed, err := q.SetHostProtocol(ctx, sqlc.SetHostProtocolParams{ID: host.ID, Protocol: ptr(int16(version))})
 	if err != nil {
 		return nil, fmt.Errorf("record protocol: %w", err)
@@ -35,7 +39,7 @@ func adoptProtocol(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version
 // before its first report.
 func (g *Gateway) noteProtocol(ctx context.Context, host sqlc.Host, version int) error {
 	if host.Protocol != nil && int(*host.Protocol) == version {
-		return nil
+		return nil // no transaction either
 	}
 	return pgx.BeginFunc(ctx, g.cfg.DB, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)

@@ -83,6 +83,9 @@ type reportHandler struct {
 	// name labels its failures in the log and the metrics.
 	name   string
 	handle handleFunc
+	// needed, if set, says whether a report gives the handler anything to
+	// do; one that does not is skipped, savepoint and all.
+	needed func(r hostReport) bool
 }
 
 // handleFunc records, with q, what a handler takes of r.
@@ -96,8 +99,8 @@ type handleFunc func(ctx context.Context, q *sqlc.Queries, r hostReport) (record
 func (g *Gateway) handlers() []reportHandler {
 	return []reportHandler{
 		{name: "instances", handle: g.recordInstances},
-		{name: "certification", handle: g.recordCertification},
-		{name: "xids", handle: g.recordXids},
+		{name: "certification", handle: g.recordCertification, needed: g.certificationNeeded},
+		{name: "xids", handle: g.recordXids, needed: func(r hostReport) bool { return len(r.report.Xids) > 0 }},
 	}
 }
 
@@ -170,6 +173,9 @@ func (g *Gateway) record(ctx context.Context, tx pgx.Tx, r hostReport) (recorded
 		return rec, err
 	}
 	for _, h := range g.chain {
+		if h.needed != nil && !h.needed(r) {
+			continue
+		}
 		out, err := runHandler(ctx, tx, h, r)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -247,7 +253,7 @@ func (g *Gateway) recordInstances(ctx context.Context, q *sqlc.Queries, r hostRe
 		return rec, err
 	}
 	if rep.Inventory != nil {
-		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory); err != nil {
+		if err := adoptInventory(ctx, q, host.ID, *rep.Inventory, r.before.HasCapacity); err != nil {
 			return rec, err
 		}
 	}
@@ -332,10 +338,13 @@ func observe(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int, 
 }
 
 // adoptInventory gives a host without capacity the capacity it reports,
-// so operators need not type it; capacity an operator set is kept.
-func adoptInventory(ctx context.Context, q *sqlc.Queries, host uuid.UUID, inv hostproto.Inventory) error {
-	if err := q.AdoptInventoryCapacity(ctx, sqlc.AdoptInventoryCapacityParams{HostID: host, Vcpus: int32(inv.Vcpus), MemoryMb: inv.MemoryMB, DiskGb: inv.DiskGB}); err != nil {
-		return fmt.Errorf("adopt capacity: %w", err)
+// so operators need not type it; capacity an operator set (or one adopted
+// before: hasCapacity) is kept.
+func adoptInventory(ctx context.Context, q *sqlc.Queries, host uuid.UUID, inv hostproto.Inventory, hasCapacity bool) error {
+	if !hasCapacity {
+		if err := q.AdoptInventoryCapacity(ctx, sqlc.AdoptInventoryCapacityParams{HostID: host, Vcpus: int32(inv.Vcpus), MemoryMb: inv.MemoryMB, DiskGb: inv.DiskGB}); err != nil {
+			return fmt.Errorf("adopt capacity: %w", err)
+		}
 	}
 	for _, gpu := range inv.GPUs {
 		if err := q.AdoptInventoryGPU(ctx, sqlc.AdoptInventoryGPUParams{HostID: host, Address: gpu.Address, Vendor: gpu.Vendor, Model: gpu.Model}); err != nil {

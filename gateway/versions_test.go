@@ -31,7 +31,7 @@ func (e *env) protocol() int {
 }
 
 // body reads a response's body.
-func body(t *testing.T, r io.Reader) string {
+func body(t testing.TB, r io.Reader) string {
 	t.Helper()
 	b, err := io.ReadAll(r)
 	if err != nil {

@@ -36,9 +36,12 @@ ORDER BY d.instance_id, d.address;
 UPDATE hosts SET protocol = @protocol WHERE id = @id AND protocol IS DISTINCT FROM @protocol;
 
 -- HostReportState reads what a report is checked against: when the host was
--- last seen, the generation it was sent and the one it last reported.
+-- last seen, the generation it was sent and the one it last reported, and
+-- whether it has a capacity (which its inventory need not set again).
 -- name: HostReportState :one
-SELECT last_seen_at, spec_generation, reported_generation FROM hosts WHERE id = $1;
+SELECT last_seen_at, spec_generation, reported_generation,
+    EXISTS (SELECT 1 FROM host_capacity c WHERE c.host_id = hosts.id) AS has_capacity
+FROM hosts WHERE id = $1;
 
 -- RecordReport notes a host's report. The reported generation never goes
 -- down: a late report of an older one is only a heartbeat.

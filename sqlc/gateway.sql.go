@@ -147,21 +147,30 @@ func (q *Queries) HostInstances(ctx context.Context, hostID *uuid.UUID) ([]uuid.
 }
 
 const hostReportState = `-- name: HostReportState :one
-SELECT last_seen_at, spec_generation, reported_generation FROM hosts WHERE id = $1
+SELECT last_seen_at, spec_generation, reported_generation,
+    EXISTS (SELECT 1 FROM host_capacity c WHERE c.host_id = hosts.id) AS has_capacity
+FROM hosts WHERE id = $1
 `
 
 type HostReportStateRow struct {
 	LastSeenAt         *time.Time
 	SpecGeneration     int64
 	ReportedGeneration int64
+	HasCapacity        bool
 }
 
 // HostReportState reads what a report is checked against: when the host was
-// last seen, the generation it was sent and the one it last reported.
+// last seen, the generation it was sent and the one it last reported, and
+// whether it has a capacity (which its inventory need not set again).
 func (q *Queries) HostReportState(ctx context.Context, id uuid.UUID) (HostReportStateRow, error) {
 	row := q.db.QueryRow(ctx, hostReportState, id)
 	var i HostReportStateRow
-	err := row.Scan(&i.LastSeenAt, &i.SpecGeneration, &i.ReportedGeneration)
+	err := row.Scan(
+		&i.LastSeenAt,
+		&i.SpecGeneration,
+		&i.ReportedGeneration,
+		&i.HasCapacity,
+	)
 	return i, err
 }
 
