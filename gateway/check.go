@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/better-compute/vps/hostproto"
@@ -105,6 +107,9 @@ func checkReport(rep hostproto.Report, version int) error {
 	if err := checkAbsent(rep); err != nil {
 		return err
 	}
+	if err := checkPartialStats(rep); err != nil {
+		return err
+	}
 	if err := checkCommands(rep.Commands); err != nil {
 		return err
 	}
@@ -151,6 +156,32 @@ func checkAbsent(rep hostproto.Report) error {
 		}
 		if listed[id] {
 			return badReport(field, "%s is also reported in instances", id)
+		}
+	}
+	return nil
+}
+
+// checkPartialStats checks where a report's stats are (version 6): a
+// partial report's are in its stats, not in its statuses, and a whole
+// report's in its statuses; and that they are in range.
+func checkPartialStats(rep hostproto.Report) error {
+	if !rep.Partial {
+		if len(rep.Stats) > 0 {
+			return badReport("stats", "only a partial report has them: a whole report's are in its statuses")
+		}
+		return nil
+	}
+	for i, st := range rep.Instances {
+		if st.Stats != nil {
+			return badReport(fmt.Sprintf("instances[%d].stats", i), "a partial report's stats are in its stats, not in its statuses")
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(rep.Stats)) {
+		if err := text.Check(id); err != nil {
+			return badReport("stats", "an instance ID: %v", err)
+		}
+		if err := checkStatsRange("stats."+id, rep.Stats[id]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -245,16 +276,22 @@ const maxMemoryBytes = 1 << 50
 // checkStats checks the stats of an instance's status: only a running or
 // paused domain has them, and their numbers are not negative.
 func checkStats(field string, st hostproto.InstanceStatus) error {
-	s := st.Stats
 	switch {
-	case s == nil:
+	case st.Stats == nil:
 		return nil
 	case st.State != hostproto.StateRunning && st.State != hostproto.StatePaused:
 		return badReport(field+".stats", "only a running or paused instance has stats, not a %s one", st.State)
+	}
+	return checkStatsRange(field+".stats", *st.Stats)
+}
+
+// checkStatsRange checks stats, at field, are within their range.
+func checkStatsRange(field string, s hostproto.Stats) error {
+	switch {
 	case s.CPUTimeNs < 0:
-		return badReport(field+".stats.cpuTimeNs", "must not be negative")
+		return badReport(field+".cpuTimeNs", "must not be negative")
 	case s.MemoryBytes < 0 || s.MemoryBytes > maxMemoryBytes:
-		return badReport(field+".stats.memoryBytes", "must be between 0 and %d", int64(maxMemoryBytes))
+		return badReport(field+".memoryBytes", "must be between 0 and %d", int64(maxMemoryBytes))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -173,11 +174,27 @@ func TestPartialReport(t *testing.T) {
 			t.Fatalf("after a partial report of a stopped: %s, %s; want stopped, running", observed(a), observed(b))
 		}
 	})
-	t.Run("a partial report's stats are not handed over", func(t *testing.T) {
+	t.Run("a partial report's stats are handed over, its own instances' only", func(t *testing.T) {
 		before := len(got.all())
-		post(hostproto.Report{Generation: gen, Partial: true, Instances: []hostproto.InstanceStatus{running(idA)}})
-		if observed(a) != "running" || len(got.all()) != before {
-			t.Fatalf("after a partial report with stats: %s, %d stats handed over", observed(a), len(got.all())-before)
+		other := ids.Encode(ids.Instance, e.another("elsewhere"))
+		post(hostproto.Report{Generation: gen, Partial: true, Instances: []hostproto.InstanceStatus{{ID: idA, State: hostproto.StateRunning}},
+			Stats: map[string]hostproto.Stats{idA: *stats, idB: *stats, other: *stats}})
+		all := got.all()
+		if observed(a) != "running" || len(all) != before+1 {
+			t.Fatalf("after a partial report with stats: %s, %d stats handed over, want 1", observed(a), len(all)-before)
+		}
+		if s := all[len(all)-1].Instances; len(s) != 2 || s[a] != *stats || s[b] != *stats {
+			t.Fatalf("stats handed over %v, want a's and b's", s)
+		}
+	})
+	t.Run("version 5 reads no stats in a partial report", func(t *testing.T) {
+		before := len(got.all())
+		r := hostproto.Report{Protocol: 5, Generation: gen, Partial: true, Instances: []hostproto.InstanceStatus{running(idA)}}
+		if resp := e.requestAt(5, "POST", hostproto.ReportPathOf(5), e.credential, r); resp.StatusCode != 204 {
+			t.Fatalf("version 5 partial report with stats: %d %s", resp.StatusCode, body(t, resp.Body))
+		}
+		if n := len(got.all()) - before; n != 0 {
+			t.Fatalf("%d stats handed over from a version 5 partial report", n)
 		}
 	})
 	t.Run("absent in a partial report is absent", func(t *testing.T) {
@@ -216,6 +233,23 @@ func TestPartialReport(t *testing.T) {
 		r.Partial = true
 		if resp := e.request("POST", hostproto.ReportPath, e.credential, r); resp.StatusCode != 400 {
 			t.Fatalf("a partial report naming b both reported and absent: %d", resp.StatusCode)
+		}
+	})
+	t.Run("stats where the report's kind has none", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			report hostproto.Report
+			field  string
+		}{
+			{"a whole report with stats outside its statuses", hostproto.Report{Generation: gen, Instances: both, Stats: map[string]hostproto.Stats{idA: *stats}}, "stats"},
+			{"a partial report with stats in a status", hostproto.Report{Generation: gen, Partial: true, Instances: []hostproto.InstanceStatus{running(idA)}}, "instances[0].stats"},
+			{"negative stats", hostproto.Report{Generation: gen, Partial: true, Stats: map[string]hostproto.Stats{idA: {CPUTimeNs: -1}}}, "stats." + idA + ".cpuTimeNs"},
+		} {
+			c.report.Protocol = hostproto.Version
+			resp := e.request("POST", hostproto.ReportPath, e.credential, c.report)
+			if msg := body(t, resp.Body); resp.StatusCode != 400 || !strings.HasPrefix(msg, c.field+":") {
+				t.Errorf("%s: %d %q, want 400 naming %s", c.name, resp.StatusCode, msg, c.field)
+			}
 		}
 	})
 	t.Run("version 4 reads partial as whole", func(t *testing.T) {

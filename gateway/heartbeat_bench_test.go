@@ -19,7 +19,8 @@ import (
 // BenchmarkHeartbeat is the gateway's side of a host's heartbeat when
 // nothing changed, at 100 running instances (a fleet of 10,000 on 100
 // hosts): the report posted to the handler, as each host does every
-// heartbeat interval. cpu-µs/report is the process's CPU per report, the
+// heartbeat interval, whole (every heartbeat before version 6, every
+// WholeReportEvery after) and partial with stats (the others). cpu-µs/report is the process's CPU per report, the
 // handler's share of serve's idle cost; Postgres's time is not in it.
 func BenchmarkHeartbeat(b *testing.B) {
 	e := setup(b, func(c *gateway.Config) { c.Stats = &sink{} })
@@ -55,14 +56,26 @@ func BenchmarkHeartbeat(b *testing.B) {
 	}
 	post(encode(whole)) // every instance observed running: what follows changes nothing
 
-	b.Run("whole", func(b *testing.B) {
-		body := encode(whole)
-		cpu0 := cpuTime(b)
-		for b.Loop() {
-			post(body)
-		}
-		b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/report")
-	})
+	// A heartbeat between the whole ones, from version 6: nothing changed,
+	// every instance's stats.
+	partial := whole
+	partial.Partial, partial.Instances, partial.Stats = true, nil, map[string]hostproto.Stats{}
+	for _, st := range statuses {
+		partial.Stats[st.ID] = *st.Stats
+	}
+	for _, c := range []struct {
+		name   string
+		report hostproto.Report
+	}{{"whole", whole}, {"partial", partial}} {
+		b.Run(c.name, func(b *testing.B) {
+			body := encode(c.report)
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				post(body)
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/report")
+		})
+	}
 }
 
 // cpuTime is the CPU time this process has used.

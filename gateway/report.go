@@ -273,9 +273,6 @@ func (g *Gateway) recordInstances(ctx context.Context, q *sqlc.Queries, r hostRe
 	if err := events.Wake(ctx, q, wake); err != nil {
 		return rec, err
 	}
-	if rep.Partial {
-		return rec, nil // stats come with the whole reports, every heartbeat
-	}
 	rec.stats, err = reportedStats(ctx, q, host.ID, rep)
 	return rec, err
 }

@@ -36,18 +36,23 @@ type HostStats struct {
 // instances; nil when it carries none.
 func reportedStats(ctx context.Context, q *sqlc.Queries, host uuid.UUID, rep hostproto.Report) (map[uuid.UUID]hostproto.Stats, error) {
 	var out map[uuid.UUID]hostproto.Stats
-	for _, st := range rep.Instances {
-		if st.Stats == nil {
-			continue
-		}
-		id, ok := ids.Decode(ids.Instance, st.ID)
+	add := func(s string, st hostproto.Stats) {
+		id, ok := ids.Decode(ids.Instance, s)
 		if !ok {
-			continue
+			return
 		}
 		if out == nil {
 			out = make(map[uuid.UUID]hostproto.Stats)
 		}
-		out[id] = *st.Stats
+		out[id] = st
+	}
+	for _, st := range rep.Instances {
+		if st.Stats != nil {
+			add(st.ID, *st.Stats)
+		}
+	}
+	for id, st := range rep.Stats {
+		add(id, st)
 	}
 	if out == nil {
 		return nil, nil

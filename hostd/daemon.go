@@ -96,7 +96,9 @@
 // From protocol 5 the heartbeat's reports are whole and the others
 // partial: only the statuses that changed since the last accepted report
 // (no stats), and the instances that report listed and the host no longer
-// has; after a failed post the next report is whole. Each status's
+// has; after a failed post the next report is whole. From protocol 6 the
+// heartbeat's reports are partial too, with the stats of every running
+// and paused instance, and whole every WholeReportEvery heartbeats. Each status's
 // generation is then its entry's, which stays put while the entry does.
 // The spec long-poll asks for a delta to the spec held and makes it whole
 // from it (or asks for the whole spec when it cannot).
@@ -143,6 +145,11 @@ type Config struct {
 	// failed (but not a failed Define or Start) and restarts domains that
 	// stopped on their own. Default DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
+	// WholeReportEvery is how many heartbeats make one whole report (from
+	// protocol 6; the others are partial). A whole report settles what a
+	// partial one cannot say; the fewer, the less an idle host costs the
+	// gateway. Default DefaultWholeReportEvery.
+	WholeReportEvery int
 	// ShutdownTimeout is how long a guest has to stop when asked before it
 	// is destroyed (Runtime.Shutdown). Default DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -178,6 +185,9 @@ type Config struct {
 const (
 	// DefaultHeartbeatInterval is the longest time between two reports.
 	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultWholeReportEvery makes a whole report every minute at the
+	// default heartbeat.
+	DefaultWholeReportEvery = 12
 	// DefaultShutdownTimeout is how long a guest has to stop before it is
 	// destroyed.
 	DefaultShutdownTimeout = 30 * time.Second
@@ -192,6 +202,9 @@ const (
 func (c Config) withDefaults() Config {
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.WholeReportEvery <= 0 {
+		c.WholeReportEvery = DefaultWholeReportEvery
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
@@ -307,9 +320,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	// spec is the spec last received; nil until the first.
 	var spec *hostproto.NodeSpec
-	d.report(ctx, spec, reports, true)
-	for {
-		whole := false // a heartbeat's report is whole, with stats
+	d.report(ctx, spec, reports, outgoing{whole: true, heartbeat: true})
+	for beats := 1; ; {
+		var o outgoing
 		select {
 		case <-ctx.Done():
 			return nil
@@ -317,7 +330,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			spec = &s
 			d.converge(ctx, spec)
 		case <-heartbeat.C:
-			whole = true
+			o.heartbeat = true
+			o.whole = d.gw.version < hostproto.HeartbeatVersion || beats%d.cfg.WholeReportEvery == 0
+			beats++
 			d.converge(ctx, spec)
 		case <-changes:
 			// Report only: the next heartbeat acts on what changed.
@@ -328,7 +343,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.convergeOnly(ctx, spec, again)
 			}
 		}
-		d.report(ctx, spec, reports, whole)
+		d.report(ctx, spec, reports, o)
 	}
 }
 
@@ -350,12 +365,11 @@ func (d *Daemon) convergeOnly(ctx context.Context, spec *hostproto.NodeSpec, onl
 }
 
 // report hands the post goroutine a report of what the Runtime holds,
-// replacing one not yet taken (which it is whole when either is). The
-// report is of spec's generation, 0 before the first spec. whole says it
-// must be posted whole; otherwise it may be posted partial (postReports).
-// When the Runtime cannot list its domains there is no report; the next
-// heartbeat tries again.
-func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports chan outgoing, whole bool) {
+// replacing one not yet taken (which it is whole, or a heartbeat's, when
+// either is). The report is of spec's generation, 0 before the first
+// spec. o says how to post it (outgoing). When the Runtime cannot list its
+// domains there is no report; the next heartbeat tries again.
+func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports chan outgoing, o outgoing) {
 	statuses, err := d.conv.statuses(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -386,10 +400,11 @@ func (d *Daemon) report(ctx context.Context, spec *hostproto.NodeSpec, reports c
 	}
 	select {
 	case old := <-reports:
-		whole = whole || old.whole
+		o.whole, o.heartbeat = o.whole || old.whole, o.heartbeat || old.heartbeat
 	default:
 	}
-	reports <- outgoing{report: r, whole: whole}
+	o.report = r
+	reports <- o
 }
 
 // asOlder renders r for an older protocol, which knows no instance being

@@ -43,6 +43,10 @@ type gateway struct {
 	// absent).
 	runtimes chan string
 
+	// version is the protocol version the gateway serves (speak); default
+	// hostproto.Version.
+	version int
+
 	// deltas: entries carry their generation, and a poll after a
 	// generation > 0 is answered with a delta (version 5), as the gateway
 	// does (serveDeltas).
@@ -104,7 +108,7 @@ func (g *gateway) update(change func(*hostproto.NodeSpec)) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	spec := hostproto.NodeSpec{
-		Protocol:   hostproto.Version,
+		Protocol:   g.versionLocked(),
 		HostID:     "host_test",
 		Generation: g.spec.Generation + 1,
 		Instances:  g.spec.Instances,
@@ -141,8 +145,8 @@ func (g *gateway) setHold(d time.Duration) {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if got := r.Header.Get(hostproto.Header); got != strconv.Itoa(hostproto.Version) {
-		g.t.Errorf("%s %s: %s header %q, want %d", r.Method, r.URL.Path, hostproto.Header, got, hostproto.Version)
+	if got, v := r.Header.Get(hostproto.Header), g.speaks(); got != strconv.Itoa(v) {
+		g.t.Errorf("%s %s: %s header %q, want %d", r.Method, r.URL.Path, hostproto.Header, got, v)
 		http.Error(w, "unsupported protocol", http.StatusBadRequest)
 		return
 	}
@@ -155,9 +159,9 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusServiceUnavailable)
 	case r.Header.Get("Authorization") != want:
 		g.refuse(w, r, http.StatusUnauthorized)
-	case r.Method == http.MethodGet && r.URL.Path == hostproto.SpecPath:
+	case r.Method == http.MethodGet && r.URL.Path == hostproto.SpecPathOf(g.speaks()):
 		g.serveSpec(w, r)
-	case r.Method == http.MethodPost && r.URL.Path == hostproto.ReportPath:
+	case r.Method == http.MethodPost && r.URL.Path == hostproto.ReportPathOf(g.speaks()):
 		g.serveReport(w, r)
 	default:
 		g.t.Errorf("unexpected request %s %s", r.Method, r.URL)
@@ -216,8 +220,8 @@ func (g *gateway) serveReport(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if report.Protocol != hostproto.Version {
-		g.t.Errorf("report protocol %d, want %d", report.Protocol, hostproto.Version)
+	if v := g.speaks(); report.Protocol != v {
+		g.t.Errorf("report protocol %d, want %d", report.Protocol, v)
 	}
 	record(g.posted, report)
 	record(g.reports, g.whole(report))
@@ -267,6 +271,28 @@ func record[T any](c chan T, v T) {
 	case c <- v:
 	default:
 	}
+}
+
+// speak makes the gateway serve protocol version v (and only it); call it
+// before the daemon starts, which must speak v too.
+func (g *gateway) speak(v int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.version = v
+}
+
+// speaks is the protocol version the gateway serves.
+func (g *gateway) speaks() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.versionLocked()
+}
+
+func (g *gateway) versionLocked() int {
+	if g.version == 0 {
+		return hostproto.Version
+	}
+	return g.version
 }
 
 // serveDeltas makes the gateway serve deltas as the version 5 gateway

@@ -1,17 +1,19 @@
 package hostd_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/better-compute/vps/drivers/runtime/fake"
+	"github.com/better-compute/vps/hostd"
 	"github.com/better-compute/vps/hostproto"
 )
 
 // TestPartialReports: between heartbeats the daemon posts partial reports
 // (version 5): only the statuses that changed since its last accepted
-// report, without stats, and as absent the instances it no longer has;
+// report, without stats (not even in the report's stats), and as absent the instances it no longer has;
 // after a report failed, the next is whole.
 func TestPartialReports(t *testing.T) {
 	t.Parallel()
@@ -33,7 +35,7 @@ func TestPartialReports(t *testing.T) {
 		st, ok := status(r, "ins_b")
 		return r.Generation == gen && ok && st.State == hostproto.StateStopped
 	})
-	if !r.Partial || len(r.Instances) != 1 || len(r.Absent) != 0 || r.Instances[0].Generation != gen {
+	if !r.Partial || len(r.Instances) != 1 || len(r.Absent) != 0 || len(r.Stats) != 0 || r.Instances[0].Generation != gen {
 		t.Fatalf("report of ins_b stopped: %s, want partial with only ins_b at generation %d", describe(&r), gen)
 	}
 
@@ -65,29 +67,59 @@ func TestPartialReports(t *testing.T) {
 	}
 }
 
-// TestHeartbeatReportsWhole: the heartbeat's reports are whole, with
-// stats; the partial ones between them carry none.
-func TestHeartbeatReportsWhole(t *testing.T) {
+// TestHeartbeatReports: from version 6 the heartbeat's reports are
+// partial, with every running instance's stats in the report's stats, and
+// every WholeReportEvery heartbeats whole, with stats in the statuses.
+// Before version 6 (at 5) every heartbeat's report is whole.
+func TestHeartbeatReports(t *testing.T) {
 	t.Parallel()
-	gw := newGateway(t)
-	gw.serveDeltas()
-	hv := newHypervisor(t, fake.Config{})
-	start(t, gw, hv, heartbeat(200*time.Millisecond))
+	for _, c := range []struct {
+		version int
+		partial bool // heartbeats between the whole ones are partial
+	}{
+		{hostproto.HeartbeatVersion, true},
+		{hostproto.DeltaVersion, false},
+	} {
+		t.Run(fmt.Sprintf("version %d", c.version), func(t *testing.T) {
+			t.Parallel()
+			gw := newGateway(t)
+			gw.serveDeltas()
+			gw.speak(c.version)
+			hv := newHypervisor(t, fake.Config{})
+			start(t, gw, hv, heartbeat(100*time.Millisecond), func(cfg *hostd.Config) {
+				cfg.Protocol, cfg.WholeReportEvery = c.version, 3
+			})
 
-	gen := gw.setSpec(instance("ins_a", hostproto.PowerRunning), instance("ins_b", hostproto.PowerRunning))
-	partials := 0
-	waitOn(t, gw.posted, "a whole report with both running, with stats, after a partial one", func(r hostproto.Report) bool {
-		if r.Partial {
-			partials++
-			for _, st := range r.Instances {
-				if st.Stats != nil {
-					t.Fatalf("a partial report with stats: %+v", r)
+			gen := gw.setSpec(instance("ins_a", hostproto.PowerRunning), instance("ins_b", hostproto.PowerRunning))
+			withStats, wholes := 0, 0
+			waitOn(t, gw.posted, "two whole reports with both running, with stats", func(r hostproto.Report) bool {
+				if r.Partial {
+					for _, st := range r.Instances {
+						if st.Stats != nil {
+							t.Fatalf("a partial report with stats in a status: %s", describe(&r))
+						}
+					}
+					if _, ok := r.Stats["ins_a"]; ok && r.Generation == gen {
+						if _, ok := r.Stats["ins_b"]; !ok {
+							t.Fatalf("a partial report with ins_a's stats but not ins_b's: %+v", r.Stats)
+						}
+						withStats++
+					}
+					return false
 				}
+				if len(r.Stats) > 0 {
+					t.Fatalf("a whole report with stats outside its statuses: %+v", r)
+				}
+				a, _ := status(r, "ins_a")
+				b, _ := status(r, "ins_b")
+				if r.Generation == gen && a.Stats != nil && b.Stats != nil {
+					wholes++
+				}
+				return wholes == 2
+			})
+			if got := withStats > 0; got != c.partial {
+				t.Fatalf("%d partial reports with both's stats before the 2nd whole one; want some: %v", withStats, c.partial)
 			}
-			return false
-		}
-		a, _ := status(r, "ins_a")
-		b, _ := status(r, "ins_b")
-		return partials > 0 && r.Generation == gen && a.Stats != nil && b.Stats != nil
-	})
+		})
+	}
 }

@@ -8,12 +8,15 @@ import (
 )
 
 // outgoing is a report the main loop hands the post goroutine, with every
-// status the daemon has. whole says it must be posted so (a heartbeat's,
-// or the first); otherwise, from version 5, only what changed since the
-// last accepted report is posted (partialReport).
+// status the daemon has. whole says it must be posted so (the first, and
+// a heartbeat's before version 6 or every Config.WholeReportEvery
+// heartbeats); otherwise, from version 5, only what changed since the
+// last accepted report is posted (partialReport). heartbeat says it is a
+// heartbeat's, which carries the stats.
 type outgoing struct {
-	report hostproto.Report
-	whole  bool
+	report    hostproto.Report
+	whole     bool
+	heartbeat bool
 }
 
 // postReports posts the reports the main loop hands it. When a post fails
@@ -40,7 +43,7 @@ func (d *Daemon) postReports(ctx context.Context, reports chan outgoing) {
 		for {
 			r := o.report
 			if !o.whole && accepted != nil && d.gw.version >= hostproto.DeltaVersion {
-				r = partialReport(r, accepted)
+				r = partialReport(r, accepted, o.heartbeat && d.gw.version >= hostproto.HeartbeatVersion)
 			}
 			err := d.gw.report(ctx, r)
 			if ctx.Err() == nil {
@@ -92,12 +95,20 @@ func statusKeys(statuses []hostproto.InstanceStatus) map[string]statusKey {
 // partialReport is r, a whole report, as a partial one to a gateway that
 // accepted the statuses accepted: only the statuses that changed, without
 // stats, and as absent the instances accepted listed that r does not.
-func partialReport(r hostproto.Report, accepted map[string]statusKey) hostproto.Report {
+// withStats (a heartbeat's, version 6) keeps every status's stats in the
+// report's Stats.
+func partialReport(r hostproto.Report, accepted map[string]statusKey, withStats bool) hostproto.Report {
 	p := r
 	p.Partial, p.Instances = true, []hostproto.InstanceStatus{}
 	listed := make(map[string]bool, len(r.Instances))
 	for _, st := range r.Instances {
 		listed[st.ID] = true
+		if withStats && st.Stats != nil {
+			if p.Stats == nil {
+				p.Stats = make(map[string]hostproto.Stats)
+			}
+			p.Stats[st.ID] = *st.Stats
+		}
 		if k, ok := accepted[st.ID]; ok && k == keyOf(st) {
 			continue
 		}

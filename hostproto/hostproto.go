@@ -17,8 +17,10 @@ import (
 // StateDefining) (CommandsVersion). Version 4 added the GPU Xid events of
 // reports (Report.Xids) (XidsVersion). Version 5 added spec deltas
 // (NodeSpec.After, NodeSpec.Unchanged, InstanceSpec.Generation) and
-// partial reports (Report.Partial, Report.Absent) (DeltaVersion).
-const Version = 5
+// partial reports (Report.Partial, Report.Absent) (DeltaVersion). Version
+// 6 added the stats of partial reports (Report.Stats), which made the
+// heartbeat's report partial (HeartbeatVersion).
+const Version = 6
 
 // MinVersion is the oldest version the gateway serves. It serves every
 // version from MinVersion to Version, each on its own paths, so a rolling
@@ -45,6 +47,13 @@ const XidsVersion = 4
 // change costs no longer grows with the instances on its host. No
 // instance needs it.
 const DeltaVersion = 5
+
+// HeartbeatVersion is the version that added Report.Stats: a partial
+// report may carry the stats of the host's running and paused instances,
+// so the heartbeat's report, which carries them, need not be whole, and
+// an idle host's heartbeat costs what changed, not what it holds. No
+// instance needs it.
+const HeartbeatVersion = 6
 
 // Paths of the gateway for this build's version, relative to the server's
 // base URL.
@@ -213,7 +222,8 @@ type Report struct {
 	// Partial (version 5): Instances has only the statuses that changed
 	// since the host's last accepted report, and Absent the instances that
 	// report listed and the host no longer has; an instance of the spec
-	// missing from it is not absent. A partial report has no stats.
+	// missing from it is not absent. A partial report's statuses have no
+	// stats; from version 6 its Stats may have them.
 	Partial bool `json:"partial,omitempty"`
 	// Generation is the spec generation the host last converged to; from
 	// version 3, the newest it received, each instance's status saying
@@ -223,6 +233,10 @@ type Report struct {
 	// Absent are, in a partial report, the instances the host's last
 	// accepted report listed that it no longer has (version 5).
 	Absent []string `json:"absent,omitempty"`
+	// Stats are, in a partial report, the stats of running and paused
+	// instances by ID, whether or not their status changed (version 6);
+	// a whole report carries them in its statuses.
+	Stats map[string]Stats `json:"stats,omitempty"`
 	// Inventory is what the host has; sent at least with its first report.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Commands are the statuses of the spec's commands the host knows

@@ -38,11 +38,19 @@ func (s NodeSpec) As(version int) NodeSpec {
 }
 
 // As reads r as a report of the given version: it keeps no field that
-// version does not know. Before DeltaVersion a report is whole (not
-// partial, no absent list); before XidsVersion it also has no Xid events;
+// version does not know. Before HeartbeatVersion a report has no Stats,
+// and a partial one no stats in its statuses either;
+// before DeltaVersion it is also whole (not partial, no absent list);
+// before XidsVersion it also has no Xid events;
 // before CommandsVersion no commands either, and its Generation speaks for
 // every instance; before SandboxVersion it has no stats.
 func (r Report) As(version int) Report {
+	if version < HeartbeatVersion {
+		r.Stats = nil
+		if r.Partial {
+			r.Instances = withoutStats(r.Instances)
+		}
+	}
 	if version < DeltaVersion {
 		r.Partial, r.Absent = false, nil
 	}
@@ -63,4 +71,14 @@ func (r Report) As(version int) Report {
 	}
 	r.Instances = instances
 	return r
+}
+
+// withoutStats is statuses without their stats.
+func withoutStats(statuses []InstanceStatus) []InstanceStatus {
+	out := make([]InstanceStatus, len(statuses))
+	for i, st := range statuses {
+		st.Stats = nil
+		out[i] = st
+	}
+	return out
 }

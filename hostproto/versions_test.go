@@ -105,3 +105,27 @@ func TestAsBeforeDeltas(t *testing.T) {
 		t.Fatalf("report as %d = %+v", hostproto.DeltaVersion, got)
 	}
 }
+
+// TestAsBeforeHeartbeats: before version 6 a partial report has no stats,
+// neither its own nor its statuses'; a whole one keeps its statuses'.
+func TestAsBeforeHeartbeats(t *testing.T) {
+	t.Parallel()
+	s := &hostproto.Stats{CPUTimeNs: 1}
+	partial := hostproto.Report{Protocol: hostproto.HeartbeatVersion, Partial: true,
+		Instances: []hostproto.InstanceStatus{{ID: "a", State: hostproto.StateRunning, Stats: s}},
+		Stats:     map[string]hostproto.Stats{"b": *s}}
+	got := partial.As(hostproto.DeltaVersion)
+	if got.Stats != nil || got.Instances[0].Stats != nil {
+		t.Fatalf("partial report as %d = %+v", hostproto.DeltaVersion, got)
+	}
+	if partial.Instances[0].Stats == nil {
+		t.Fatal("rendering changed the original")
+	}
+	if got := partial.As(hostproto.HeartbeatVersion); !reflect.DeepEqual(got, partial) {
+		t.Fatalf("partial report as %d = %+v", hostproto.HeartbeatVersion, got)
+	}
+	whole := hostproto.Report{Protocol: hostproto.HeartbeatVersion, Instances: partial.Instances}
+	if got := whole.As(hostproto.DeltaVersion); got.Instances[0].Stats == nil {
+		t.Fatalf("whole report as %d lost its statuses' stats", hostproto.DeltaVersion)
+	}
+}
