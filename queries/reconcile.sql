@@ -60,8 +60,14 @@ WHERE (i.state <> i.desired_state AND i.state NOT IN ('DELETED', 'ERROR'))
 -- step decides on and writes its events with: its host's name and liveness
 -- (as HostLiveness says it; not alive when it has no host) and the addresses
 -- and MACs of its live leases, oldest first (as ListLiveLeases orders them).
+-- Those are as of the row returned only when fresh: a row updated while the
+-- statement waited for its lock comes back as it is now, but Postgres
+-- re-checks only the locked row, so the host and leases beside it are of
+-- the row before (a placement that committed meanwhile: no host, no lease),
+-- and are to be read again.
 -- name: LockInstanceStep :one
 SELECT sqlc.embed(i),
+       ((SELECT s.xmin FROM instances s WHERE s.id = i.id) = i.xmin)::boolean AS fresh,
        coalesce(h.name, '')::text AS host_name,
        coalesce(h.last_seen_at > now() - make_interval(secs => @silent_after::float8), false)::boolean AS host_alive,
        l.addresses::inet[] AS lease_addresses,

@@ -117,12 +117,13 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 // own. Its host's liveness and its addresses come with the row lock.
 func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, wake *[]uuid.UUID) (bool, error) {
 	inst := locked.Instance
-	var hosts hostCache
-	if inst.HostID != nil {
-		hosts = hostCache{*inst.HostID: {ID: *inst.HostID, Name: locked.HostName, PoolID: inst.PoolID, Alive: locked.HostAlive}}
+	var (
+		hosts hostCache
+		addrs addresses
+	)
+	if err := lockedFacts(ctx, q, locked, &hosts, &addrs); err != nil {
+		return false, err
 	}
-	var addrs addresses
-	addrs.set(leasesOf(locked))
 	for i := range maxSteps {
 		f, err := r.facts(ctx, q, inst, &hosts)
 		if err != nil {
@@ -164,7 +165,7 @@ const maxSteps = 4
 type hostCache map[uuid.UUID]sqlc.HostLivenessRow
 
 // addresses is what one transaction knows of an instance's live leases
-// (its addresses), read with its row lock, so that the events of its steps
+// (its addresses), read with its row lock (lockedFacts), so that the events of its steps
 // do not each read them: they change only when a placement leases one or a
 // deletion releases them.
 type addresses struct {
@@ -174,18 +175,31 @@ type addresses struct {
 // set records the instance's live leases.
 func (a *addresses) set(leases []sqlc.IpLease) { a.leases = leases }
 
-// leasesOf is the live leases LockInstanceStep read with the row lock, with
-// what the steps read of them: the address (the events') and the MAC
-// (placement's, when it keeps the lease of an earlier one).
-func leasesOf(locked sqlc.LockInstanceStepRow) []sqlc.IpLease {
-	if len(locked.LeaseAddresses) == 0 {
+// lockedFacts records what LockInstanceStep read beside the row lock: the
+// host's liveness in hosts and the live leases in addrs. When they are not
+// fresh (the row changed while its lock was waited for), it reads the
+// leases again and leaves the host to facts, which reads it.
+func lockedFacts(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, hosts *hostCache, addrs *addresses) error {
+	inst := locked.Instance
+	if !locked.Fresh {
+		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
+		if err != nil {
+			return fmt.Errorf("read addresses: %w", err)
+		}
+		addrs.set(leases)
 		return nil
 	}
-	leases := make([]sqlc.IpLease, len(locked.LeaseAddresses))
-	for i, a := range locked.LeaseAddresses {
-		leases[i] = sqlc.IpLease{Address: a, Mac: locked.LeaseMacs[i], InstanceID: locked.Instance.ID}
+	if inst.HostID != nil {
+		*hosts = hostCache{*inst.HostID: {ID: *inst.HostID, Name: locked.HostName, PoolID: inst.PoolID, Alive: locked.HostAlive}}
 	}
-	return leases
+	// What the steps read of a lease: the address (the events') and the MAC
+	// (placement's, when it keeps the lease of an earlier one).
+	var leases []sqlc.IpLease
+	for i, a := range locked.LeaseAddresses {
+		leases = append(leases, sqlc.IpLease{Address: a, Mac: locked.LeaseMacs[i], InstanceID: inst.ID})
+	}
+	addrs.set(leases)
+	return nil
 }
 
 func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache) (facts, error) {

@@ -50,6 +50,50 @@ func TestStepReadsWithItsLock(t *testing.T) {
 	}
 }
 
+// TestLockInstanceStepAfterAWait: a row updated while LockInstanceStep
+// waited for its lock comes back not fresh, since the host and leases read
+// beside it are of the row before; read again, it is fresh, with them.
+func TestLockInstanceStepAfterAWait(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	host := e.host("hv-1", 4)
+	id := e.create("vm")
+	arg := sqlc.LockInstanceStepParams{ID: id, SilentAfter: time.Hour.Seconds()}
+
+	tx, err := e.db.Begin(e.ctx)
+	e.check(err)
+	defer tx.Rollback(e.ctx)
+	_, err = tx.Exec(e.ctx, "UPDATE instances SET host_id = $2, version = version + 1 WHERE id = $1", id, host)
+	e.check(err)
+	_, err = tx.Exec(e.ctx, `INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+		SELECT gen_random_uuid(), id, range_start, '02:bc:0a:c8:00:0a', $1 FROM ip_pools LIMIT 1`, id)
+	e.check(err)
+	type result struct {
+		row sqlc.LockInstanceStepRow
+		err error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		row, err := sqlc.New(e.db).LockInstanceStep(e.ctx, arg)
+		waited <- result{row, err}
+	}()
+	e.eventually(10*time.Second, "LockInstanceStep waiting for the row lock", func() bool {
+		return e.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- name: LockInstanceStep%'") == 1
+	})
+	e.check(tx.Commit(e.ctx))
+	got := <-waited
+	e.check(got.err)
+	if got.row.Fresh || got.row.Instance.HostID == nil || *got.row.Instance.HostID != host {
+		t.Fatalf("after the wait: fresh %v, host %v; want not fresh, the row as committed (host %v)", got.row.Fresh, got.row.Instance.HostID, host)
+	}
+
+	again, err := sqlc.New(e.db).LockInstanceStep(e.ctx, arg)
+	e.check(err)
+	if !again.Fresh || again.HostName != "hv-1" || !again.HostAlive || len(again.LeaseAddresses) != 1 || len(again.LeaseMacs) != 1 {
+		t.Fatalf("read again: fresh %v, host %q alive %v, leases %v %v", again.Fresh, again.HostName, again.HostAlive, again.LeaseAddresses, again.LeaseMacs)
+	}
+}
+
 // queryNames counts the statements of a pool by their sqlc name.
 type queryNames struct {
 	mu sync.Mutex

@@ -58,6 +58,7 @@ func (q *Queries) HostLiveness(ctx context.Context, arg HostLivenessParams) (Hos
 
 const lockInstanceStep = `-- name: LockInstanceStep :one
 SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed,
+       ((SELECT s.xmin FROM instances s WHERE s.id = i.id) = i.xmin)::boolean AS fresh,
        coalesce(h.name, '')::text AS host_name,
        coalesce(h.last_seen_at > now() - make_interval(secs => $1::float8), false)::boolean AS host_alive,
        l.addresses::inet[] AS lease_addresses,
@@ -79,6 +80,7 @@ type LockInstanceStepParams struct {
 
 type LockInstanceStepRow struct {
 	Instance       Instance
+	Fresh          bool
 	HostName       string
 	HostAlive      bool
 	LeaseAddresses []netip.Addr
@@ -90,6 +92,11 @@ type LockInstanceStepRow struct {
 // step decides on and writes its events with: its host's name and liveness
 // (as HostLiveness says it; not alive when it has no host) and the addresses
 // and MACs of its live leases, oldest first (as ListLiveLeases orders them).
+// Those are as of the row returned only when fresh: a row updated while the
+// statement waited for its lock comes back as it is now, but Postgres
+// re-checks only the locked row, so the host and leases beside it are of
+// the row before (a placement that committed meanwhile: no host, no lease),
+// and are to be read again.
 func (q *Queries) LockInstanceStep(ctx context.Context, arg LockInstanceStepParams) (LockInstanceStepRow, error) {
 	row := q.db.QueryRow(ctx, lockInstanceStep, arg.SilentAfter, arg.ID)
 	var i LockInstanceStepRow
@@ -139,6 +146,7 @@ func (q *Queries) LockInstanceStep(ctx context.Context, arg LockInstanceStepPara
 		&i.Instance.HostCertified,
 		&i.Instance.HostCertValidBefore,
 		&i.Instance.EnvSealed,
+		&i.Fresh,
 		&i.HostName,
 		&i.HostAlive,
 		&i.LeaseAddresses,
