@@ -54,3 +54,29 @@ WHERE (i.state <> i.desired_state AND i.state NOT IN ('DELETED', 'ERROR'))
    OR (i.host_id IS NOT NULL AND i.state NOT IN ('DELETED', 'PENDING', 'LOST', 'ERROR') AND EXISTS (
         SELECT 1 FROM hosts h WHERE h.id = i.host_id
           AND (h.last_seen_at IS NULL OR h.last_seen_at <= now() - make_interval(secs => @silent_after::float8))));
+
+-- LockInstanceStep takes an instance's row lock for a reconciler's step, as
+-- LockInstance does, and reads with it, in the same round trip, what the
+-- step decides on and writes its events with: its host's name and liveness
+-- (as HostLiveness says it; not alive when it has no host) and the addresses
+-- and MACs of its live leases, oldest first (as ListLiveLeases orders them).
+-- Those are as of the row returned only when fresh: a row updated while the
+-- statement waited for its lock comes back as it is now, but Postgres
+-- re-checks only the locked row, so the host and leases beside it are of
+-- the row before (a placement that committed meanwhile: no host, no lease),
+-- and are to be read again.
+-- name: LockInstanceStep :one
+SELECT sqlc.embed(i),
+       ((SELECT s.xmin FROM instances s WHERE s.id = i.id) = i.xmin)::boolean AS fresh,
+       coalesce(h.name, '')::text AS host_name,
+       coalesce(h.last_seen_at > now() - make_interval(secs => @silent_after::float8), false)::boolean AS host_alive,
+       l.addresses::inet[] AS lease_addresses,
+       l.macs::text[] AS lease_macs
+FROM instances i
+LEFT JOIN hosts h ON h.id = i.host_id
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(address ORDER BY leased_at), '{}') AS addresses,
+           coalesce(array_agg(mac ORDER BY leased_at), '{}') AS macs
+    FROM ip_leases WHERE instance_id = i.id AND released_at IS NULL) l
+WHERE i.id = @id
+FOR NO KEY UPDATE OF i;

@@ -35,8 +35,9 @@ type instances struct {
 }
 
 // stepFunc takes one step for an instance whose row q's transaction
-// locked, and reports whether another step may follow at once.
-type stepFunc func(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (again bool, err error)
+// locked (locked, with what LockInstanceStep read beside it), and reports
+// whether another step may follow at once.
+type stepFunc func(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, wake *[]uuid.UUID) (again bool, err error)
 
 // Reconcile takes one step for the instance req names.
 func (k *instances) Reconcile(ctx context.Context, req Request) (Result, error) {
@@ -64,18 +65,18 @@ func (k *instances) converge(ctx context.Context, id uuid.UUID) (again bool, err
 	var wake []uuid.UUID
 	err = pgx.BeginFunc(ctx, k.r.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		inst, err := q.LockInstance(ctx, id)
+		locked, err := q.LockInstanceStep(ctx, sqlc.LockInstanceStepParams{ID: id, SilentAfter: k.r.cfg.HostSilentAfter.Seconds()})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("lock instance: %w", err)
 		}
-		step, err := k.stepOf(ctx, q, inst.PoolID)
+		step, err := k.stepOf(ctx, q, locked.Instance.PoolID)
 		if err != nil {
 			return err
 		}
-		again, err = step(ctx, q, inst, &wake)
+		again, err = step(ctx, q, locked, &wake)
 		return err
 	})
 	if err != nil {
@@ -97,8 +98,8 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 	step := stepFunc(k.r.hostedStep)
 	if acct != nil {
 		id := *acct
-		step = func(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, _ *[]uuid.UUID) (bool, error) {
-			return k.r.convergeProvider(ctx, q, inst, id)
+		step = func(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, _ *[]uuid.UUID) (bool, error) {
+			return k.r.convergeProvider(ctx, q, locked.Instance, id)
 		}
 	}
 	k.steps.Store(pool, step)
@@ -113,12 +114,16 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 // not three (two of them finding nothing to do). It reports whether another
 // step may follow at once: only when it stopped at maxSteps or after giving
 // up a host, whose next step (placing again) is left to a transaction of its
-// own.
-func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, wake *[]uuid.UUID) (bool, error) {
+// own. Its host's liveness and its addresses come with the row lock.
+func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, wake *[]uuid.UUID) (bool, error) {
+	inst := locked.Instance
 	var (
 		hosts hostCache
 		addrs addresses
 	)
+	if err := lockedFacts(ctx, q, locked, &hosts, &addrs); err != nil {
+		return false, err
+	}
 	for i := range maxSteps {
 		f, err := r.facts(ctx, q, inst, &hosts)
 		if err != nil {
@@ -160,15 +165,42 @@ const maxSteps = 4
 type hostCache map[uuid.UUID]sqlc.HostLivenessRow
 
 // addresses is what one transaction knows of an instance's live leases
-// (its addresses), so that the events of its steps do not each read them:
-// they change only when a placement leases one or a deletion releases them.
+// (its addresses), read with its row lock (lockedFacts), so that the events of its steps
+// do not each read them: they change only when a placement leases one or a
+// deletion releases them.
 type addresses struct {
-	known  bool
 	leases []sqlc.IpLease
 }
 
 // set records the instance's live leases.
-func (a *addresses) set(leases []sqlc.IpLease) { a.known, a.leases = true, leases }
+func (a *addresses) set(leases []sqlc.IpLease) { a.leases = leases }
+
+// lockedFacts records what LockInstanceStep read beside the row lock: the
+// host's liveness in hosts and the live leases in addrs. When they are not
+// fresh (the row changed while its lock was waited for), it reads the
+// leases again and leaves the host to facts, which reads it.
+func lockedFacts(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, hosts *hostCache, addrs *addresses) error {
+	inst := locked.Instance
+	if !locked.Fresh {
+		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
+		if err != nil {
+			return fmt.Errorf("read addresses: %w", err)
+		}
+		addrs.set(leases)
+		return nil
+	}
+	if inst.HostID != nil {
+		*hosts = hostCache{*inst.HostID: {ID: *inst.HostID, Name: locked.HostName, PoolID: inst.PoolID, Alive: locked.HostAlive}}
+	}
+	// What the steps read of a lease: the address (the events') and the MAC
+	// (placement's, when it keeps the lease of an earlier one).
+	var leases []sqlc.IpLease
+	for i, a := range locked.LeaseAddresses {
+		leases = append(leases, sqlc.IpLease{Address: a, Mac: locked.LeaseMacs[i], InstanceID: inst.ID})
+	}
+	addrs.set(leases)
+	return nil
+}
 
 func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache) (facts, error) {
 	f := facts{
@@ -252,22 +284,12 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 // transition makes the one guarded write of a step: it refuses a change
 // of state the state table does not allow, compares and sets on the state
 // and version read under the row lock, and writes the change's event. It
-// returns the row written. The event's addresses are those addrs knows,
-// read (and then known) when it does not; nil reads them.
+// returns the row written. The event's addresses are those addrs knows;
+// nil reads them.
 func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, addrs *addresses) (sqlc.Instance, error) {
 	from, to := lifecycle.State(p.FromState), lifecycle.State(p.ToState)
 	if from != to && !lifecycle.CanTransition(from, to) {
 		return sqlc.Instance{}, fmt.Errorf("transition %s → %s is not in the state table", from, to)
-	}
-	if addrs != nil && !addrs.known {
-		// Read before the write, so that its stamp (the event's updatedAt)
-		// is as near its commit as it can be; the row lock the step holds
-		// keeps the instance's leases as they are.
-		leases, err := q.ListLiveLeases(ctx, []uuid.UUID{p.ID})
-		if err != nil {
-			return sqlc.Instance{}, fmt.Errorf("read addresses: %w", err)
-		}
-		addrs.set(leases)
 	}
 	out, err := q.Transition(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -26,15 +26,11 @@ import (
 // stays PENDING with the reason (placed false), and is woken when room
 // frees.
 //
-// The pool's lock is held to the commit, so what needs no lock is done
-// before it (the instance's own leases) and what the lock's holder knows is
-// not read again (the chosen host is alive: it is in hosts for the steps
+// The pool's lock is held to the commit, so what the lock's holder knows is
+// not read again: the instance's own leases (addrs, read with its row lock)
+// and the chosen host's liveness (it is alive: it is in hosts for the steps
 // that follow).
 func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache, addrs *addresses, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
-	held, err := q.ListLiveLeases(ctx, []uuid.UUID{inst.ID})
-	if err != nil {
-		return inst, false, fmt.Errorf("read lease: %w", err)
-	}
 	pool, err := q.LockPool(ctx, inst.PoolID)
 	if err != nil {
 		return inst, false, fmt.Errorf("lock pool: %w", err)
@@ -83,7 +79,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return inst, false, r.wait(ctx, q, inst, reason+devices)
 	}
 
-	mac, err := r.lease(ctx, q, inst, held, addrs)
+	mac, err := r.lease(ctx, q, inst, addrs)
 	if errors.Is(err, errNoAddress) {
 		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
@@ -244,13 +240,12 @@ var errNoAddress = errors.New("no free address")
 var errNoIPRange = errors.New("no IP range")
 
 // lease returns the MAC of the instance's address: the lease it kept from
-// an earlier placement (held, its live leases), or a new one from the
-// pool's ranges, and records its leases in addrs. A pool with no ranges
-// has no address to give: errNoIPRange.
-func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, held []sqlc.IpLease, addrs *addresses) (string, error) {
-	if len(held) > 0 {
-		addrs.set(held)
-		return held[0].Mac, nil
+// an earlier placement (in addrs, its live leases), or a new one from the
+// pool's ranges, which it records in addrs. A pool with no ranges has no
+// address to give: errNoIPRange.
+func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses) (string, error) {
+	if len(addrs.leases) > 0 {
+		return addrs.leases[0].Mac, nil
 	}
 	pool, addr, err := freeAddress(ctx, q, inst.PoolID)
 	if errors.Is(err, errNoAddress) {

@@ -7,6 +7,7 @@ package sqlc
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,105 @@ func (q *Queries) HostLiveness(ctx context.Context, arg HostLivenessParams) (Hos
 		&i.PoolID,
 		&i.LastSeenAt,
 		&i.Alive,
+	)
+	return i, err
+}
+
+const lockInstanceStep = `-- name: LockInstanceStep :one
+SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed,
+       ((SELECT s.xmin FROM instances s WHERE s.id = i.id) = i.xmin)::boolean AS fresh,
+       coalesce(h.name, '')::text AS host_name,
+       coalesce(h.last_seen_at > now() - make_interval(secs => $1::float8), false)::boolean AS host_alive,
+       l.addresses::inet[] AS lease_addresses,
+       l.macs::text[] AS lease_macs
+FROM instances i
+LEFT JOIN hosts h ON h.id = i.host_id
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(address ORDER BY leased_at), '{}') AS addresses,
+           coalesce(array_agg(mac ORDER BY leased_at), '{}') AS macs
+    FROM ip_leases WHERE instance_id = i.id AND released_at IS NULL) l
+WHERE i.id = $2
+FOR NO KEY UPDATE OF i
+`
+
+type LockInstanceStepParams struct {
+	SilentAfter float64
+	ID          uuid.UUID
+}
+
+type LockInstanceStepRow struct {
+	Instance       Instance
+	Fresh          bool
+	HostName       string
+	HostAlive      bool
+	LeaseAddresses []netip.Addr
+	LeaseMacs      []string
+}
+
+// LockInstanceStep takes an instance's row lock for a reconciler's step, as
+// LockInstance does, and reads with it, in the same round trip, what the
+// step decides on and writes its events with: its host's name and liveness
+// (as HostLiveness says it; not alive when it has no host) and the addresses
+// and MACs of its live leases, oldest first (as ListLiveLeases orders them).
+// Those are as of the row returned only when fresh: a row updated while the
+// statement waited for its lock comes back as it is now, but Postgres
+// re-checks only the locked row, so the host and leases beside it are of
+// the row before (a placement that committed meanwhile: no host, no lease),
+// and are to be read again.
+func (q *Queries) LockInstanceStep(ctx context.Context, arg LockInstanceStepParams) (LockInstanceStepRow, error) {
+	row := q.db.QueryRow(ctx, lockInstanceStep, arg.SilentAfter, arg.ID)
+	var i LockInstanceStepRow
+	err := row.Scan(
+		&i.Instance.ID,
+		&i.Instance.TenantID,
+		&i.Instance.PoolID,
+		&i.Instance.FlavorID,
+		&i.Instance.ImageID,
+		&i.Instance.ImageUrl,
+		&i.Instance.ImageSha256,
+		&i.Instance.ImageFormat,
+		&i.Instance.ImageVerified,
+		&i.Instance.Name,
+		&i.Instance.SshKeys,
+		&i.Instance.Vcpus,
+		&i.Instance.MemoryMb,
+		&i.Instance.DiskGb,
+		&i.Instance.GpuModel,
+		&i.Instance.GpuCount,
+		&i.Instance.DesiredState,
+		&i.Instance.State,
+		&i.Instance.StateReason,
+		&i.Instance.HostID,
+		&i.Instance.IdempotencyKey,
+		&i.Instance.Version,
+		&i.Instance.CreatedAt,
+		&i.Instance.UpdatedAt,
+		&i.Instance.SpecPower,
+		&i.Instance.SpecGeneration,
+		&i.Instance.Mac,
+		&i.Instance.ObservedState,
+		&i.Instance.ObservedReason,
+		&i.Instance.ObservedAt,
+		&i.Instance.AvoidHostID,
+		&i.Instance.ProviderServerID,
+		&i.Instance.ProviderServerAt,
+		&i.Instance.ProviderStatus,
+		&i.Instance.ProviderAddresses,
+		&i.Instance.UserDataSealed,
+		&i.Instance.SandboxID,
+		&i.Instance.WarmTemplateID,
+		&i.Instance.RestoreFrom,
+		&i.Instance.ClaimedAt,
+		&i.Instance.NetworkPolicy,
+		&i.Instance.WarmTemplateVersion,
+		&i.Instance.HostCertified,
+		&i.Instance.HostCertValidBefore,
+		&i.Instance.EnvSealed,
+		&i.Fresh,
+		&i.HostName,
+		&i.HostAlive,
+		&i.LeaseAddresses,
+		&i.LeaseMacs,
 	)
 	return i, err
 }

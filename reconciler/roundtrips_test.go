@@ -1,0 +1,122 @@
+package reconciler_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/better-compute/vps/reconciler"
+	"github.com/better-compute/vps/sqlc"
+)
+
+// TestStepReadsWithItsLock: an instance's steps from PENDING to RUNNING
+// read its host's liveness and its addresses with its row lock, not in
+// round trips of their own (HostLiveness, ListLiveLeases).
+func TestStepReadsWithItsLock(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.host("hv-1", 4)
+	id := e.create("vm")
+	names := &queryNames{n: map[string]int{}}
+	cfg := e.db.Config()
+	cfg.ConnConfig.Tracer = names
+	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	e.check(err)
+	t.Cleanup(db.Close)
+	tune := func(c *reconciler.Config) { c.DB, c.HostSilentAfter = db, time.Hour }
+	_, stop := e.start(tune, nil)
+
+	e.eventually(10*time.Second, "the instance PROVISIONING", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'PROVISIONING'", id) == 1
+	})
+	// The host's report, written with no reconciler running, so that no
+	// step waits for its row lock (and then reads again, not fresh).
+	stop()
+	_, err = e.db.Exec(e.ctx, "UPDATE instances SET observed_state = 'running' WHERE id = $1", id)
+	e.check(err)
+	e.start(tune, nil)
+	e.eventually(10*time.Second, "the instance RUNNING", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'RUNNING' AND mac IS NOT NULL", id) == 1
+	})
+	for _, q := range []string{"HostLiveness", "ListLiveLeases"} {
+		if n := names.get(q); n != 0 {
+			t.Errorf("%s ran %d times", q, n)
+		}
+	}
+	if names.get("LockInstanceStep") < 2 {
+		t.Errorf("LockInstanceStep ran %d times, want 2 or more", names.get("LockInstanceStep"))
+	}
+}
+
+// TestLockInstanceStepAfterAWait: a row updated while LockInstanceStep
+// waited for its lock comes back not fresh, since the host and leases read
+// beside it are of the row before; read again, it is fresh, with them.
+func TestLockInstanceStepAfterAWait(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	host := e.host("hv-1", 4)
+	id := e.create("vm")
+	arg := sqlc.LockInstanceStepParams{ID: id, SilentAfter: time.Hour.Seconds()}
+
+	tx, err := e.db.Begin(e.ctx)
+	e.check(err)
+	defer tx.Rollback(e.ctx)
+	_, err = tx.Exec(e.ctx, "UPDATE instances SET host_id = $2, version = version + 1 WHERE id = $1", id, host)
+	e.check(err)
+	_, err = tx.Exec(e.ctx, `INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+		SELECT gen_random_uuid(), id, range_start, '02:bc:0a:c8:00:0a', $1 FROM ip_pools LIMIT 1`, id)
+	e.check(err)
+	type result struct {
+		row sqlc.LockInstanceStepRow
+		err error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		row, err := sqlc.New(e.db).LockInstanceStep(e.ctx, arg)
+		waited <- result{row, err}
+	}()
+	e.eventually(10*time.Second, "LockInstanceStep waiting for the row lock", func() bool {
+		return e.count("pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- name: LockInstanceStep%'") == 1
+	})
+	e.check(tx.Commit(e.ctx))
+	got := <-waited
+	e.check(got.err)
+	if got.row.Fresh || got.row.Instance.HostID == nil || *got.row.Instance.HostID != host {
+		t.Fatalf("after the wait: fresh %v, host %v; want not fresh, the row as committed (host %v)", got.row.Fresh, got.row.Instance.HostID, host)
+	}
+
+	again, err := sqlc.New(e.db).LockInstanceStep(e.ctx, arg)
+	e.check(err)
+	if !again.Fresh || again.HostName != "hv-1" || !again.HostAlive || len(again.LeaseAddresses) != 1 || len(again.LeaseMacs) != 1 {
+		t.Fatalf("read again: fresh %v, host %q alive %v, leases %v %v", again.Fresh, again.HostName, again.HostAlive, again.LeaseAddresses, again.LeaseMacs)
+	}
+}
+
+// queryNames counts the statements of a pool by their sqlc name.
+type queryNames struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (q *queryNames) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if name, ok := strings.CutPrefix(data.SQL, "-- name: "); ok {
+		name, _, _ = strings.Cut(name, " ")
+		q.mu.Lock()
+		q.n[name]++
+		q.mu.Unlock()
+	}
+	return ctx
+}
+
+func (q *queryNames) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (q *queryNames) get(name string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n[name]
+}
