@@ -60,51 +60,17 @@ func (g *guardedConn) WriteJSON(v any) error { return writeJSON(g, v) }
 func (g *guardedConn) WriteText(b []byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.writeText(b)
-}
-
-// directMax is how many bytes a client may have unread for tryWriteText
-// to write to it: few enough that a write never waits for room in the
-// socket's send buffer (Linux's starts at 16 KiB).
-const directMax = 8 << 10
-
-// tryWriteText writes b as WriteText does, but only when that cannot
-// wait: no other write is under way and what the client has not read,
-// with b, stays within directMax. It reports whether b was written; a
-// fan-out group writes to its members itself this way, and leaves a
-// member it cannot to the member's own goroutine.
-func (g *guardedConn) tryWriteText(b []byte) (bool, error) {
-	if g.raw == nil || !g.mu.TryLock() {
-		return false, nil
-	}
-	defer g.mu.Unlock()
-	if !g.within(directMax - len(b)) {
-		return false, nil
-	}
-	return true, g.writeText(b)
-}
-
-// within reports whether the client has at most limit bytes unread,
-// counting them only when what was written since the last count could
-// have taken it past.
-func (g *guardedConn) within(limit int) bool {
-	if b, ok := g.unreadBound(); ok && b <= int64(limit) {
-		return true
-	}
-	n, ok := g.recount()
-	return ok && n <= limit
-}
-
-// writeText writes b within the bounds; g.mu is held.
-func (g *guardedConn) writeText(b []byte) error {
 	if g.raw == nil {
 		return g.frameConn.WriteText(b)
 	}
 	if g.mayBeOver() {
-		if n, ok := g.recount(); ok && n > g.maxUnread {
+		at, _ := written(g.raw)
+		n, ok := unread(g.raw)
+		if ok && n > g.maxUnread {
 			g.slow(fmt.Sprintf("slow consumer: %d bytes sent and not read (at most %d)", n, g.maxUnread))
 			return errSlowConsumer
 		}
+		g.unread, g.countedAt, g.counted = n, at, ok
 	}
 	g.raw.SetWriteDeadline(time.Now().Add(g.writeTimeout))
 	err := g.frameConn.WriteText(b)
@@ -120,23 +86,8 @@ func (g *guardedConn) writeText(b []byte) error {
 // bytes: always, unless a count was taken and what was written since could
 // not take it past.
 func (g *guardedConn) mayBeOver() bool {
-	b, ok := g.unreadBound()
-	return !ok || b > int64(g.maxUnread)
-}
-
-// unreadBound is, when ok, at most what the client has not read, known
-// without counting: the last count and what was written since.
-func (g *guardedConn) unreadBound() (n int64, ok bool) {
-	at, ok := written(g.raw)
-	return int64(g.unread) + at - g.countedAt, ok && g.counted
-}
-
-// recount counts what the client has not read, for the bounds after it.
-func (g *guardedConn) recount() (int, bool) {
-	at, _ := written(g.raw)
-	n, ok := unread(g.raw)
-	g.unread, g.countedAt, g.counted = n, at, ok
-	return n, ok
+	n, ok := written(g.raw)
+	return !ok || !g.counted || int64(g.unread)+n-g.countedAt > int64(g.maxUnread)
 }
 
 func isTimeout(err error) bool {

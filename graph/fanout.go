@@ -28,13 +28,10 @@ import (
 // authorization scope (tenant and role) form a group. The group holds one
 // hub subscription and runs the operation once, as its scope and not as
 // any one member, and encodes the response once: each member writes the
-// same bytes inside its own operation's message (frames). The group
-// writes them to each member's websocket itself when that cannot wait
-// (member.deliver); a member it cannot write to at once gets the event
-// in its queue, for its own response loop. Each member keeps what is its
-// own: its snapshots (executed for it alone), the versions it has
-// delivered, its queue, and being dropped when that queue fills, which
-// never slows the group or the other members.
+// same bytes inside its own operation's message (frames). Each member
+// keeps what is its own: its snapshots (executed for it alone), the
+// versions it has delivered, its queue, and being dropped when that queue
+// fills, which never slows the group or the other members.
 
 // fanout holds the groups of one handler.
 type fanout struct {
@@ -59,8 +56,6 @@ type shared struct {
 	resp    *graphql.Response
 	// payload is resp encoded, as every member writes it.
 	payload []byte
-	// at is when the group had the event.
-	at time.Time
 }
 
 // group is the members of one shape and the execution they share.
@@ -80,14 +75,12 @@ type group struct {
 	members map[*member]struct{}
 }
 
-// member is one subscription of a group. The group writes its events to
-// the member's websocket itself while it can (deliver); otherwise its
-// websocket's response loop (respond) takes them from q. The member's
+// member is one subscription of a group. Its websocket's response loop
+// (respond) takes the group's events from q itself; the member's
 // snapshots are delivered through next by a goroutine that lives only as
-// long as one does (catchUp), and the snapshot and the group's events
-// take turns: they are delivered only between a snapshot's end (ready)
-// and the next resync. An idle member thus costs one goroutine, its
-// response loop, which an event the group writes does not wake.
+// long as one does (catchUp), and the two take turns: the loop reads q
+// only between a snapshot's end (ready) and the next resync. An idle
+// member thus costs one goroutine, its response loop.
 type member struct {
 	g    *group
 	ctx  context.Context // the subscription's: ends with it
@@ -97,20 +90,11 @@ type member struct {
 	// set) through next; false when the subscription ended or the state
 	// could not be read.
 	snapshot func(since time.Time) bool
-	// mu guards live and pending, and is held while the group writes.
-	mu sync.Mutex
-	// live is whether the group's events are delivered (not a snapshot);
-	// pending, how many are queued or being written by the response
-	// loop: the group writes one itself only at none, so they stay in
-	// order.
-	live    bool
-	pending int
-	// seen is the version of each instance delivered last. Whichever of
-	// the snapshot, the loop and the group has its turn uses it.
+	// live is whether the response loop reads q; seen, the version of
+	// each instance delivered last. Whichever of the loop and the
+	// snapshot has its turn uses them.
+	live bool
 	seen map[uuid.UUID]int64
-	// written tells the response loop's operation of a response written
-	// for it; set by the loop, under mu.
-	written func(resp *graphql.Response, start time.Time)
 	// out is the channel the member's resolver gave gqlgen: its own
 	// events pass through it to be executed for it alone.
 	out     chan model.InstanceEvent
@@ -287,12 +271,12 @@ func (g *group) run() {
 				return
 			}
 			g.f.hub.Encoded(true)
-			g.broadcast(&shared{d: d, id: id, version: version, resp: resp, payload: payload, at: time.Now()})
+			g.broadcast(&shared{d: d, id: id, version: version, resp: resp, payload: payload})
 		}
 	}
 }
 
-// broadcast delivers s to every member without waiting: a member whose
+// broadcast queues s for every member without waiting: a member whose
 // queue is full is dropped alone.
 func (g *group) broadcast(s *shared) {
 	g.mu.RLock()
@@ -301,15 +285,12 @@ func (g *group) broadcast(s *shared) {
 	for m := range g.members {
 		select {
 		case <-m.dropped:
-			continue
-		default:
-		}
-		if m.deliver(s) {
+		case m.q <- s:
 			queued++
-			continue
+		default:
+			m.drop("slow consumer: fell more than " + strconv.Itoa(g.f.buffer) + " events behind")
+			dropped++
 		}
-		m.drop("slow consumer: fell more than " + strconv.Itoa(g.f.buffer) + " events behind")
-		dropped++
 	}
 	if !s.d.Resync {
 		g.f.hub.Queued(queued, dropped)
@@ -323,33 +304,6 @@ func (g *group) dropAll(reason string) {
 		m.drop(reason)
 	}
 	g.f.hub.Queued(0, len(g.members))
-}
-
-// deliver writes s to the member's websocket if it can at once, else
-// queues it for the response loop; false when the queue is full.
-func (m *member) deliver(s *shared) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.live && m.pending == 0 && m.frames != nil && !s.d.Resync {
-		if s.version <= m.seen[s.id] {
-			return true
-		}
-		done, err := m.frames.tryWrite(s.payload)
-		if done {
-			m.seen[s.id] = s.version
-			if err == nil {
-				m.written(s.resp, s.at)
-			}
-			return true // an error closes the connection: nothing to queue
-		}
-	}
-	select {
-	case m.q <- s:
-		m.pending++
-		return true
-	default:
-		return false
-	}
 }
 
 func (m *member) drop(reason string) {
@@ -366,14 +320,10 @@ func (m *member) drop(reason string) {
 // group's events, in order and each version once, until the next own
 // event or the end; a group's event the member cannot write itself is
 // returned as it is.
-func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, written func(resp *graphql.Response, start time.Time)) *graphql.Response {
-	m.mu.Lock()
-	m.written = written
-	live := m.live
-	m.mu.Unlock()
+func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, written func(*graphql.Response)) *graphql.Response {
 	for {
 		var q <-chan *shared
-		if live {
+		if m.live {
 			q = m.q
 		}
 		select {
@@ -386,9 +336,7 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 			case it.end:
 				return nil
 			case it.ready:
-				m.mu.Lock()
-				m.live, live = true, true
-				m.mu.Unlock()
+				m.live = true
 				continue
 			}
 			m.g.f.hub.Encoded(false)
@@ -396,44 +344,24 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 			return next(ctx)
 		case s := <-q:
 			if s.d.Resync {
-				m.mu.Lock()
-				m.live, live = false, false
-				m.pending--
-				m.mu.Unlock()
+				m.live = false
 				m.catchUp(s.d.Since, true)
 				continue
 			}
-			resp, err := m.write(s)
-			m.mu.Lock()
-			m.pending--
-			m.mu.Unlock()
-			switch {
-			case err != nil:
-				return nil // the connection is closing
-			case resp != nil:
-				return resp
+			if s.version <= m.seen[s.id] {
+				continue
 			}
+			m.seen[s.id] = s.version
+			if m.frames == nil {
+				m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
+				return s.resp
+			}
+			if err := m.frames.write(s.payload); err != nil {
+				return nil // the connection is closing
+			}
+			written(s.resp)
 		}
 	}
-}
-
-// write delivers a group's event the response loop took from q, unless
-// its version was delivered already: written to the websocket, or
-// returned for gqlgen to encode and write when the member has no frames.
-func (m *member) write(s *shared) (*graphql.Response, error) {
-	if s.version <= m.seen[s.id] {
-		return nil, nil
-	}
-	m.seen[s.id] = s.version
-	if m.frames == nil {
-		m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
-		return s.resp, nil
-	}
-	if err := m.frames.write(s.payload); err != nil {
-		return nil, err
-	}
-	m.written(s.resp, s.at)
-	return nil, nil
 }
 
 // frames writes a member's shared responses as its websocket operation's
@@ -467,18 +395,8 @@ func newFrames(ctx context.Context) *frames {
 
 // write writes one response, encoded, as the operation's message.
 func (f *frames) write(payload []byte) error {
-	return f.conn.WriteText(f.frame(payload))
-}
-
-// tryWrite writes it only if that cannot wait (guardedConn.tryWriteText).
-func (f *frames) tryWrite(payload []byte) (bool, error) {
-	return f.conn.tryWriteText(f.frame(payload))
-}
-
-// frame is payload between the operation's envelope, in f's buffer.
-func (f *frames) frame(payload []byte) []byte {
 	f.buf = append(append(append(f.buf[:0], `{"payload":`...), payload...), f.tail...)
-	return f.buf
+	return f.conn.WriteText(f.buf)
 }
 
 // catchUp delivers, in a goroutine of its own that ends with it, the

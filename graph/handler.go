@@ -279,8 +279,9 @@ func NewHandler(cfg HandlerConfig) *Handler {
 		if s := slotFrom(ctx); s != nil && s.m != nil {
 			// A shared response is clean already; the member writes
 			// the ones it can itself.
-			resp = s.m.respond(ctx, next, func(written *graphql.Response, at time.Time) {
-				observe(ctx, cfg.Observe, written, at)
+			resp = s.m.respond(ctx, next, func(written *graphql.Response) {
+				observe(ctx, cfg.Observe, written, start)
+				start = time.Now()
 			})
 		} else if resp = next(ctx); resp != nil {
 			clean(resp.Errors)
