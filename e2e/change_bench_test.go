@@ -320,7 +320,11 @@ type ours struct{ c *cluster }
 func (o *ours) dial(b *testing.B, ctx context.Context, i int, ready func()) client {
 	url := o.c.urls[i%len(o.c.urls)]
 	ws := "ws" + strings.TrimPrefix(url, "http") + "/graphql"
-	return &eventsClient{conn: dialSubscriber(b, ctx, ws, o.c.member, instanceClientQuery, ready), seq: sequence{}}
+	conn := dialSubscriber(b, ctx, ws, o.c.member, instanceClientQuery, ready)
+	if conn == nil {
+		return &eventsClient{}
+	}
+	return &eventsClient{conn: conn, r: newMsgReader(ctx, conn), seq: sequence{}}
 }
 
 func (o *ours) change(_ *testing.B, key string) { o.c.create(key, "RUNNING") }
@@ -333,6 +337,7 @@ const instanceClientQuery = "subscription { instanceEvents { type version instan
 // versions as they come.
 type eventsClient struct {
 	conn *websocket.Conn
+	r    *msgReader
 	seq  sequence
 }
 
@@ -340,32 +345,34 @@ func (c *eventsClient) next(ctx context.Context) (string, error) {
 	if c.conn == nil {
 		return "", errors.New("not connected")
 	}
-	var msg struct {
-		Type    string `json:"type"`
-		Payload struct {
-			Data struct {
-				InstanceEvents struct {
-					Type     string
-					Version  int
-					Instance struct{ ID, Name string }
-				} `json:"instanceEvents"`
-			} `json:"data"`
-		} `json:"payload"`
-	}
-	if err := wsjson.Read(ctx, c.conn, &msg); err != nil {
+	msg, err := c.r.read()
+	if err != nil {
 		return "", err
 	}
-	ev := msg.Payload.Data.InstanceEvents
-	switch msg.Type {
+	t, err := msgType(msg)
+	if err != nil {
+		return "", err
+	}
+	switch t {
 	case "ping":
 		return "", wsjson.Write(ctx, c.conn, map[string]any{"type": "pong"})
 	case "next":
-		if err := c.seq.next(ev.Instance.ID, ev.Version); err != nil {
+		ev, id, version, err := instanceEvent(msg)
+		if err != nil {
 			return "", err
 		}
-		if ev.Type == "CREATED" {
-			return ev.Instance.Name, nil
+		if err := c.seq.next(id, version); err != nil {
+			return "", err
 		}
+		if typ, err := jsonPath(ev, "type"); err != nil || string(typ) != `"CREATED"` {
+			return "", err
+		}
+		name, err := jsonPath(ev, "instance", "name")
+		if err != nil {
+			return "", err
+		}
+		raw, err := jsonString(name)
+		return string(raw), err
 	}
 	return "", nil
 }

@@ -85,38 +85,26 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 		go func() {
 			conn := dialSubscriber(b, ctx, ws, c.member, instanceEventsQuery, func() { <-sem; dial.Done() })
 			defer conn.CloseNow()
+			r := newMsgReader(ctx, conn)
 			seq := sequence{}
 			seen := 0
 			local := make([]time.Duration, 0, events)
 			for seen < events {
-				var msg struct {
-					Type    string `json:"type"`
-					Payload struct {
-						Data struct {
-							InstanceEvents struct {
-								Snapshot bool
-								Version  int
-								Instance struct {
-									ID        string
-									UpdatedAt time.Time
-								}
-							} `json:"instanceEvents"`
-						} `json:"data"`
-					} `json:"payload"`
-				}
-				if err := wsjson.Read(ctx, conn, &msg); err != nil {
+				msg, err := r.read()
+				if err != nil {
 					break
 				}
-				switch msg.Type {
-				case "ping":
-					wsjson.Write(ctx, conn, map[string]any{"type": "pong"})
-				case "next":
-					ev := msg.Payload.Data.InstanceEvents
-					local = append(local, time.Since(ev.Instance.UpdatedAt))
+				at := time.Now()
+				t, err := msgType(msg)
+				if err == nil && t == "next" {
+					err = deliveryLatency(msg, at, seq, &local)
 					seen++
-					if err := seq.next(ev.Instance.ID, ev.Version); err != nil {
-						b.Errorf("client %d: %v", i, err)
-					}
+				} else if t == "ping" {
+					wsjson.Write(ctx, conn, map[string]any{"type": "pong"})
+				}
+				if err != nil {
+					b.Errorf("client %d: %v", i, err)
+					break
 				}
 			}
 			mu.Lock()
@@ -186,6 +174,30 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 	// The clients share the cores with serve: what each took of them.
 	b.ReportMetric(clientCPU.Seconds()/took.Seconds(), "client-cores")
 	b.ReportMetric(serveCPU.Seconds()/took.Seconds(), "serve-cores")
+}
+
+// deliveryLatency appends to lat the latency of msg, an instanceEvents
+// "next" message, from its instance's updatedAt to at, and checks its
+// version against seq.
+func deliveryLatency(msg []byte, at time.Time, seq sequence, lat *[]time.Duration) error {
+	ev, id, version, err := instanceEvent(msg)
+	if err != nil {
+		return err
+	}
+	v, err := jsonPath(ev, "instance", "updatedAt")
+	if err != nil {
+		return err
+	}
+	raw, err := jsonString(v)
+	if err != nil {
+		return err
+	}
+	updated, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		return fmt.Errorf("updatedAt: %w", err)
+	}
+	*lat = append(*lat, at.Sub(updated))
+	return seq.next(id, version)
 }
 
 // servesCPU is the CPU time c's serve processes have used together.

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 )
 
 // lxdTarget is BenchmarkChangeToEvent's side-by-side target: an LXD daemon
@@ -79,7 +78,7 @@ func (t *lxdTarget) dial(b *testing.B, ctx context.Context, _ int, ready func())
 		b.Errorf("dial lxd events: %v", err)
 		return &lxdClient{t: t}
 	}
-	return &lxdClient{t: t, conn: conn}
+	return &lxdClient{t: t, conn: conn, r: newMsgReader(ctx, conn)}
 }
 
 func (t *lxdTarget) change(b *testing.B, key string) {
@@ -119,24 +118,43 @@ func (t *lxdTarget) keyAt(ts time.Time) string {
 type lxdClient struct {
 	t    *lxdTarget
 	conn *websocket.Conn
+	r    *msgReader
 }
 
 func (c *lxdClient) next(ctx context.Context) (string, error) {
 	if c.conn == nil {
 		return "", errors.New("not connected")
 	}
-	var ev struct {
-		Type      string
-		Timestamp time.Time
-		Metadata  struct{ Action, Source string }
-	}
-	if err := wsjson.Read(ctx, c.conn, &ev); err != nil {
+	msg, err := c.r.read()
+	if err != nil {
 		return "", err
 	}
-	if ev.Type != "lifecycle" || ev.Metadata.Action != "profile-updated" || ev.Metadata.Source != "/1.0/profiles/default" {
-		return "", nil
+	// Only a lifecycle event of the default profile's update is a change.
+	for _, f := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"type"}, `"lifecycle"`},
+		{[]string{"metadata", "action"}, `"profile-updated"`},
+		{[]string{"metadata", "source"}, `"/1.0/profiles/default"`},
+	} {
+		if v, err := jsonPath(msg, f.path...); err != nil || string(v) != f.want {
+			return "", nil
+		}
 	}
-	return c.t.keyAt(ev.Timestamp), nil
+	v, err := jsonPath(msg, "timestamp")
+	if err != nil {
+		return "", err
+	}
+	raw, err := jsonString(v)
+	if err != nil {
+		return "", err
+	}
+	ts, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		return "", fmt.Errorf("timestamp: %w", err)
+	}
+	return c.t.keyAt(ts), nil
 }
 
 func (c *lxdClient) close() {
