@@ -169,10 +169,11 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	}
 	ev.TargetID = inst.ID
 	ev.Details = map[string]any{"name": inst.Name, "desiredState": inst.DesiredState}
-	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Created, inst); err != nil {
+	// A new instance leases nothing yet: no read of its leases.
+	if err := events.EnqueueLeased(ctx, q, vps.TopicInstances, events.Created, inst, nil); err != nil {
 		return none, err
 	}
-	out := domain.InstanceFromRow(inst, nil) // a new instance leases nothing yet
+	out := domain.InstanceFromRow(inst, nil)
 	// The tenant's lock, held until commit, serializes the quota check per
 	// tenant: the usage it reads holds every instance committed before it,
 	// and this one is added to it at commit (tenant_usage's trigger). It is
