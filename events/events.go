@@ -158,13 +158,21 @@ func Enqueue(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst 
 // q's transaction (the reconciler, which leases and releases them), saving
 // their read.
 func EnqueueLeased(ctx context.Context, q *sqlc.Queries, topic string, typ Type, inst sqlc.Instance, leases []sqlc.IpLease) error {
-	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(domain.InstanceFromRow(inst, leases)), Version: inst.Version})
+	payload, err := instancePayload(typ, inst, leases)
 	if err != nil {
-		return fmt.Errorf("encode event of %s: %w", inst.ID, err)
+		return err
 	}
 	channel := TenantChannel(inst.TenantID)
 	if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: topic, Key: inst.ID, Channel: &channel, Payload: payload}); err != nil {
 		return fmt.Errorf("enqueue event of %s: %w", inst.ID, err)
 	}
 	return SandboxStep(ctx, q, inst)
+}
+
+func instancePayload(typ Type, inst sqlc.Instance, leases []sqlc.IpLease) ([]byte, error) {
+	payload, err := json.Marshal(InstanceEvent{Kind: KindInstance, Type: typ, Instance: View(domain.InstanceFromRow(inst, leases)), Version: inst.Version})
+	if err != nil {
+		return nil, fmt.Errorf("encode event of %s: %w", inst.ID, err)
+	}
+	return payload, nil
 }

@@ -21,3 +21,10 @@ SELECT * FROM outbox WHERE id = $1;
 -- DeleteOutbox deletes rows a relay published from their notifications.
 -- name: DeleteOutbox :exec
 DELETE FROM outbox WHERE id = ANY(@ids::bigint[]);
+
+-- InsertOutboxes writes instance events, several in one statement, in the
+-- order given: the arrays are unnested side by side, in order, so the rows'
+-- ids ascend as given, which is the order the relay publishes them in.
+-- name: InsertOutboxes :exec
+INSERT INTO outbox (topic, key, channel, payload)
+SELECT unnest(@topics::text[]), unnest(@keys::uuid[]), unnest(@channels::text[]), unnest(@payloads::jsonb[]);

@@ -181,7 +181,7 @@ func TestDecideConverges(t *testing.T) {
 // state table, before it touches the database.
 func TestTransitionRefusesWhatTheTableForbids(t *testing.T) {
 	t.Parallel()
-	_, err := transition(t.Context(), nil, sqlc.TransitionParams{FromState: "DELETED", ToState: "RUNNING"}, nil)
+	_, err := transition(t.Context(), nil, sqlc.TransitionParams{FromState: "DELETED", ToState: "RUNNING"}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "not in the state table") {
 		t.Fatalf("transition DELETED → RUNNING: %v", err)
 	}

@@ -114,8 +114,19 @@ func (k *instances) stepOf(ctx context.Context, q *sqlc.Queries, pool uuid.UUID)
 // not three (two of them finding nothing to do). It reports whether another
 // step may follow at once: only when it stopped at maxSteps or after giving
 // up a host, whose next step (placing again) is left to a transaction of its
-// own. Its host's liveness and its addresses come with the row lock.
+// own. Its host's liveness and its addresses come with the row lock. The
+// steps' events are written together, in one statement, at the end.
 func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, wake *[]uuid.UUID) (bool, error) {
+	var out events.Outbox
+	again, err := r.hostedSteps(ctx, q, locked, &out, wake)
+	if err != nil {
+		return false, err
+	}
+	return again, out.Write(ctx, q)
+}
+
+// hostedSteps takes hostedStep's steps, their events into out.
+func (r *Reconciler) hostedSteps(ctx context.Context, q *sqlc.Queries, locked sqlc.LockInstanceStepRow, out *events.Outbox, wake *[]uuid.UUID) (bool, error) {
 	inst := locked.Instance
 	var (
 		hosts hostCache
@@ -139,13 +150,18 @@ func (r *Reconciler) hostedStep(ctx context.Context, q *sqlc.Queries, locked sql
 			}
 		}
 		if st.place {
+			// Placement's wait writes its event itself: those of the
+			// steps before go first.
+			if err := out.Write(ctx, q); err != nil {
+				return false, err
+			}
 			var placed bool
-			if inst, placed, err = r.place(ctx, q, inst, &hosts, &addrs, wake); err != nil || !placed {
+			if inst, placed, err = r.place(ctx, q, inst, &hosts, &addrs, out, wake); err != nil || !placed {
 				return false, err
 			}
 			continue
 		}
-		if inst, err = r.apply(ctx, q, inst, st, &addrs, wake); err != nil {
+		if inst, err = r.apply(ctx, q, inst, st, &addrs, out, wake); err != nil {
 			return false, err
 		}
 		if st.recreate {
@@ -233,7 +249,7 @@ func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 
 // apply carries out a step other than placement and returns the row it
 // wrote.
-func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, st step, addrs *addresses, wake *[]uuid.UUID) (sqlc.Instance, error) {
+func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, st step, addrs *addresses, out *events.Outbox, wake *[]uuid.UUID) (sqlc.Instance, error) {
 	p := sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
 		ToState: inst.State, StateReason: st.reason,
@@ -278,20 +294,21 @@ func (r *Reconciler) apply(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		p.AvoidHostID, p.HostID = inst.HostID, nil
 		p.HostCertified, p.HostCertValidBefore = false, nil
 	}
-	return transition(ctx, q, p, addrs)
+	return transition(ctx, q, p, addrs, out)
 }
 
 // transition makes the one guarded write of a step: it refuses a change
 // of state the state table does not allow, compares and sets on the state
 // and version read under the row lock, and writes the change's event. It
-// returns the row written. The event's addresses are those addrs knows;
-// nil reads them.
-func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, addrs *addresses) (sqlc.Instance, error) {
+// returns the row written. The event's addresses are those addrs knows,
+// and it goes into out, written with the other steps' (Outbox.Write); with
+// addrs nil, it reads them and writes the event at once.
+func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, addrs *addresses, out *events.Outbox) (sqlc.Instance, error) {
 	from, to := lifecycle.State(p.FromState), lifecycle.State(p.ToState)
 	if from != to && !lifecycle.CanTransition(from, to) {
 		return sqlc.Instance{}, fmt.Errorf("transition %s → %s is not in the state table", from, to)
 	}
-	out, err := q.Transition(ctx, p)
+	row, err := q.Transition(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sqlc.Instance{}, errRace
 	}
@@ -299,13 +316,13 @@ func transition(ctx context.Context, q *sqlc.Queries, p sqlc.TransitionParams, a
 		return sqlc.Instance{}, fmt.Errorf("transition %s → %s: %w", from, to, err)
 	}
 	typ := events.Updated
-	if out.State == string(lifecycle.Deleted) {
+	if row.State == string(lifecycle.Deleted) {
 		typ = events.Deleted
 	}
 	if addrs == nil {
-		return out, events.Enqueue(ctx, q, TopicEvents, typ, out)
+		return row, events.Enqueue(ctx, q, TopicEvents, typ, row)
 	}
-	return out, events.EnqueueLeased(ctx, q, TopicEvents, typ, out, addrs.leases)
+	return row, out.EnqueueLeased(ctx, q, TopicEvents, typ, row, addrs.leases)
 }
 
 // gpuReason is the state reason an instance keeps while it holds a device

@@ -30,7 +30,7 @@ import (
 // not read again: the instance's own leases (addrs, read with its row lock)
 // and the chosen host's liveness (it is alive: it is in hosts for the steps
 // that follow).
-func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache, addrs *addresses, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
+func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, hosts *hostCache, addrs *addresses, out *events.Outbox, wake *[]uuid.UUID) (_ sqlc.Instance, placed bool, _ error) {
 	pool, err := q.LockPool(ctx, inst.PoolID)
 	if err != nil {
 		return inst, false, fmt.Errorf("lock pool: %w", err)
@@ -114,7 +114,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if host.Certified {
 		p.HostCertified, p.HostCertValidBefore = true, host.CertNotAfter
 	}
-	out, err := transition(ctx, q, p, addrs)
+	placedRow, err := transition(ctx, q, p, addrs, out)
 	if err != nil {
 		return inst, false, err
 	}
@@ -125,7 +125,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		*hosts = hostCache{}
 	}
 	(*hosts)[host.ID] = sqlc.HostLivenessRow{ID: host.ID, Name: host.Name, PoolID: pool.ID, Alive: true}
-	return out, true, nil
+	return placedRow, true, nil
 }
 
 // choose picks the host for inst among those with room and a protocol

@@ -71,7 +71,7 @@ func (r *Reconciler) convergeProvider(ctx context.Context, q *sqlc.Queries, inst
 		HostID: inst.HostID, SpecPower: inst.SpecPower, SpecGeneration: inst.SpecGeneration, Mac: inst.Mac,
 		AvoidHostID: inst.AvoidHostID, ObservedState: inst.ObservedState, ObservedReason: inst.ObservedReason,
 		HostCertified: inst.HostCertified, HostCertValidBefore: inst.HostCertValidBefore,
-	}, nil)
+	}, nil, nil)
 	return err == nil && st.to != lifecycle.Error, err
 }
 

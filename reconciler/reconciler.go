@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -216,6 +217,7 @@ type Reconciler struct {
 	log      *slog.Logger
 	stream   *stream
 	queue    *queue[Request]
+	acks     *gather[string] // stream entries of committed work
 	accounts accounts
 	refusals refusals
 	kinds    map[string]Kind
@@ -236,6 +238,7 @@ func New(cfg Config) *Reconciler {
 		log:     cfg.Logger,
 		stream:  newStream(cfg),
 		queue:   newQueue[Request](),
+		acks:    newGather[string](),
 		metrics: newMetrics(),
 	}
 	r.Register(vps.TopicInstances, &instances{r: r})
@@ -265,9 +268,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	for _, p := range r.periodic {
 		g.Go(func() error { return r.loop(ctx, p) })
 	}
+	var workers sync.WaitGroup
 	for range r.cfg.Workers {
-		g.Go(func() error { r.work(ctx); return nil })
+		workers.Go(func() { r.work(ctx) })
 	}
+	worked := make(chan struct{})
+	g.Go(func() error {
+		workers.Wait()
+		close(worked)
+		return nil
+	})
+	g.Go(func() error { r.ackCommitted(ctx, worked); return nil })
 	go func() {
 		<-ctx.Done()
 		r.queue.close()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -197,7 +196,7 @@ func (r *Reconciler) leadOnce(ctx context.Context) (led bool, err error) {
 			}
 		}
 	})
-	del := newDeleter()
+	del := newGather[int64]()
 	g.Go(func() error { r.deleteRelayed(ctx, del); return nil })
 	err = r.publishNotified(ctx, notes, seen, del)
 	cancel()
@@ -219,7 +218,7 @@ type note struct {
 // ctx ends. It fetches a row whose notification carried only its id
 // before it publishes any later one; a row gone meanwhile was published
 // by another relay.
-func (r *Reconciler) publishNotified(ctx context.Context, notes <-chan string, seen map[int64]bool, del *deleter) error {
+func (r *Reconciler) publishNotified(ctx context.Context, notes <-chan string, seen map[int64]bool, del *gather[int64]) error {
 	q := sqlc.New(r.db)
 	for {
 		var batch []string
@@ -259,7 +258,11 @@ func (r *Reconciler) publishNotified(ctx context.Context, notes <-chan string, s
 		if err := r.publish(ctx, "notified", rows); err != nil {
 			return err
 		}
-		del.add(rows)
+		ids := make([]int64, len(rows))
+		for i, row := range rows {
+			ids[i] = row.ID
+		}
+		del.add(ids...)
 	}
 }
 
@@ -292,71 +295,22 @@ func (r *Reconciler) noted(ctx context.Context, q *sqlc.Queries, payload string)
 	return row, true, nil
 }
 
-// deleter collects the ids of rows published from their notifications,
-// for deleteRelayed.
-type deleter struct {
-	mu   sync.Mutex
-	ids  []int64
-	wake chan struct{}
-}
-
-func newDeleter() *deleter { return &deleter{wake: make(chan struct{}, 1)} }
-
-func (d *deleter) add(rows []sqlc.Outbox) {
-	if len(rows) == 0 {
-		return
-	}
-	d.mu.Lock()
-	for _, row := range rows {
-		d.ids = append(d.ids, row.ID)
-	}
-	d.mu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (d *deleter) take() []int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ids := d.ids
-	d.ids = nil
-	return ids
-}
-
-// deleteRelayed deletes the rows d collects, all those collected in one
-// statement, until ctx ends, and then those left. A delete is not
+// deleteRelayed deletes the rows whose ids d collects, all those collected
+// in one statement, until ctx ends, and then those left. A delete is not
 // cancelled with ctx, so that a leader that stops leaves no row it
 // published to be published again; a row it fails to delete is published
 // again by a claim, after relayAge.
-func (r *Reconciler) deleteRelayed(ctx context.Context, d *deleter) {
-	for {
-		stopped := false
-		select {
-		case <-ctx.Done():
-			stopped = true
-		case <-d.wake:
-			// Gather more: a delete of many rows costs what one of a
-			// row does (three round trips), well before relayAge.
-			select {
-			case <-ctx.Done():
-				stopped = true
-			case <-time.After(relayDeleteAfter):
-			}
+func (r *Reconciler) deleteRelayed(ctx context.Context, d *gather[int64]) {
+	// A delete of many rows costs what one of a row does (three round
+	// trips), so it waits relayDeleteAfter for more, well before relayAge.
+	d.drain(ctx.Done(), relayDeleteAfter, func(ids []int64) {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relayDeleteTimeout)
+		defer cancel()
+		err := pgx.BeginTxFunc(dctx, r.db, relayTx, func(tx pgx.Tx) error {
+			return sqlc.New(tx).DeleteOutbox(dctx, ids)
+		})
+		if err != nil {
+			r.log.WarnContext(ctx, "delete relayed outbox rows", "rows", len(ids), "err", err)
 		}
-		if ids := d.take(); len(ids) > 0 {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relayDeleteTimeout)
-			err := pgx.BeginTxFunc(dctx, r.db, relayTx, func(tx pgx.Tx) error {
-				return sqlc.New(tx).DeleteOutbox(dctx, ids)
-			})
-			cancel()
-			if err != nil {
-				r.log.WarnContext(ctx, "delete relayed outbox rows", "rows", len(ids), "err", err)
-			}
-		}
-		if stopped {
-			return
-		}
-	}
+	})
 }

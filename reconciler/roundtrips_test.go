@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/reconciler"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -94,6 +96,58 @@ func TestLockInstanceStepAfterAWait(t *testing.T) {
 	e.check(err)
 	if !again.Fresh || again.HostName != "hv-1" || !again.HostAlive || len(again.LeaseAddresses) != 1 || len(again.LeaseMacs) != 1 {
 		t.Fatalf("read again: fresh %v, host %q alive %v, leases %v %v", again.Fresh, again.HostName, again.HostAlive, again.LeaseAddresses, again.LeaseMacs)
+	}
+}
+
+// TestStepsEventsInOneStatement: a host's report that lets an instance go
+// PROVISIONING → STARTING → RUNNING in one transaction writes the two
+// steps' events in one statement (InsertOutboxes), not one each, and they
+// are published in order.
+func TestStepsEventsInOneStatement(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.host("hv-1", 4)
+	id := e.create("vm")
+	tune := func(c *reconciler.Config) { c.HostSilentAfter = time.Hour }
+	_, stop := e.start(tune, nil)
+	e.eventually(10*time.Second, "the instance PROVISIONING", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'PROVISIONING'", id) == 1
+	})
+	stop()
+
+	sub := e.rdb.Subscribe(context.Background(), e.prefix+events.TenantChannel(e.tenant))
+	defer sub.Close()
+	_, err := sub.Receive(context.Background())
+	e.check(err)
+	names := &queryNames{n: map[string]int{}}
+	cfg := e.db.Config()
+	cfg.ConnConfig.Tracer = names
+	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	e.check(err)
+	t.Cleanup(db.Close)
+	_, err = e.db.Exec(e.ctx, "UPDATE instances SET observed_state = 'running' WHERE id = $1", id)
+	e.check(err)
+	e.start(func(c *reconciler.Config) { tune(c); c.DB = db }, nil)
+
+	var states []string
+	deadline := time.After(10 * time.Second)
+	for !slices.Contains(states, "RUNNING") {
+		select {
+		case msg := <-sub.Channel():
+			p, err := events.Decode([]byte(msg.Payload))
+			e.check(err)
+			if p.Instance != nil {
+				states = append(states, string(p.Instance.Instance.State))
+			}
+		case <-deadline:
+			t.Fatalf("no RUNNING event; got %v", states)
+		}
+	}
+	if want := []string{"STARTING", "RUNNING"}; !slices.Equal(states, want) {
+		t.Errorf("events %v, want %v", states, want)
+	}
+	if n, m := names.get("InsertOutbox"), names.get("InsertOutboxes"); n != 0 || m != 1 {
+		t.Errorf("the steps' events written by %d InsertOutbox and %d InsertOutboxes, want 0 and 1", n, m)
 	}
 }
 

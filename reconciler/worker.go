@@ -71,8 +71,9 @@ func (r *Reconciler) enqueue(es []entry) {
 }
 
 // work hands the requests the queue gives out to their kinds until the
-// queue closes. A request's stream entries are acknowledged once it is
-// reconciled, or found terminal; a failure keeps them and backs off.
+// queue closes. A request's stream entries are acknowledged (ackCommitted)
+// once it is reconciled, or found terminal; a failure keeps them and backs
+// off.
 func (r *Reconciler) work(ctx context.Context) {
 	for {
 		req, ids, ok := r.queue.get()
@@ -98,9 +99,7 @@ func (r *Reconciler) work(ctx context.Context) {
 		if err != nil {
 			r.log.ErrorContext(ctx, "reconcile failed for good; dropping the work entry", "topic", req.Topic, "key", keyID(req.Topic, req.Key), "err", err)
 		}
-		if err := r.stream.ack(ctx, ids); err != nil {
-			r.log.WarnContext(ctx, "acknowledge work entries", "err", err)
-		}
+		r.acks.add(ids...)
 		r.queue.done(req, nil, false)
 		switch {
 		case err != nil:

@@ -106,3 +106,28 @@ func (q *Queries) InsertOutbox(ctx context.Context, arg InsertOutboxParams) erro
 	)
 	return err
 }
+
+const insertOutboxes = `-- name: InsertOutboxes :exec
+INSERT INTO outbox (topic, key, channel, payload)
+SELECT unnest($1::text[]), unnest($2::uuid[]), unnest($3::text[]), unnest($4::jsonb[])
+`
+
+type InsertOutboxesParams struct {
+	Topics   []string
+	Keys     []uuid.UUID
+	Channels []string
+	Payloads [][]byte
+}
+
+// InsertOutboxes writes instance events, several in one statement, in the
+// order given: the arrays are unnested side by side, in order, so the rows'
+// ids ascend as given, which is the order the relay publishes them in.
+func (q *Queries) InsertOutboxes(ctx context.Context, arg InsertOutboxesParams) error {
+	_, err := q.db.Exec(ctx, insertOutboxes,
+		arg.Topics,
+		arg.Keys,
+		arg.Channels,
+		arg.Payloads,
+	)
+	return err
+}
