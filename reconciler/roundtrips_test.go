@@ -3,15 +3,11 @@ package reconciler_test
 import (
 	"context"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/better-compute/vps/events"
+	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/reconciler"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -24,12 +20,8 @@ func TestStepReadsWithItsLock(t *testing.T) {
 	e := setup(t)
 	e.host("hv-1", 4)
 	id := e.create("vm")
-	names := &queryNames{n: map[string]int{}}
-	cfg := e.db.Config()
-	cfg.ConnConfig.Tracer = names
-	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	e.check(err)
-	t.Cleanup(db.Close)
+	names := &testenv.Statements{}
+	db := testenv.Traced(t, e.db, names)
 	tune := func(c *reconciler.Config) { c.DB, c.HostSilentAfter = db, time.Hour }
 	_, stop := e.start(tune, nil)
 
@@ -39,19 +31,19 @@ func TestStepReadsWithItsLock(t *testing.T) {
 	// The host's report, written with no reconciler running, so that no
 	// step waits for its row lock (and then reads again, not fresh).
 	stop()
-	_, err = e.db.Exec(e.ctx, "UPDATE instances SET observed_state = 'running' WHERE id = $1", id)
+	_, err := e.db.Exec(e.ctx, "UPDATE instances SET observed_state = 'running' WHERE id = $1", id)
 	e.check(err)
 	e.start(tune, nil)
 	e.eventually(10*time.Second, "the instance RUNNING", func() bool {
 		return e.count("instances WHERE id = $1 AND state = 'RUNNING' AND mac IS NOT NULL", id) == 1
 	})
 	for _, q := range []string{"HostLiveness", "ListLiveLeases"} {
-		if n := names.get(q); n != 0 {
+		if n := names.Count(q); n != 0 {
 			t.Errorf("%s ran %d times", q, n)
 		}
 	}
-	if names.get("LockInstanceStep") < 2 {
-		t.Errorf("LockInstanceStep ran %d times, want 2 or more", names.get("LockInstanceStep"))
+	if names.Count("LockInstanceStep") < 2 {
+		t.Errorf("LockInstanceStep ran %d times, want 2 or more", names.Count("LockInstanceStep"))
 	}
 }
 
@@ -119,12 +111,8 @@ func TestStepsEventsInOneStatement(t *testing.T) {
 	defer sub.Close()
 	_, err := sub.Receive(context.Background())
 	e.check(err)
-	names := &queryNames{n: map[string]int{}}
-	cfg := e.db.Config()
-	cfg.ConnConfig.Tracer = names
-	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	e.check(err)
-	t.Cleanup(db.Close)
+	names := &testenv.Statements{}
+	db := testenv.Traced(t, e.db, names)
 	_, err = e.db.Exec(e.ctx, "UPDATE instances SET observed_state = 'running' WHERE id = $1", id)
 	e.check(err)
 	e.start(func(c *reconciler.Config) { tune(c); c.DB = db }, nil)
@@ -146,31 +134,7 @@ func TestStepsEventsInOneStatement(t *testing.T) {
 	if want := []string{"STARTING", "RUNNING"}; !slices.Equal(states, want) {
 		t.Errorf("events %v, want %v", states, want)
 	}
-	if n, m := names.get("InsertOutbox"), names.get("InsertOutboxes"); n != 0 || m != 1 {
+	if n, m := names.Count("InsertOutbox"), names.Count("InsertOutboxes"); n != 0 || m != 1 {
 		t.Errorf("the steps' events written by %d InsertOutbox and %d InsertOutboxes, want 0 and 1", n, m)
 	}
-}
-
-// queryNames counts the statements of a pool by their sqlc name.
-type queryNames struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (q *queryNames) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if name, ok := strings.CutPrefix(data.SQL, "-- name: "); ok {
-		name, _, _ = strings.Cut(name, " ")
-		q.mu.Lock()
-		q.n[name]++
-		q.mu.Unlock()
-	}
-	return ctx
-}
-
-func (q *queryNames) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (q *queryNames) get(name string) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.n[name]
 }

@@ -57,3 +57,16 @@ func (s *Statements) Take() []string {
 	s.ran = nil
 	return ran
 }
+
+// Count is how many times the statement name ran since the last Take.
+func (s *Statements) Count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ran := range s.ran {
+		if ran == name {
+			n++
+		}
+	}
+	return n
+}
