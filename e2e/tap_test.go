@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,14 +19,32 @@ import (
 )
 
 // reportTap stands between a host daemon and its serve process and keeps
-// the host's last runtime report: the domains its runtime has, seen from
+// the domains the host's runtime reports say it has, seen from
 // outside the host process (the fake runtime keeps them in memory).
 type reportTap struct {
 	url string
 	mu  sync.Mutex
-	// domains are the instance IDs of the last report, and at when it came.
-	domains []string
+	// domains are the instance IDs the reports so far make (a partial
+	// one's on top of the whole one before it), and at when the last came.
+	domains map[string]bool
 	at      time.Time
+}
+
+// record takes a report's domains: a whole report's are the host's, a
+// partial one's add to them and its absent instances leave.
+func (tap *reportTap) record(rep hostproto.Report) {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	if !rep.Partial || tap.domains == nil {
+		tap.domains = map[string]bool{}
+	}
+	for _, in := range rep.Instances {
+		tap.domains[in.ID] = true
+	}
+	for _, id := range rep.Absent {
+		delete(tap.domains, id)
+	}
+	tap.at = time.Now()
 }
 
 // tapHost proxies to the serve process at target.
@@ -43,13 +63,7 @@ func tapHost(t testing.TB, target string) *reportTap {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			var rep hostproto.Report
 			if json.Unmarshal(body, &rep) == nil {
-				ids := make([]string, 0, len(rep.Instances))
-				for _, in := range rep.Instances {
-					ids = append(ids, in.ID)
-				}
-				tap.mu.Lock()
-				tap.domains, tap.at = ids, time.Now()
-				tap.mu.Unlock()
+				tap.record(rep)
 			}
 		}
 		proxy.ServeHTTP(w, r)
@@ -59,9 +73,10 @@ func tapHost(t testing.TB, target string) *reportTap {
 	return tap
 }
 
-// last returns the domains of the last report and when it came.
+// last returns the host's domains as its reports say and when the last
+// came.
 func (tap *reportTap) last() ([]string, time.Time) {
 	tap.mu.Lock()
 	defer tap.mu.Unlock()
-	return tap.domains, tap.at
+	return slices.Collect(maps.Keys(tap.domains)), tap.at
 }
