@@ -15,9 +15,12 @@ import (
 // memory its QEMU process holds (balloon.rss, else the balloon's current
 // size), both as libvirt reads them from the host, not from the guest.
 func (r *Runtime) Stats(ctx context.Context) (map[string]hostproto.Stats, error) {
+	// Nowait: a domain in a job (starting, pausing) is read without
+	// waiting for it, since the report that carries the stats is also
+	// the host's sign of life, which a wait of seconds would silence.
 	recs, err := r.l.ConnectGetAllDomainStats(nil,
 		uint32(golibvirt.DomainStatsCPUTotal|golibvirt.DomainStatsBalloon),
-		uint32(golibvirt.ConnectGetAllDomainsStatsActive))
+		uint32(golibvirt.ConnectGetAllDomainsStatsActive|golibvirt.ConnectGetAllDomainsStatsNowait))
 	if err != nil {
 		return nil, fmt.Errorf("domain stats: %w", err)
 	}
