@@ -17,7 +17,7 @@ import (
 // upgraded host may take some that need its new version. A host row read
 // with the version already recorded costs no statement.
 func adoptProtocol(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version int) ([]uuid.UUID, error) {
-	if host.Protocol != nil && int(*host.Protocol) == version {
+	if speaks(host, version) {
 		return nil, nil
 	}
 	changed, err := q.SetHostProtocol(ctx, sqlc.SetHostProtocolParams{ID: host.ID, Protocol: ptr(int16(version))})
@@ -34,11 +34,16 @@ func adoptProtocol(ctx context.Context, q *sqlc.Queries, host sqlc.Host, version
 	return pending, nil
 }
 
+// speaks says whether host's row has version recorded.
+func speaks(host sqlc.Host, version int) bool {
+	return host.Protocol != nil && int(*host.Protocol) == version
+}
+
 // noteProtocol records the version a host polls its spec with, when it is
 // not the one recorded: a daemon that restarted at another version says so
 // before its first report.
 func (g *Gateway) noteProtocol(ctx context.Context, host sqlc.Host, version int) error {
-	if host.Protocol != nil && int(*host.Protocol) == version {
+	if speaks(host, version) {
 		return nil // no transaction either
 	}
 	return pgx.BeginFunc(ctx, g.cfg.DB, func(tx pgx.Tx) error {
