@@ -36,40 +36,50 @@ WHERE g.host_id = ANY(@hosts::uuid[]) AND g.model = @model AND g.unhealthy_since
   AND NOT EXISTS (SELECT 1 FROM device_claims d WHERE d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL)
 ORDER BY g.host_id, g.address;
 
--- name: InsertAllocation :exec
-INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
-VALUES ($1, $2, $3, $4, $5, $6, $7);
+-- AllocateOnHost records an instance's allocation on a host and bumps the
+-- host's spec generation, returning it: placement's two writes to the host
+-- in one round trip.
+-- name: AllocateOnHost :one
+WITH allocation AS (
+    INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
+    VALUES (@allocation_id, @host_id, @tenant_id, @instance_id, @vcpus, @memory_mb, @disk_gb)
+)
+UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = @host_id RETURNING spec_generation;
 
 -- name: InsertDeviceClaim :exec
 INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, $3, $4);
 
--- NextAddress finds the address after the highest one leased in a pool's
--- ranges (a range's start when it has none leased), in the first range
--- with room above its leases. The highest lease is one step down the live
--- leases' index, so a fleet's placements do not slow as leases grow; an
--- address freed below is found by FreeAddress once the ranges are full up
--- to their ends.
--- name: NextAddress :one
-SELECT p.id AS ip_pool_id, coalesce(l.top + 1, p.range_start)::inet AS address
+-- LeaseNextAddress leases an instance the address after the highest one
+-- leased in its pool's ranges (a range's start when it has none leased), in
+-- the first range with room above its leases, with that address's MAC
+-- (mac_for). The highest lease is one step down the live leases' index,
+-- so a fleet's placements do not slow as leases grow; an address freed
+-- below is found by LeaseFreeAddress once the ranges are full up to their
+-- ends. No row: no range has room above its leases.
+-- name: LeaseNextAddress :one
+INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+SELECT @id, p.id, coalesce(l.top + 1, p.range_start), mac_for(coalesce(l.top + 1, p.range_start)), @instance_id
 FROM ip_pools p
 CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
-WHERE p.pool_id = $1 AND coalesce(l.top + 1, p.range_start) <= p.range_end
+WHERE p.pool_id = @pool_id AND coalesce(l.top + 1, p.range_start) <= p.range_end
 ORDER BY p.created_at
-LIMIT 1;
+LIMIT 1
+RETURNING *;
 
--- FreeAddress finds the lowest free address of a pool's ranges: it scans
--- them, so it is the fallback of NextAddress.
--- name: FreeAddress :one
-SELECT p.id AS ip_pool_id, (p.range_start + g.n)::inet AS address
+-- LeaseFreeAddress leases an instance the lowest free address of its
+-- pool's ranges: it scans them, so it is the fallback of LeaseNextAddress.
+-- No row: none is free.
+-- name: LeaseFreeAddress :one
+INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+SELECT @id, p.id, p.range_start + g.n, mac_for(p.range_start + g.n), @instance_id
 FROM ip_pools p
 CROSS JOIN LATERAL generate_series(0::bigint, (p.range_end - p.range_start)::bigint) AS g(n)
-WHERE p.pool_id = $1
+WHERE p.pool_id = @pool_id
   AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.ip_pool_id = p.id AND l.address = p.range_start + g.n AND l.released_at IS NULL)
 ORDER BY p.created_at, g.n
-LIMIT 1;
+LIMIT 1
+RETURNING *;
 
 -- name: HasIPPools :one
 SELECT EXISTS (SELECT 1 FROM ip_pools WHERE pool_id = $1);
 
--- name: InsertLease :one
-INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id) VALUES ($1, $2, $3, $4, $5) RETURNING *;

@@ -38,8 +38,9 @@ func TestHostUsageFollowsAllocations(t *testing.T) {
 		}
 		inst := ids.New()
 		insts = append(insts, inst)
-		e.check(q.InsertAllocation(e.ctx, sqlc.InsertAllocationParams{ID: ids.New(), HostID: hosts[i%2], TenantID: tenant,
-			InstanceID: inst, Vcpus: int32(1 + i%4), MemoryMb: int64(512 * (1 + i%3)), DiskGb: int64(10 + i)}))
+		_, err := q.AllocateOnHost(e.ctx, sqlc.AllocateOnHostParams{AllocationID: ids.New(), HostID: hosts[i%2], TenantID: tenant,
+			InstanceID: inst, Vcpus: int32(1 + i%4), MemoryMb: int64(512 * (1 + i%3)), DiskGb: int64(10 + i)})
+		e.check(err)
 	}
 	check := func(when string) {
 		t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -89,8 +88,8 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return inst, false, err
 	}
-	err = q.InsertAllocation(ctx, sqlc.InsertAllocationParams{
-		ID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
+	gen, err := q.AllocateOnHost(ctx, sqlc.AllocateOnHostParams{
+		AllocationID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
 		Vcpus: inst.Vcpus, MemoryMb: inst.MemoryMb, DiskGb: int64(inst.DiskGb),
 	})
 	if err != nil {
@@ -100,10 +99,6 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
 			return inst, false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
 		}
-	}
-	gen, err := q.BumpHostGeneration(ctx, host.ID)
-	if err != nil {
-		return inst, false, fmt.Errorf("bump host generation: %w", err)
 	}
 	p := sqlc.TransitionParams{
 		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
@@ -247,7 +242,7 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if len(addrs.leases) > 0 {
 		return addrs.leases[0].Mac, nil
 	}
-	pool, addr, err := freeAddress(ctx, q, inst.PoolID)
+	l, err := leaseAddress(ctx, q, inst)
 	if errors.Is(err, errNoAddress) {
 		// Full, or no range at all: asked only now, as it is rare.
 		ranged, err := q.HasIPPools(ctx, inst.PoolID)
@@ -262,42 +257,30 @@ func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return "", err
 	}
-	mac := macFor(addr)
-	l, err := q.InsertLease(ctx, sqlc.InsertLeaseParams{ID: ids.New(), IpPoolID: pool, Address: addr, Mac: mac, InstanceID: inst.ID})
-	if err != nil {
-		return "", fmt.Errorf("lease %s: %w", addr, err)
-	}
 	addrs.set([]sqlc.IpLease{l})
-	return mac, nil
+	return l.Mac, nil
 }
 
-// freeAddress finds an address to lease in a pool's ranges and the range
-// it is of: the one after the highest leased (NextAddress), and once the
-// ranges are leased up to their ends, the lowest free (FreeAddress), which
-// scans. errNoAddress: none is free.
-func freeAddress(ctx context.Context, q *sqlc.Queries, pool uuid.UUID) (uuid.UUID, netip.Addr, error) {
-	next, err := q.NextAddress(ctx, pool)
+// leaseAddress leases inst an address of its pool's ranges: the one after
+// the highest leased (LeaseNextAddress), and once the ranges are leased up
+// to their ends, the lowest free (LeaseFreeAddress), which scans.
+// errNoAddress: none is free.
+func leaseAddress(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (sqlc.IpLease, error) {
+	l, err := q.LeaseNextAddress(ctx, sqlc.LeaseNextAddressParams{ID: ids.New(), InstanceID: inst.ID, PoolID: inst.PoolID})
 	if err == nil {
-		return next.IpPoolID, next.Address, nil
+		return l, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, netip.Addr{}, fmt.Errorf("find the next address: %w", err)
+		return sqlc.IpLease{}, fmt.Errorf("lease the next address: %w", err)
 	}
-	free, err := q.FreeAddress(ctx, pool)
+	l, err = q.LeaseFreeAddress(ctx, sqlc.LeaseFreeAddressParams{ID: ids.New(), InstanceID: inst.ID, PoolID: inst.PoolID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, netip.Addr{}, errNoAddress
+		return sqlc.IpLease{}, errNoAddress
 	}
 	if err != nil {
-		return uuid.Nil, netip.Addr{}, fmt.Errorf("find a free address: %w", err)
+		return sqlc.IpLease{}, fmt.Errorf("lease a free address: %w", err)
 	}
-	return free.IpPoolID, free.Address, nil
-}
-
-// macFor derives a locally administered MAC from an IPv4 address, so a
-// leased address always has the same MAC.
-func macFor(addr netip.Addr) string {
-	b := addr.As4()
-	return fmt.Sprintf("02:bc:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
+	return l, nil
 }
 
 // wait leaves a pending instance PENDING, recording why when it changed.

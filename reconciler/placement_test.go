@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -47,6 +48,21 @@ func TestConcurrentPlacement(t *testing.T) {
 	if n := e.count("ip_leases WHERE released_at IS NULL"); n != 30 {
 		t.Fatalf("live leases = %d, want 30", n)
 	}
+	// Each MAC is its address's: 02:bc: and the four octets.
+	leases, err := e.db.Query(e.ctx, "SELECT address, mac FROM ip_leases")
+	e.check(err)
+	for leases.Next() {
+		var (
+			addr netip.Addr
+			mac  string
+		)
+		e.check(leases.Scan(&addr, &mac))
+		b := addr.As4()
+		if want := fmt.Sprintf("02:bc:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3]); mac != want {
+			t.Errorf("%s leased with MAC %s, want %s", addr, mac, want)
+		}
+	}
+	e.check(leases.Err())
 	var spread []int
 	rows, _ := e.db.Query(context.Background(), "SELECT count(*) FROM allocations WHERE released_at IS NULL GROUP BY host_id")
 	for rows.Next() {
@@ -115,7 +131,8 @@ func TestAddressGaps(t *testing.T) {
 		return e.count("instances WHERE state = 'PROVISIONING'") == 3 &&
 			e.count("instances WHERE state = 'PENDING' AND state_reason = 'no free address in pool small'") == 1
 	})
-	if n := e.count("ip_leases WHERE released_at IS NULL AND address IN ('10.201.0.10', '10.201.0.11', '10.201.0.12')"); n != 3 {
-		t.Fatalf("%d of the gaps leased, want 3", n)
+	if n := e.count(`ip_leases WHERE released_at IS NULL AND (address, mac) IN
+		(('10.201.0.10', '02:bc:0a:c9:00:0a'), ('10.201.0.11', '02:bc:0a:c9:00:0b'), ('10.201.0.12', '02:bc:0a:c9:00:0c'))`); n != 3 {
+		t.Fatalf("%d of the gaps leased with their address's MAC, want 3", n)
 	}
 }

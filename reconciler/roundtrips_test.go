@@ -138,3 +138,25 @@ func TestStepsEventsInOneStatement(t *testing.T) {
 		t.Errorf("the steps' events written by %d InsertOutbox and %d InsertOutboxes, want 0 and 1", n, m)
 	}
 }
+
+// TestPlacementWrites: a placement leases the address in the statement
+// that finds it and allocates on the host in the one that bumps the host's
+// generation, since each round trip holds the pool's lock longer.
+func TestPlacementWrites(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.host("hv-1", 4)
+	id := e.create("vm")
+	names := &testenv.Statements{}
+	db := testenv.Traced(t, e.db, names)
+	e.start(func(c *reconciler.Config) { c.DB, c.HostSilentAfter = db, time.Hour }, nil)
+
+	e.eventually(10*time.Second, "the instance PROVISIONING", func() bool {
+		return e.count("instances WHERE id = $1 AND state = 'PROVISIONING'", id) == 1
+	})
+	for q, want := range map[string]int{"LockPool": 1, "LeaseNextAddress": 1, "AllocateOnHost": 1, "BumpHostGeneration": 0} {
+		if n := names.Count(q); n != want {
+			t.Errorf("%s ran %d times, want %d", q, n, want)
+		}
+	}
+}

@@ -7,34 +7,45 @@ package sqlc
 
 import (
 	"context"
-	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-const freeAddress = `-- name: FreeAddress :one
-SELECT p.id AS ip_pool_id, (p.range_start + g.n)::inet AS address
-FROM ip_pools p
-CROSS JOIN LATERAL generate_series(0::bigint, (p.range_end - p.range_start)::bigint) AS g(n)
-WHERE p.pool_id = $1
-  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.ip_pool_id = p.id AND l.address = p.range_start + g.n AND l.released_at IS NULL)
-ORDER BY p.created_at, g.n
-LIMIT 1
+const allocateOnHost = `-- name: AllocateOnHost :one
+WITH allocation AS (
+    INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
+    VALUES ($2, $1, $3, $4, $5, $6, $7)
+)
+UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = $1 RETURNING spec_generation
 `
 
-type FreeAddressRow struct {
-	IpPoolID uuid.UUID
-	Address  netip.Addr
+type AllocateOnHostParams struct {
+	HostID       uuid.UUID
+	AllocationID uuid.UUID
+	TenantID     uuid.UUID
+	InstanceID   uuid.UUID
+	Vcpus        int32
+	MemoryMb     int64
+	DiskGb       int64
 }
 
-// FreeAddress finds the lowest free address of a pool's ranges: it scans
-// them, so it is the fallback of NextAddress.
-func (q *Queries) FreeAddress(ctx context.Context, poolID uuid.UUID) (FreeAddressRow, error) {
-	row := q.db.QueryRow(ctx, freeAddress, poolID)
-	var i FreeAddressRow
-	err := row.Scan(&i.IpPoolID, &i.Address)
-	return i, err
+// AllocateOnHost records an instance's allocation on a host and bumps the
+// host's spec generation, returning it: placement's two writes to the host
+// in one round trip.
+func (q *Queries) AllocateOnHost(ctx context.Context, arg AllocateOnHostParams) (int64, error) {
+	row := q.db.QueryRow(ctx, allocateOnHost,
+		arg.HostID,
+		arg.AllocationID,
+		arg.TenantID,
+		arg.InstanceID,
+		arg.Vcpus,
+		arg.MemoryMb,
+		arg.DiskGb,
+	)
+	var spec_generation int64
+	err := row.Scan(&spec_generation)
+	return spec_generation, err
 }
 
 const freeGPUs = `-- name: FreeGPUs :many
@@ -86,34 +97,6 @@ func (q *Queries) HasIPPools(ctx context.Context, poolID uuid.UUID) (bool, error
 	return exists, err
 }
 
-const insertAllocation = `-- name: InsertAllocation :exec
-INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-`
-
-type InsertAllocationParams struct {
-	ID         uuid.UUID
-	HostID     uuid.UUID
-	TenantID   uuid.UUID
-	InstanceID uuid.UUID
-	Vcpus      int32
-	MemoryMb   int64
-	DiskGb     int64
-}
-
-func (q *Queries) InsertAllocation(ctx context.Context, arg InsertAllocationParams) error {
-	_, err := q.db.Exec(ctx, insertAllocation,
-		arg.ID,
-		arg.HostID,
-		arg.TenantID,
-		arg.InstanceID,
-		arg.Vcpus,
-		arg.MemoryMb,
-		arg.DiskGb,
-	)
-	return err
-}
-
 const insertDeviceClaim = `-- name: InsertDeviceClaim :exec
 INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, $3, $4)
 `
@@ -135,26 +118,68 @@ func (q *Queries) InsertDeviceClaim(ctx context.Context, arg InsertDeviceClaimPa
 	return err
 }
 
-const insertLease = `-- name: InsertLease :one
-INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id) VALUES ($1, $2, $3, $4, $5) RETURNING id, ip_pool_id, address, mac, instance_id, leased_at, released_at
+const leaseFreeAddress = `-- name: LeaseFreeAddress :one
+INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+SELECT $1, p.id, p.range_start + g.n, mac_for(p.range_start + g.n), $2
+FROM ip_pools p
+CROSS JOIN LATERAL generate_series(0::bigint, (p.range_end - p.range_start)::bigint) AS g(n)
+WHERE p.pool_id = $3
+  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.ip_pool_id = p.id AND l.address = p.range_start + g.n AND l.released_at IS NULL)
+ORDER BY p.created_at, g.n
+LIMIT 1
+RETURNING id, ip_pool_id, address, mac, instance_id, leased_at, released_at
 `
 
-type InsertLeaseParams struct {
+type LeaseFreeAddressParams struct {
 	ID         uuid.UUID
-	IpPoolID   uuid.UUID
-	Address    netip.Addr
-	Mac        string
 	InstanceID uuid.UUID
+	PoolID     uuid.UUID
 }
 
-func (q *Queries) InsertLease(ctx context.Context, arg InsertLeaseParams) (IpLease, error) {
-	row := q.db.QueryRow(ctx, insertLease,
-		arg.ID,
-		arg.IpPoolID,
-		arg.Address,
-		arg.Mac,
-		arg.InstanceID,
+// LeaseFreeAddress leases an instance the lowest free address of its
+// pool's ranges: it scans them, so it is the fallback of LeaseNextAddress.
+// No row: none is free.
+func (q *Queries) LeaseFreeAddress(ctx context.Context, arg LeaseFreeAddressParams) (IpLease, error) {
+	row := q.db.QueryRow(ctx, leaseFreeAddress, arg.ID, arg.InstanceID, arg.PoolID)
+	var i IpLease
+	err := row.Scan(
+		&i.ID,
+		&i.IpPoolID,
+		&i.Address,
+		&i.Mac,
+		&i.InstanceID,
+		&i.LeasedAt,
+		&i.ReleasedAt,
 	)
+	return i, err
+}
+
+const leaseNextAddress = `-- name: LeaseNextAddress :one
+INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
+SELECT $1, p.id, coalesce(l.top + 1, p.range_start), mac_for(coalesce(l.top + 1, p.range_start)), $2
+FROM ip_pools p
+CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
+WHERE p.pool_id = $3 AND coalesce(l.top + 1, p.range_start) <= p.range_end
+ORDER BY p.created_at
+LIMIT 1
+RETURNING id, ip_pool_id, address, mac, instance_id, leased_at, released_at
+`
+
+type LeaseNextAddressParams struct {
+	ID         uuid.UUID
+	InstanceID uuid.UUID
+	PoolID     uuid.UUID
+}
+
+// LeaseNextAddress leases an instance the address after the highest one
+// leased in its pool's ranges (a range's start when it has none leased), in
+// the first range with room above its leases, with that address's MAC
+// (mac_for). The highest lease is one step down the live leases' index,
+// so a fleet's placements do not slow as leases grow; an address freed
+// below is found by LeaseFreeAddress once the ranges are full up to their
+// ends. No row: no range has room above its leases.
+func (q *Queries) LeaseNextAddress(ctx context.Context, arg LeaseNextAddressParams) (IpLease, error) {
+	row := q.db.QueryRow(ctx, leaseNextAddress, arg.ID, arg.InstanceID, arg.PoolID)
 	var i IpLease
 	err := row.Scan(
 		&i.ID,
@@ -191,33 +216,6 @@ func (q *Queries) LockPool(ctx context.Context, id uuid.UUID) (Pool, error) {
 		&i.SharedSnapshotStore,
 		&i.Runtime,
 	)
-	return i, err
-}
-
-const nextAddress = `-- name: NextAddress :one
-SELECT p.id AS ip_pool_id, coalesce(l.top + 1, p.range_start)::inet AS address
-FROM ip_pools p
-CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
-WHERE p.pool_id = $1 AND coalesce(l.top + 1, p.range_start) <= p.range_end
-ORDER BY p.created_at
-LIMIT 1
-`
-
-type NextAddressRow struct {
-	IpPoolID uuid.UUID
-	Address  netip.Addr
-}
-
-// NextAddress finds the address after the highest one leased in a pool's
-// ranges (a range's start when it has none leased), in the first range
-// with room above its leases. The highest lease is one step down the live
-// leases' index, so a fleet's placements do not slow as leases grow; an
-// address freed below is found by FreeAddress once the ranges are full up
-// to their ends.
-func (q *Queries) NextAddress(ctx context.Context, poolID uuid.UUID) (NextAddressRow, error) {
-	row := q.db.QueryRow(ctx, nextAddress, poolID)
-	var i NextAddressRow
-	err := row.Scan(&i.IpPoolID, &i.Address)
 	return i, err
 }
 
