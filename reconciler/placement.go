@@ -78,7 +78,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return inst, false, r.wait(ctx, q, inst, reason+devices)
 	}
 
-	mac, err := r.lease(ctx, q, inst, addrs)
+	placedRow, err := r.placeOn(ctx, q, inst, pool, host, gpus[host.ID], addrs, out)
 	if errors.Is(err, errNoAddress) {
 		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
@@ -88,16 +88,39 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return inst, false, err
 	}
+	*wake = append(*wake, host.ID)
+	// A candidate reported within the silence timeout, by this
+	// transaction's clock, as HostLiveness would say.
+	if *hosts == nil {
+		*hosts = hostCache{}
+	}
+	(*hosts)[host.ID] = sqlc.HostLivenessRow{ID: host.ID, Name: host.Name, PoolID: pool.ID, Alive: true}
+	if only == nil {
+		if err := r.placeMore(ctx, q, inst, pool, host, candidates, out, wake); err != nil {
+			return inst, false, err
+		}
+	}
+	return placedRow, true, nil
+}
+
+// placeOn leases inst an address (or keeps the one in addrs), allocates it
+// on host with its GPUs and moves it to PROVISIONING there, its event
+// into out. errNoAddress and errNoIPRange come before anything is written.
+func (r *Reconciler) placeOn(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host sqlc.PlacementCandidatesRow, gpus []string, addrs *addresses, out *events.Outbox) (sqlc.Instance, error) {
+	mac, err := r.lease(ctx, q, inst, addrs)
+	if err != nil {
+		return inst, err
+	}
 	gen, err := q.AllocateOnHost(ctx, sqlc.AllocateOnHostParams{
 		AllocationID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
 		Vcpus: inst.Vcpus, MemoryMb: inst.MemoryMb, DiskGb: int64(inst.DiskGb),
 	})
 	if err != nil {
-		return inst, false, fmt.Errorf("allocate on %s: %w", host.Name, err)
+		return inst, fmt.Errorf("allocate on %s: %w", host.Name, err)
 	}
-	for _, addr := range gpus[host.ID][:inst.GpuCount] {
+	for _, addr := range gpus[:inst.GpuCount] {
 		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
-			return inst, false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
+			return inst, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
 		}
 	}
 	p := sqlc.TransitionParams{
@@ -109,18 +132,60 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if host.Certified {
 		p.HostCertified, p.HostCertValidBefore = true, host.CertNotAfter
 	}
-	placedRow, err := transition(ctx, q, p, addrs, out)
+	return transition(ctx, q, p, addrs, out)
+}
+
+// placeBatch bounds the instances one hold of a pool's lock places.
+const placeBatch = 32
+
+// placeMore places, under the pool's lock that placed inst, more of the
+// pool's pending instances of inst's tenant that need only a host and an
+// address (LockPendingPlain), until placeBatch, room or addresses run out.
+// host is where inst went.
+// Placements of a pool wait for each other's commit, so one hold and one
+// commit for many is what lets a fleet be placed as fast as it is created.
+// Their own reconciles, which waited for their rows, find them placed.
+// candidates is what placing inst left of the hosts: it is kept up to
+// date here, as the statement that read it would read it now.
+func (r *Reconciler) placeMore(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host sqlc.PlacementCandidatesRow, candidates []sqlc.PlacementCandidatesRow, out *events.Outbox, wake *[]uuid.UUID) error {
+	placed := func(inst sqlc.Instance, host sqlc.PlacementCandidatesRow) {
+		for i := range candidates {
+			if candidates[i].ID == host.ID {
+				candidates[i].UsedVcpus += int64(inst.Vcpus)
+				candidates[i].UsedMemoryMb += inst.MemoryMb
+				candidates[i].UsedDiskGb += int64(inst.DiskGb)
+				candidates[i].Allocations++
+			}
+		}
+	}
+	placed(inst, host) // the placement just made, not in what was read
+	more, err := q.LockPendingPlain(ctx, sqlc.LockPendingPlainParams{PoolID: pool.ID, TenantID: inst.TenantID, PlacedID: inst.ID, Lim: placeBatch - 1})
 	if err != nil {
-		return inst, false, err
+		return fmt.Errorf("lock pending instances: %w", err)
 	}
-	*wake = append(*wake, host.ID)
-	// A candidate reported within the silence timeout, by this
-	// transaction's clock, as HostLiveness would say.
-	if *hosts == nil {
-		*hosts = hostCache{}
+	for _, next := range more {
+		f, err := r.facts(ctx, q, next, &hostCache{})
+		if err != nil {
+			return err
+		}
+		if st, ok := decide(f); !ok || !st.place {
+			continue
+		}
+		h, ok := choose(candidates, next, pool, nil)
+		if !ok {
+			return nil
+		}
+		_, err = r.placeOn(ctx, q, next, pool, h, nil, &addresses{}, out)
+		if errors.Is(err, errNoAddress) || errors.Is(err, errNoIPRange) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("place %s beside %s: %w", next.ID, inst.ID, err)
+		}
+		placed(next, h)
+		*wake = append(*wake, h.ID)
 	}
-	(*hosts)[host.ID] = sqlc.HostLivenessRow{ID: host.ID, Name: host.Name, PoolID: pool.ID, Alive: true}
-	return placedRow, true, nil
+	return nil
 }
 
 // choose picks the host for inst among those with room and a protocol

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/ids"
+	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
 )
@@ -134,5 +136,72 @@ func TestAddressGaps(t *testing.T) {
 	if n := e.count(`ip_leases WHERE released_at IS NULL AND (address, mac) IN
 		(('10.201.0.10', '02:bc:0a:c9:00:0a'), ('10.201.0.11', '02:bc:0a:c9:00:0b'), ('10.201.0.12', '02:bc:0a:c9:00:0c'))`); n != 3 {
 		t.Fatalf("%d of the gaps leased with their address's MAC, want 3", n)
+	}
+}
+
+// TestPlacementBatch: one hold of a pool's lock places many pending
+// instances, each with its allocation, address and event, none twice, and
+// spread over the hosts as one at a time would.
+func TestPlacementBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for i := range 2 {
+		e.host(fmt.Sprintf("hv-%d", i), 100)
+	}
+	const n = 40
+	for i := range n {
+		e.create(fmt.Sprintf("vm-%d", i))
+	}
+	sub := e.rdb.Subscribe(context.Background(), e.prefix+events.TenantChannel(e.tenant))
+	defer sub.Close()
+	_, err := sub.Receive(context.Background())
+	e.check(err)
+	names := &testenv.Statements{}
+	db := testenv.Traced(t, e.db, names)
+	e.start(func(c *reconciler.Config) { c.DB, c.HostSilentAfter = db, time.Hour }, nil)
+
+	provisioning := map[string]int{}
+	deadline := time.After(20 * time.Second)
+	for len(provisioning) < n {
+		select {
+		case msg := <-sub.Channel():
+			p, err := events.Decode([]byte(msg.Payload))
+			e.check(err)
+			if p.Instance != nil && p.Instance.Instance.State == "PROVISIONING" {
+				provisioning[p.Instance.Instance.ID]++
+			}
+		case <-deadline:
+			t.Fatalf("PROVISIONING events for %d of %d instances", len(provisioning), n)
+		}
+	}
+	for id, k := range provisioning {
+		if k != 1 {
+			t.Errorf("%s: %d PROVISIONING events", id, k)
+		}
+	}
+	// Every placement but the first few (the workers that took an instance
+	// before the first hold claimed the rest) was made beside another.
+	if k := names.Count("LockPool"); k > n/2 {
+		t.Errorf("%d pool locks for %d placements, want them placed in batches", k, n)
+	}
+	for what, q := range map[string]string{
+		"live allocations":        "allocations WHERE released_at IS NULL",
+		"live leases":             "ip_leases WHERE released_at IS NULL",
+		"addresses":               "(SELECT DISTINCT address FROM ip_leases WHERE released_at IS NULL) a",
+		"instances with a host":   "instances WHERE state = 'PROVISIONING' AND host_id IS NOT NULL AND mac IS NOT NULL",
+		"history rows of placing": "instance_state_history WHERE from_state = 'PENDING' AND to_state = 'PROVISIONING'",
+	} {
+		if k := e.count(q); k != n {
+			t.Errorf("%s = %d, want %d", what, k, n)
+		}
+	}
+	if k := e.count(usageMismatches); k != 0 {
+		t.Errorf("%d host usage rows differ from the live allocations", k)
+	}
+	// Spread holds within a batch: the two hosts share the instances.
+	for host, k := range e.perHost() {
+		if k != n/2 {
+			t.Errorf("%s has %d instances, want %d", host, k, n/2)
+		}
 	}
 }

@@ -193,6 +193,99 @@ func (q *Queries) LeaseNextAddress(ctx context.Context, arg LeaseNextAddressPara
 	return i, err
 }
 
+const lockPendingPlain = `-- name: LockPendingPlain :many
+SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed FROM instances i
+WHERE i.pool_id = $1 AND i.state = 'PENDING' AND i.tenant_id = $2 AND i.id <> $3
+  AND i.sandbox_id IS NULL AND i.warm_template_id IS NULL AND i.restore_from IS NULL AND i.gpu_count = 0
+  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.instance_id = i.id AND l.released_at IS NULL)
+ORDER BY i.created_at
+LIMIT $4
+FOR NO KEY UPDATE OF i SKIP LOCKED
+`
+
+type LockPendingPlainParams struct {
+	PoolID   uuid.UUID
+	TenantID uuid.UUID
+	PlacedID uuid.UUID
+	Lim      int32
+}
+
+// LockPendingPlain locks, skipping those another transaction holds, up to
+// lim of a pool's pending instances of one tenant that need only a host
+// and an address (no sandbox, warm template, restore, GPU or live lease),
+// oldest first: what a placement holding the pool's lock places beside
+// its own.
+func (q *Queries) LockPendingPlain(ctx context.Context, arg LockPendingPlainParams) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, lockPendingPlain,
+		arg.PoolID,
+		arg.TenantID,
+		arg.PlacedID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
+			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.RestoreFrom,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
+			&i.EnvSealed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockPool = `-- name: LockPool :one
 SELECT id, name, class, tenant_id, placement, single_tenant, require_verified_image, created_at, require_certified_hosts, provider_account_id, shared_snapshot_store, runtime FROM pools WHERE id = $1 FOR NO KEY UPDATE
 `
