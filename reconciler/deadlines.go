@@ -36,7 +36,7 @@ func (r *Reconciler) failOverdueCommands(ctx context.Context) error {
 				wake = append(wake, host)
 			}
 		}
-		r.wakeHosts(ctx, dedupe(wake))
+		r.wakeHosts(ctx, wake)
 		if len(due) < deadlineBatch {
 			return nil
 		}
@@ -71,17 +71,4 @@ func (r *Reconciler) failOverdueCommand(ctx context.Context, id uuid.UUID) (host
 		return host, false, fmt.Errorf("fail overdue command %s: %w", ids.Log(ids.HostCommand, id), err)
 	}
 	return host, failed, nil
-}
-
-// dedupe returns ids without repeats, in their first order.
-func dedupe(ids []uuid.UUID) []uuid.UUID {
-	seen := make(map[uuid.UUID]bool, len(ids))
-	out := ids[:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }

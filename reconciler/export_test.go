@@ -27,3 +27,6 @@ func QueueCommand(ctx context.Context, db *pgxpool.Pool, host uuid.UUID, kind st
 
 // LeadLock is the advisory lock the leading relay holds.
 const LeadLock = leadLock
+
+// WakeHosts wakes hosts as a step's commit does.
+func (r *Reconciler) WakeHosts(ctx context.Context, hosts []uuid.UUID) { r.wakeHosts(ctx, hosts) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/events"
@@ -377,14 +378,41 @@ func (r *Reconciler) release(ctx context.Context, q *sqlc.Queries, inst sqlc.Ins
 	return nil
 }
 
-// wakeHosts tells hosts their spec changed. A lost message only delays
-// them until their long-poll times out.
+// wakeHosts tells hosts their spec changed, each once however often it is
+// named (a batch of placements names a host per instance), in one round
+// trip. A lost message only delays them until their long-poll times out.
 func (r *Reconciler) wakeHosts(ctx context.Context, hosts []uuid.UUID) {
-	for _, h := range hosts {
-		if err := r.rdb.Publish(ctx, r.cfg.Prefix+events.HostChannel(h), "").Err(); err != nil {
-			r.log.WarnContext(ctx, "wake host", "host", ids.Log(ids.Host, h), "err", err)
+	hosts = dedupe(hosts)
+	if len(hosts) == 0 {
+		return
+	}
+	cmds, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, h := range hosts {
+			p.Publish(ctx, r.cfg.Prefix+events.HostChannel(h), "")
+		}
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	for i, c := range cmds {
+		if c.Err() != nil {
+			r.log.WarnContext(ctx, "wake host", "host", ids.Log(ids.Host, hosts[i]), "err", c.Err())
 		}
 	}
+}
+
+// dedupe returns ids without repeats, in their first order.
+func dedupe(ids []uuid.UUID) []uuid.UUID {
+	seen := make(map[uuid.UUID]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // spec is the power a NodeSpec entry holds, or nil for no entry.

@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
+	"github.com/google/uuid"
 )
 
 // TestConcurrentPlacement has two reconcilers place 100 instances at once
@@ -202,6 +203,38 @@ func TestPlacementBatch(t *testing.T) {
 	for host, k := range e.perHost() {
 		if k != n/2 {
 			t.Errorf("%s has %d instances, want %d", host, k, n/2)
+		}
+	}
+}
+
+// TestWakeHostsOnce: a host named several times by one commit's steps (a
+// batch of placements names it per instance) is woken once.
+func TestWakeHostsOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	h1, h2 := e.host("hv-1", 4), e.host("hv-2", 4)
+	r, _ := e.start(nil, nil)
+	sub := e.rdb.Subscribe(context.Background(), e.prefix+events.HostChannel(h1), e.prefix+events.HostChannel(h2))
+	defer sub.Close()
+	for range 2 {
+		_, err := sub.Receive(context.Background())
+		e.check(err)
+	}
+	r.WakeHosts(e.ctx, []uuid.UUID{h1, h1, h2, h1})
+	// The last message, published after the wakes were answered.
+	e.check(e.rdb.Publish(e.ctx, e.prefix+events.HostChannel(h2), "end").Err())
+	got := map[string]int{}
+	for {
+		msg, err := sub.ReceiveMessage(e.ctx)
+		e.check(err)
+		if msg.Payload == "end" {
+			break
+		}
+		got[msg.Channel]++
+	}
+	for _, h := range []uuid.UUID{h1, h2} {
+		if n := got[e.prefix+events.HostChannel(h)]; n != 1 {
+			t.Errorf("host %s woken %d times, want 1", h, n)
 		}
 	}
 }
