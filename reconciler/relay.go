@@ -3,10 +3,11 @@ package reconciler
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -203,16 +204,6 @@ func (r *Reconciler) leadOnce(ctx context.Context) (led bool, err error) {
 	return true, errors.Join(err, g.Wait())
 }
 
-// note is what outbox_notify sends: the row, or only its id when the row
-// would pass Postgres's limit for a notification.
-type note struct {
-	ID      int64           `json:"id"`
-	Topic   string          `json:"topic"`
-	Key     string          `json:"key"`
-	Channel *string         `json:"channel"`
-	Payload json.RawMessage `json:"payload"`
-}
-
 // publishNotified publishes the rows of the notifications as they come,
 // those that came together in one round trip, until notes closes or
 // ctx ends. It fetches a row whose notification carried only its id
@@ -267,30 +258,39 @@ func (r *Reconciler) publishNotified(ctx context.Context, notes <-chan string, s
 }
 
 // noted is the row a notification names; ok is false when it names none
-// (any more).
+// (any more). outbox_notify sends "id topic key channel", a newline and
+// the payload, or the id alone when the row would pass Postgres's limit
+// for a notification: that row is read.
 func (r *Reconciler) noted(ctx context.Context, q *sqlc.Queries, payload string) (sqlc.Outbox, bool, error) {
-	var n note
-	if err := json.Unmarshal([]byte(payload), &n); err != nil {
+	head, body, whole := strings.Cut(payload, "\n")
+	id, rest, _ := strings.Cut(head, " ")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
 		r.log.WarnContext(ctx, "outbox notification not understood", "payload", payload, "err", err)
 		return sqlc.Outbox{}, false, nil
 	}
-	if n.Topic == "" {
-		row, err := q.GetOutbox(ctx, n.ID)
+	if !whole {
+		row, err := q.GetOutbox(ctx, n)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sqlc.Outbox{}, false, nil
 		}
 		if err != nil {
-			return sqlc.Outbox{}, false, fmt.Errorf("read outbox row %d: %w", n.ID, err)
+			return sqlc.Outbox{}, false, fmt.Errorf("read outbox row %d: %w", n, err)
 		}
 		return row, true, nil
 	}
-	row := sqlc.Outbox{ID: n.ID, Topic: n.Topic, Channel: n.Channel}
-	if err := row.Key.UnmarshalText([]byte(n.Key)); err != nil {
+	topic, rest, _ := strings.Cut(rest, " ")
+	key, channel, _ := strings.Cut(rest, " ")
+	row := sqlc.Outbox{ID: n, Topic: topic}
+	if err := row.Key.UnmarshalText([]byte(key)); err != nil || topic == "" {
 		r.log.WarnContext(ctx, "outbox notification not understood", "payload", payload, "err", err)
 		return sqlc.Outbox{}, false, nil
 	}
-	if len(n.Payload) > 0 && string(n.Payload) != "null" {
-		row.Payload = n.Payload
+	if channel != "" {
+		row.Channel = &channel
+	}
+	if body != "" {
+		row.Payload = []byte(body)
 	}
 	return row, true, nil
 }
