@@ -36,38 +36,48 @@ WHERE g.host_id = ANY(@hosts::uuid[]) AND g.model = @model AND g.unhealthy_since
   AND NOT EXISTS (SELECT 1 FROM device_claims d WHERE d.host_id = g.host_id AND d.address = g.address AND d.released_at IS NULL)
 ORDER BY g.host_id, g.address;
 
--- AllocateOnHost records an instance's allocation on a host and bumps the
--- host's spec generation, returning it: placement's two writes to the host
--- in one round trip.
--- name: AllocateOnHost :one
+-- AllocateOnHosts records instances' allocations, each on its host, and
+-- bumps each host's spec generation once, returning them: placement's
+-- writes to the hosts in one round trip, for one instance or a batch.
+-- name: AllocateOnHosts :many
 WITH allocation AS (
     INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
-    VALUES (@allocation_id, @host_id, @tenant_id, @instance_id, @vcpus, @memory_mb, @disk_gb)
+    SELECT unnest(@allocation_ids::uuid[]), unnest(@host_ids::uuid[]), unnest(@tenant_ids::uuid[]),
+        unnest(@instance_ids::uuid[]), unnest(@vcpus::int[]), unnest(@memory_mb::bigint[]), unnest(@disk_gb::bigint[])
 )
-UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = @host_id RETURNING spec_generation;
+UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = ANY(@host_ids::uuid[])
+RETURNING hosts.id, hosts.spec_generation;
 
 -- name: InsertDeviceClaim :exec
 INSERT INTO device_claims (id, host_id, address, instance_id) VALUES ($1, $2, $3, $4);
 
--- LeaseNextAddress leases an instance the address after the highest one
--- leased in its pool's ranges (a range's start when it has none leased), in
--- the first range with room above its leases, with that address's MAC
--- (mac_for). The highest lease is one step down the live leases' index,
--- so a fleet's placements do not slow as leases grow; an address freed
--- below is found by LeaseFreeAddress once the ranges are full up to their
--- ends. No row: no range has room above its leases.
--- name: LeaseNextAddress :one
+-- LeaseNextAddresses leases instances, in the order given, the addresses
+-- after the highest one leased in the first of their pool's ranges with
+-- room above its leases (a range's start when it has none leased), as many
+-- as that range has room for, each with its address's MAC (mac_for): one
+-- statement for a batch of placements. The highest lease is one step down
+-- the live leases' index, so a fleet's placements do not slow as leases
+-- grow; an address freed below is found by LeaseFreeAddress once the
+-- ranges are full up to their ends. The rows come in no set order; an
+-- instance without one found no room above the leases.
+-- name: LeaseNextAddresses :many
 INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
-SELECT @id, p.id, coalesce(l.top + 1, p.range_start), mac_for(coalesce(l.top + 1, p.range_start)), @instance_id
-FROM ip_pools p
-CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
-WHERE p.pool_id = @pool_id AND coalesce(l.top + 1, p.range_start) <= p.range_end
-ORDER BY p.created_at
-LIMIT 1
+SELECT n.id, r.id, r.next + (n.ord - 1), mac_for(r.next + (n.ord - 1)), n.instance_id
+FROM (
+    SELECT p.id, coalesce(l.top + 1, p.range_start) AS next, p.range_end
+    FROM ip_pools p
+    CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
+    WHERE p.pool_id = @pool_id AND coalesce(l.top + 1, p.range_start) <= p.range_end
+    ORDER BY p.created_at
+    LIMIT 1
+) r
+CROSS JOIN (SELECT unnest(@ids::uuid[]) AS id, unnest(@instance_ids::uuid[]) AS instance_id,
+    generate_series(1, cardinality(@ids::uuid[])) AS ord) n
+WHERE r.next + (n.ord - 1) <= r.range_end
 RETURNING *;
 
 -- LeaseFreeAddress leases an instance the lowest free address of its
--- pool's ranges: it scans them, so it is the fallback of LeaseNextAddress.
+-- pool's ranges: it scans them, so it is the fallback of LeaseNextAddresses.
 -- No row: none is free.
 -- name: LeaseFreeAddress :one
 INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)

@@ -18,6 +18,24 @@ UPDATE instances SET
 WHERE id = @id AND state = @from_state AND version = @from_version
 RETURNING *;
 
+-- PlaceInstances moves pending instances to PROVISIONING, each on its
+-- host with its MAC, as Transition moves one: compared and set on the
+-- version read under its row lock. An instance that changed since is not
+-- returned.
+-- name: PlaceInstances :many
+UPDATE instances i SET
+    state = 'PROVISIONING', state_reason = '', host_id = u.host_id, spec_power = u.spec_power,
+    spec_generation = u.spec_generation, mac = u.mac, observed_state = NULL, observed_reason = '',
+    host_certified = u.certified,
+    host_cert_valid_before = CASE WHEN u.certified THEN u.cert_valid_before END,
+    version = i.version + 1, updated_at = clock_timestamp()
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@versions::bigint[]) AS version,
+    unnest(@host_ids::uuid[]) AS host_id, unnest(@spec_powers::text[]) AS spec_power,
+    unnest(@spec_generations::bigint[]) AS spec_generation, unnest(@macs::text[]) AS mac,
+    unnest(@certified::boolean[]) AS certified, unnest(@cert_valid_before::timestamptz[]) AS cert_valid_before) u
+WHERE i.id = u.id AND i.state = 'PENDING' AND i.version = u.version
+RETURNING i.*;
+
 -- name: SetStateReason :one
 UPDATE instances SET state_reason = @state_reason, version = version + 1, updated_at = clock_timestamp()
 WHERE id = @id AND version = @version

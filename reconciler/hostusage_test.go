@@ -30,7 +30,10 @@ func TestHostUsageFollowsAllocations(t *testing.T) {
 	e.check(err)
 	hosts := []uuid.UUID{e.host("hv-0", 100), e.host("hv-1", 100)}
 	q := sqlc.New(e.db)
+	// One statement allocates them all: the usage trigger sees several
+	// rows of a host in one statement, as a batch of placements writes them.
 	var insts []uuid.UUID
+	var a sqlc.AllocateOnHostsParams
 	for i := range 12 {
 		tenant := e.tenant
 		if i%3 == 0 {
@@ -38,9 +41,18 @@ func TestHostUsageFollowsAllocations(t *testing.T) {
 		}
 		inst := ids.New()
 		insts = append(insts, inst)
-		_, err := q.AllocateOnHost(e.ctx, sqlc.AllocateOnHostParams{AllocationID: ids.New(), HostID: hosts[i%2], TenantID: tenant,
-			InstanceID: inst, Vcpus: int32(1 + i%4), MemoryMb: int64(512 * (1 + i%3)), DiskGb: int64(10 + i)})
-		e.check(err)
+		a.AllocationIds = append(a.AllocationIds, ids.New())
+		a.HostIds = append(a.HostIds, hosts[i%2])
+		a.TenantIds = append(a.TenantIds, tenant)
+		a.InstanceIds = append(a.InstanceIds, inst)
+		a.Vcpus = append(a.Vcpus, int32(1+i%4))
+		a.MemoryMb = append(a.MemoryMb, int64(512*(1+i%3)))
+		a.DiskGb = append(a.DiskGb, int64(10+i))
+	}
+	bumped, err := q.AllocateOnHosts(e.ctx, a)
+	e.check(err)
+	if len(bumped) != len(hosts) {
+		t.Fatalf("%d host generations bumped, want %d (each host once)", len(bumped), len(hosts))
 	}
 	check := func(when string) {
 		t.Helper()

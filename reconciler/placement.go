@@ -78,7 +78,7 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		return inst, false, r.wait(ctx, q, inst, reason+devices)
 	}
 
-	placedRow, err := r.placeOn(ctx, q, inst, pool, host, gpus[host.ID], addrs, out)
+	err = r.lease(ctx, q, inst, addrs)
 	if errors.Is(err, errNoAddress) {
 		return inst, false, r.wait(ctx, q, inst, fmt.Sprintf("no free address in pool %s", pool.Name))
 	}
@@ -88,66 +88,122 @@ func (r *Reconciler) place(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 	if err != nil {
 		return inst, false, err
 	}
-	*wake = append(*wake, host.ID)
+	for _, addr := range gpus[host.ID][:inst.GpuCount] {
+		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
+			return inst, false, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
+		}
+	}
+	batch := []placing{{inst: inst, host: host, leases: addrs.leases}}
+	if only == nil {
+		more, err := r.pickMore(ctx, q, inst, pool, host, candidates)
+		if err != nil {
+			return inst, false, err
+		}
+		batch = append(batch, more...)
+	}
+	rows, err := placeAll(ctx, q, batch, out)
+	if err != nil {
+		return inst, false, err
+	}
+	for _, p := range batch {
+		*wake = append(*wake, p.host.ID)
+	}
 	// A candidate reported within the silence timeout, by this
 	// transaction's clock, as HostLiveness would say.
 	if *hosts == nil {
 		*hosts = hostCache{}
 	}
 	(*hosts)[host.ID] = sqlc.HostLivenessRow{ID: host.ID, Name: host.Name, PoolID: pool.ID, Alive: true}
-	if only == nil {
-		if err := r.placeMore(ctx, q, inst, pool, host, candidates, out, wake); err != nil {
-			return inst, false, err
-		}
-	}
-	return placedRow, true, nil
+	return rows[0], true, nil
 }
 
-// placeOn leases inst an address (or keeps the one in addrs), allocates it
-// on host with its GPUs and moves it to PROVISIONING there, its event
-// into out. errNoAddress and errNoIPRange come before anything is written.
-func (r *Reconciler) placeOn(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host sqlc.PlacementCandidatesRow, gpus []string, addrs *addresses, out *events.Outbox) (sqlc.Instance, error) {
-	mac, err := r.lease(ctx, q, inst, addrs)
-	if err != nil {
-		return inst, err
+// A placing is a pending instance with the host chosen for it and its
+// leases: what placeAll writes.
+type placing struct {
+	inst   sqlc.Instance
+	host   sqlc.PlacementCandidatesRow
+	leases []sqlc.IpLease
+}
+
+// placeAll allocates each instance of batch on its host, bumping each
+// host's spec generation once, and moves it to PROVISIONING there with its
+// lease's MAC, recording whether the host is certified and until when; the
+// events go into out. Two statements, however many instances: the pool's
+// lock is held for a batch as briefly as for one. It returns the rows
+// written, in batch's order.
+func placeAll(ctx context.Context, q *sqlc.Queries, batch []placing, out *events.Outbox) ([]sqlc.Instance, error) {
+	var a sqlc.AllocateOnHostsParams
+	for _, p := range batch {
+		a.AllocationIds = append(a.AllocationIds, ids.New())
+		a.HostIds = append(a.HostIds, p.host.ID)
+		a.TenantIds = append(a.TenantIds, p.inst.TenantID)
+		a.InstanceIds = append(a.InstanceIds, p.inst.ID)
+		a.Vcpus = append(a.Vcpus, p.inst.Vcpus)
+		a.MemoryMb = append(a.MemoryMb, p.inst.MemoryMb)
+		a.DiskGb = append(a.DiskGb, int64(p.inst.DiskGb))
 	}
-	gen, err := q.AllocateOnHost(ctx, sqlc.AllocateOnHostParams{
-		AllocationID: ids.New(), HostID: host.ID, TenantID: inst.TenantID, InstanceID: inst.ID,
-		Vcpus: inst.Vcpus, MemoryMb: inst.MemoryMb, DiskGb: int64(inst.DiskGb),
-	})
+	bumped, err := q.AllocateOnHosts(ctx, a)
 	if err != nil {
-		return inst, fmt.Errorf("allocate on %s: %w", host.Name, err)
+		return nil, fmt.Errorf("allocate %d instances on their hosts: %w", len(batch), err)
 	}
-	for _, addr := range gpus[:inst.GpuCount] {
-		if err := q.InsertDeviceClaim(ctx, sqlc.InsertDeviceClaimParams{ID: ids.New(), HostID: host.ID, Address: addr, InstanceID: inst.ID}); err != nil {
-			return inst, fmt.Errorf("claim GPU %s on %s: %w", addr, host.Name, err)
+	gen := make(map[uuid.UUID]int64, len(bumped))
+	for _, h := range bumped {
+		gen[h.ID] = h.SpecGeneration
+	}
+	var t sqlc.PlaceInstancesParams
+	for _, p := range batch {
+		if from := lifecycle.State(p.inst.State); !lifecycle.CanTransition(from, lifecycle.Provisioning) {
+			return nil, fmt.Errorf("transition %s → %s is not in the state table", from, lifecycle.Provisioning)
+		}
+		var validBefore time.Time
+		if p.host.Certified {
+			validBefore = *p.host.CertNotAfter
+		}
+		t.Ids = append(t.Ids, p.inst.ID)
+		t.Versions = append(t.Versions, p.inst.Version)
+		t.HostIds = append(t.HostIds, p.host.ID)
+		t.SpecPowers = append(t.SpecPowers, *powerFor(lifecycle.Desired(p.inst.DesiredState)).spec())
+		t.SpecGenerations = append(t.SpecGenerations, gen[p.host.ID])
+		t.Macs = append(t.Macs, p.leases[0].Mac)
+		t.Certified = append(t.Certified, p.host.Certified)
+		t.CertValidBefore = append(t.CertValidBefore, validBefore)
+	}
+	written, err := q.PlaceInstances(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("move %d instances to PROVISIONING: %w", len(batch), err)
+	}
+	if len(written) != len(batch) {
+		return nil, errRace
+	}
+	byID := make(map[uuid.UUID]sqlc.Instance, len(written))
+	for _, row := range written {
+		byID[row.ID] = row
+	}
+	rows := make([]sqlc.Instance, len(batch))
+	for i, p := range batch {
+		rows[i] = byID[p.inst.ID]
+		if err := out.EnqueueLeased(ctx, q, TopicEvents, events.Updated, rows[i], p.leases); err != nil {
+			return nil, err
 		}
 	}
-	p := sqlc.TransitionParams{
-		ID: inst.ID, FromState: inst.State, FromVersion: inst.Version,
-		ToState: string(lifecycle.Provisioning), HostID: &host.ID,
-		SpecPower: powerFor(lifecycle.Desired(inst.DesiredState)).spec(), SpecGeneration: gen, Mac: &mac,
-		AvoidHostID: inst.AvoidHostID,
-	}
-	if host.Certified {
-		p.HostCertified, p.HostCertValidBefore = true, host.CertNotAfter
-	}
-	return transition(ctx, q, p, addrs, out)
+	return rows, nil
 }
 
 // placeBatch bounds the instances one hold of a pool's lock places.
 const placeBatch = 32
 
-// placeMore places, under the pool's lock that placed inst, more of the
+// pickMore picks, under the pool's lock that placed inst, more of the
 // pool's pending instances of inst's tenant that need only a host and an
-// address (LockPendingPlain), until placeBatch, room or addresses run out.
-// host is where inst went.
+// address (LockPendingPlain), until placeBatch or room runs out, and leases
+// them addresses in one statement; those the first range with room above
+// its leases has none for are left to their own reconciles. host is where
+// inst went.
 // Placements of a pool wait for each other's commit, so one hold and one
 // commit for many is what lets a fleet be placed as fast as it is created.
 // Their own reconciles, which waited for their rows, find them placed.
 // candidates is what placing inst left of the hosts: it is kept up to
 // date here, as the statement that read it would read it now.
-func (r *Reconciler) placeMore(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host sqlc.PlacementCandidatesRow, candidates []sqlc.PlacementCandidatesRow, out *events.Outbox, wake *[]uuid.UUID) error {
+func (r *Reconciler) pickMore(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, pool sqlc.Pool, host sqlc.PlacementCandidatesRow, candidates []sqlc.PlacementCandidatesRow) ([]placing, error) {
 	placed := func(inst sqlc.Instance, host sqlc.PlacementCandidatesRow) {
 		for i := range candidates {
 			if candidates[i].ID == host.ID {
@@ -161,31 +217,48 @@ func (r *Reconciler) placeMore(ctx context.Context, q *sqlc.Queries, inst sqlc.I
 	placed(inst, host) // the placement just made, not in what was read
 	more, err := q.LockPendingPlain(ctx, sqlc.LockPendingPlainParams{PoolID: pool.ID, TenantID: inst.TenantID, PlacedID: inst.ID, Lim: placeBatch - 1})
 	if err != nil {
-		return fmt.Errorf("lock pending instances: %w", err)
+		return nil, fmt.Errorf("lock pending instances: %w", err)
 	}
+	var picked []placing
 	for _, next := range more {
 		f, err := r.facts(ctx, q, next, &hostCache{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if st, ok := decide(f); !ok || !st.place {
 			continue
 		}
 		h, ok := choose(candidates, next, pool, nil)
 		if !ok {
-			return nil
-		}
-		_, err = r.placeOn(ctx, q, next, pool, h, nil, &addresses{}, out)
-		if errors.Is(err, errNoAddress) || errors.Is(err, errNoIPRange) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("place %s beside %s: %w", next.ID, inst.ID, err)
+			break
 		}
 		placed(next, h)
-		*wake = append(*wake, h.ID)
+		picked = append(picked, placing{inst: next, host: h})
 	}
-	return nil
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	l := sqlc.LeaseNextAddressesParams{PoolID: pool.ID}
+	for _, p := range picked {
+		l.Ids = append(l.Ids, ids.New())
+		l.InstanceIds = append(l.InstanceIds, p.inst.ID)
+	}
+	leases, err := q.LeaseNextAddresses(ctx, l)
+	if err != nil {
+		return nil, fmt.Errorf("lease %d addresses: %w", len(picked), err)
+	}
+	leased := make(map[uuid.UUID]sqlc.IpLease, len(leases))
+	for _, l := range leases {
+		leased[l.InstanceID] = l
+	}
+	kept := picked[:0]
+	for _, p := range picked {
+		if l, ok := leased[p.inst.ID]; ok {
+			p.leases = []sqlc.IpLease{l}
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
 }
 
 // choose picks the host for inst among those with room and a protocol
@@ -299,46 +372,46 @@ var errNoAddress = errors.New("no free address")
 // would have no address; it waits until an operator adds one.
 var errNoIPRange = errors.New("no IP range")
 
-// lease returns the MAC of the instance's address: the lease it kept from
-// an earlier placement (in addrs, its live leases), or a new one from the
-// pool's ranges, which it records in addrs. A pool with no ranges has no
-// address to give: errNoIPRange.
-func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses) (string, error) {
+// lease gives the instance an address unless it kept one from an earlier
+// placement (addrs, its live leases): a new lease from the pool's ranges,
+// recorded in addrs. A pool with no ranges has no address to give:
+// errNoIPRange.
+func (r *Reconciler) lease(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance, addrs *addresses) error {
 	if len(addrs.leases) > 0 {
-		return addrs.leases[0].Mac, nil
+		return nil
 	}
 	l, err := leaseAddress(ctx, q, inst)
 	if errors.Is(err, errNoAddress) {
 		// Full, or no range at all: asked only now, as it is rare.
 		ranged, err := q.HasIPPools(ctx, inst.PoolID)
 		if err != nil {
-			return "", fmt.Errorf("read IP ranges: %w", err)
+			return fmt.Errorf("read IP ranges: %w", err)
 		}
 		if !ranged {
-			return "", errNoIPRange
+			return errNoIPRange
 		}
-		return "", errNoAddress
+		return errNoAddress
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
 	addrs.set([]sqlc.IpLease{l})
-	return l.Mac, nil
+	return nil
 }
 
 // leaseAddress leases inst an address of its pool's ranges: the one after
-// the highest leased (LeaseNextAddress), and once the ranges are leased up
-// to their ends, the lowest free (LeaseFreeAddress), which scans.
+// the highest leased (LeaseNextAddresses), and once the ranges are leased
+// up to their ends, the lowest free (LeaseFreeAddress), which scans.
 // errNoAddress: none is free.
 func leaseAddress(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (sqlc.IpLease, error) {
-	l, err := q.LeaseNextAddress(ctx, sqlc.LeaseNextAddressParams{ID: ids.New(), InstanceID: inst.ID, PoolID: inst.PoolID})
-	if err == nil {
-		return l, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	next, err := q.LeaseNextAddresses(ctx, sqlc.LeaseNextAddressesParams{PoolID: inst.PoolID, Ids: []uuid.UUID{ids.New()}, InstanceIds: []uuid.UUID{inst.ID}})
+	if err != nil {
 		return sqlc.IpLease{}, fmt.Errorf("lease the next address: %w", err)
 	}
-	l, err = q.LeaseFreeAddress(ctx, sqlc.LeaseFreeAddressParams{ID: ids.New(), InstanceID: inst.ID, PoolID: inst.PoolID})
+	if len(next) == 1 {
+		return next[0], nil
+	}
+	l, err := q.LeaseFreeAddress(ctx, sqlc.LeaseFreeAddressParams{ID: ids.New(), InstanceID: inst.ID, PoolID: inst.PoolID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sqlc.IpLease{}, errNoAddress
 	}

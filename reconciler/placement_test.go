@@ -140,6 +140,46 @@ func TestAddressGaps(t *testing.T) {
 	}
 }
 
+// TestBatchLeasesStopAtRangeEnd: a batch leases past its first range's
+// end no address; the instances it has no room for are placed in the next
+// range, every address inside its range and leased once.
+func TestBatchLeasesStopAtRangeEnd(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	p, err := e.svc.CreatePool(e.ctx, control.PoolInput{Name: "ranges", Class: vps.ClassHosted})
+	e.check(err)
+	e.pool = p.ID
+	for _, r := range []control.IPPoolInput{
+		{PoolID: p.ID, CIDR: "10.202.0.0/24", Gateway: "10.202.0.1", RangeStart: "10.202.0.10", RangeEnd: "10.202.0.13"},
+		{PoolID: p.ID, CIDR: "10.202.1.0/24", Gateway: "10.202.1.1", RangeStart: "10.202.1.10", RangeEnd: "10.202.1.50"},
+	} {
+		_, err := e.svc.CreateIPPool(e.ctx, r)
+		e.check(err)
+	}
+	e.host("hv-1", 100)
+	const n = 10
+	for i := range n {
+		e.create(fmt.Sprintf("vm-%d", i))
+	}
+	e.reconcilers(1, func(c *reconciler.Config) { c.HostSilentAfter = time.Hour })
+	e.eventually(10*time.Second, "all placed", func() bool {
+		return e.count("instances WHERE state = 'PROVISIONING'") == n
+	})
+	for what, q := range map[string]string{
+		"leases inside their range":  "ip_leases l JOIN ip_pools r ON r.id = l.ip_pool_id WHERE l.released_at IS NULL AND l.address BETWEEN r.range_start AND r.range_end",
+		"distinct addresses":         "(SELECT DISTINCT address FROM ip_leases WHERE released_at IS NULL) a",
+		"leases with their MAC":      "ip_leases WHERE released_at IS NULL AND mac = mac_for(address)",
+		"instances with their lease": "instances i JOIN ip_leases l ON l.instance_id = i.id AND l.released_at IS NULL AND l.mac = i.mac",
+	} {
+		if k := e.count(q); k != n {
+			t.Errorf("%s = %d, want %d", what, k, n)
+		}
+	}
+	if k := e.count("ip_leases WHERE released_at IS NULL AND address <<= '10.202.0.0/24'"); k != 4 {
+		t.Errorf("%d leases in the first range, want its 4 addresses", k)
+	}
+}
+
 // TestPlacementBatch: one hold of a pool's lock places many pending
 // instances, each with its allocation, address and event, none twice, and
 // spread over the hosts as one at a time would.
@@ -182,8 +222,17 @@ func TestPlacementBatch(t *testing.T) {
 	}
 	// Every placement but the first few (the workers that took an instance
 	// before the first hold claimed the rest) was made beside another.
-	if k := names.Count("LockPool"); k > n/2 {
-		t.Errorf("%d pool locks for %d placements, want them placed in batches", k, n)
+	holds := names.Count("LockPool")
+	if holds > n/2 {
+		t.Errorf("%d pool locks for %d placements, want them placed in batches", holds, n)
+	}
+	// A hold's writes are a few statements, however many it places: the
+	// placing instance's lease, and the batch's leases, allocations and
+	// moves, each in one.
+	for _, q := range []string{"LeaseNextAddresses", "AllocateOnHosts", "PlaceInstances"} {
+		if k := names.Count(q); k > 2*holds {
+			t.Errorf("%s ran %d times in %d holds of the pool's lock, want at most %d", q, k, holds, 2*holds)
+		}
 	}
 	for what, q := range map[string]string{
 		"live allocations":        "allocations WHERE released_at IS NULL",

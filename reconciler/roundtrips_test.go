@@ -140,8 +140,9 @@ func TestStepsEventsInOneStatement(t *testing.T) {
 }
 
 // TestPlacementWrites: a placement leases the address in the statement
-// that finds it and allocates on the host in the one that bumps the host's
-// generation, since each round trip holds the pool's lock longer.
+// that finds it, allocates on the host in the one that bumps the host's
+// generation, and moves the instance in the statement that moves a batch,
+// since each round trip holds the pool's lock longer.
 func TestPlacementWrites(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -154,7 +155,7 @@ func TestPlacementWrites(t *testing.T) {
 	e.eventually(10*time.Second, "the instance PROVISIONING", func() bool {
 		return e.count("instances WHERE id = $1 AND state = 'PROVISIONING'", id) == 1
 	})
-	for q, want := range map[string]int{"LockPool": 1, "LeaseNextAddress": 1, "AllocateOnHost": 1, "BumpHostGeneration": 0} {
+	for q, want := range map[string]int{"LockPool": 1, "LeaseNextAddresses": 1, "AllocateOnHosts": 1, "PlaceInstances": 1, "Transition": 0, "BumpHostGeneration": 0} {
 		if n := names.Count(q); n != want {
 			t.Errorf("%s ran %d times, want %d", q, n, want)
 		}

@@ -12,40 +12,60 @@ import (
 	"github.com/google/uuid"
 )
 
-const allocateOnHost = `-- name: AllocateOnHost :one
+const allocateOnHosts = `-- name: AllocateOnHosts :many
 WITH allocation AS (
     INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
-    VALUES ($2, $1, $3, $4, $5, $6, $7)
+    SELECT unnest($2::uuid[]), unnest($1::uuid[]), unnest($3::uuid[]),
+        unnest($4::uuid[]), unnest($5::int[]), unnest($6::bigint[]), unnest($7::bigint[])
 )
-UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = $1 RETURNING spec_generation
+UPDATE hosts SET spec_generation = spec_generation + 1 WHERE hosts.id = ANY($1::uuid[])
+RETURNING hosts.id, hosts.spec_generation
 `
 
-type AllocateOnHostParams struct {
-	HostID       uuid.UUID
-	AllocationID uuid.UUID
-	TenantID     uuid.UUID
-	InstanceID   uuid.UUID
-	Vcpus        int32
-	MemoryMb     int64
-	DiskGb       int64
+type AllocateOnHostsParams struct {
+	HostIds       []uuid.UUID
+	AllocationIds []uuid.UUID
+	TenantIds     []uuid.UUID
+	InstanceIds   []uuid.UUID
+	Vcpus         []int32
+	MemoryMb      []int64
+	DiskGb        []int64
 }
 
-// AllocateOnHost records an instance's allocation on a host and bumps the
-// host's spec generation, returning it: placement's two writes to the host
-// in one round trip.
-func (q *Queries) AllocateOnHost(ctx context.Context, arg AllocateOnHostParams) (int64, error) {
-	row := q.db.QueryRow(ctx, allocateOnHost,
-		arg.HostID,
-		arg.AllocationID,
-		arg.TenantID,
-		arg.InstanceID,
+type AllocateOnHostsRow struct {
+	ID             uuid.UUID
+	SpecGeneration int64
+}
+
+// AllocateOnHosts records instances' allocations, each on its host, and
+// bumps each host's spec generation once, returning them: placement's
+// writes to the hosts in one round trip, for one instance or a batch.
+func (q *Queries) AllocateOnHosts(ctx context.Context, arg AllocateOnHostsParams) ([]AllocateOnHostsRow, error) {
+	rows, err := q.db.Query(ctx, allocateOnHosts,
+		arg.HostIds,
+		arg.AllocationIds,
+		arg.TenantIds,
+		arg.InstanceIds,
 		arg.Vcpus,
 		arg.MemoryMb,
 		arg.DiskGb,
 	)
-	var spec_generation int64
-	err := row.Scan(&spec_generation)
-	return spec_generation, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AllocateOnHostsRow{}
+	for rows.Next() {
+		var i AllocateOnHostsRow
+		if err := rows.Scan(&i.ID, &i.SpecGeneration); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const freeGPUs = `-- name: FreeGPUs :many
@@ -137,7 +157,7 @@ type LeaseFreeAddressParams struct {
 }
 
 // LeaseFreeAddress leases an instance the lowest free address of its
-// pool's ranges: it scans them, so it is the fallback of LeaseNextAddress.
+// pool's ranges: it scans them, so it is the fallback of LeaseNextAddresses.
 // No row: none is free.
 func (q *Queries) LeaseFreeAddress(ctx context.Context, arg LeaseFreeAddressParams) (IpLease, error) {
 	row := q.db.QueryRow(ctx, leaseFreeAddress, arg.ID, arg.InstanceID, arg.PoolID)
@@ -154,43 +174,64 @@ func (q *Queries) LeaseFreeAddress(ctx context.Context, arg LeaseFreeAddressPara
 	return i, err
 }
 
-const leaseNextAddress = `-- name: LeaseNextAddress :one
+const leaseNextAddresses = `-- name: LeaseNextAddresses :many
 INSERT INTO ip_leases (id, ip_pool_id, address, mac, instance_id)
-SELECT $1, p.id, coalesce(l.top + 1, p.range_start), mac_for(coalesce(l.top + 1, p.range_start)), $2
-FROM ip_pools p
-CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
-WHERE p.pool_id = $3 AND coalesce(l.top + 1, p.range_start) <= p.range_end
-ORDER BY p.created_at
-LIMIT 1
+SELECT n.id, r.id, r.next + (n.ord - 1), mac_for(r.next + (n.ord - 1)), n.instance_id
+FROM (
+    SELECT p.id, coalesce(l.top + 1, p.range_start) AS next, p.range_end
+    FROM ip_pools p
+    CROSS JOIN LATERAL (SELECT max(address) AS top FROM ip_leases WHERE ip_pool_id = p.id AND released_at IS NULL) l
+    WHERE p.pool_id = $1 AND coalesce(l.top + 1, p.range_start) <= p.range_end
+    ORDER BY p.created_at
+    LIMIT 1
+) r
+CROSS JOIN (SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS instance_id,
+    generate_series(1, cardinality($2::uuid[])) AS ord) n
+WHERE r.next + (n.ord - 1) <= r.range_end
 RETURNING id, ip_pool_id, address, mac, instance_id, leased_at, released_at
 `
 
-type LeaseNextAddressParams struct {
-	ID         uuid.UUID
-	InstanceID uuid.UUID
-	PoolID     uuid.UUID
+type LeaseNextAddressesParams struct {
+	PoolID      uuid.UUID
+	Ids         []uuid.UUID
+	InstanceIds []uuid.UUID
 }
 
-// LeaseNextAddress leases an instance the address after the highest one
-// leased in its pool's ranges (a range's start when it has none leased), in
-// the first range with room above its leases, with that address's MAC
-// (mac_for). The highest lease is one step down the live leases' index,
-// so a fleet's placements do not slow as leases grow; an address freed
-// below is found by LeaseFreeAddress once the ranges are full up to their
-// ends. No row: no range has room above its leases.
-func (q *Queries) LeaseNextAddress(ctx context.Context, arg LeaseNextAddressParams) (IpLease, error) {
-	row := q.db.QueryRow(ctx, leaseNextAddress, arg.ID, arg.InstanceID, arg.PoolID)
-	var i IpLease
-	err := row.Scan(
-		&i.ID,
-		&i.IpPoolID,
-		&i.Address,
-		&i.Mac,
-		&i.InstanceID,
-		&i.LeasedAt,
-		&i.ReleasedAt,
-	)
-	return i, err
+// LeaseNextAddresses leases instances, in the order given, the addresses
+// after the highest one leased in the first of their pool's ranges with
+// room above its leases (a range's start when it has none leased), as many
+// as that range has room for, each with its address's MAC (mac_for): one
+// statement for a batch of placements. The highest lease is one step down
+// the live leases' index, so a fleet's placements do not slow as leases
+// grow; an address freed below is found by LeaseFreeAddress once the
+// ranges are full up to their ends. The rows come in no set order; an
+// instance without one found no room above the leases.
+func (q *Queries) LeaseNextAddresses(ctx context.Context, arg LeaseNextAddressesParams) ([]IpLease, error) {
+	rows, err := q.db.Query(ctx, leaseNextAddresses, arg.PoolID, arg.Ids, arg.InstanceIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []IpLease{}
+	for rows.Next() {
+		var i IpLease
+		if err := rows.Scan(
+			&i.ID,
+			&i.IpPoolID,
+			&i.Address,
+			&i.Mac,
+			&i.InstanceID,
+			&i.LeasedAt,
+			&i.ReleasedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const lockPendingPlain = `-- name: LockPendingPlain :many

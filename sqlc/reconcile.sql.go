@@ -181,6 +181,111 @@ func (q *Queries) PendingInPool(ctx context.Context, poolID uuid.UUID) ([]uuid.U
 	return items, nil
 }
 
+const placeInstances = `-- name: PlaceInstances :many
+UPDATE instances i SET
+    state = 'PROVISIONING', state_reason = '', host_id = u.host_id, spec_power = u.spec_power,
+    spec_generation = u.spec_generation, mac = u.mac, observed_state = NULL, observed_reason = '',
+    host_certified = u.certified,
+    host_cert_valid_before = CASE WHEN u.certified THEN u.cert_valid_before END,
+    version = i.version + 1, updated_at = clock_timestamp()
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS version,
+    unnest($3::uuid[]) AS host_id, unnest($4::text[]) AS spec_power,
+    unnest($5::bigint[]) AS spec_generation, unnest($6::text[]) AS mac,
+    unnest($7::boolean[]) AS certified, unnest($8::timestamptz[]) AS cert_valid_before) u
+WHERE i.id = u.id AND i.state = 'PENDING' AND i.version = u.version
+RETURNING i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed
+`
+
+type PlaceInstancesParams struct {
+	Ids             []uuid.UUID
+	Versions        []int64
+	HostIds         []uuid.UUID
+	SpecPowers      []string
+	SpecGenerations []int64
+	Macs            []string
+	Certified       []bool
+	CertValidBefore []time.Time
+}
+
+// PlaceInstances moves pending instances to PROVISIONING, each on its
+// host with its MAC, as Transition moves one: compared and set on the
+// version read under its row lock. An instance that changed since is not
+// returned.
+func (q *Queries) PlaceInstances(ctx context.Context, arg PlaceInstancesParams) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, placeInstances,
+		arg.Ids,
+		arg.Versions,
+		arg.HostIds,
+		arg.SpecPowers,
+		arg.SpecGenerations,
+		arg.Macs,
+		arg.Certified,
+		arg.CertValidBefore,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
+			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.RestoreFrom,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
+			&i.EnvSealed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const releaseAllocation = `-- name: ReleaseAllocation :execrows
 UPDATE allocations SET released_at = now() WHERE instance_id = $1 AND released_at IS NULL
 `
