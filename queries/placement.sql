@@ -96,14 +96,17 @@ SELECT EXISTS (SELECT 1 FROM ip_pools WHERE pool_id = $1);
 
 -- LockPendingPlain locks, skipping those another transaction holds, up to
 -- lim of a pool's pending instances of one tenant that need only a host
--- and an address (no sandbox, warm template, restore, GPU or live lease),
+-- and an address (no sandbox, warm template, restore, GPU or kept lease),
 -- oldest first: what a placement holding the pool's lock places beside
--- its own.
+-- its own. An instance without a MAC has no lease: a lease is taken only
+-- by placement, which sets the MAC in the same transaction, and a MAC is
+-- never cleared. The MAC says so without reading the leases, which a plan
+-- made on statistics older than the fleet read whole for each instance.
 -- name: LockPendingPlain :many
 SELECT i.* FROM instances i
 WHERE i.pool_id = @pool_id AND i.state = 'PENDING' AND i.tenant_id = @tenant_id AND i.id <> @placed_id
   AND i.sandbox_id IS NULL AND i.warm_template_id IS NULL AND i.restore_from IS NULL AND i.gpu_count = 0
-  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.instance_id = i.id AND l.released_at IS NULL)
+  AND i.mac IS NULL
 ORDER BY i.created_at
 LIMIT @lim
 FOR NO KEY UPDATE OF i SKIP LOCKED;

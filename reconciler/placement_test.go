@@ -13,6 +13,7 @@ import (
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
+	"github.com/better-compute/vps/sqlc"
 	"github.com/google/uuid"
 )
 
@@ -190,12 +191,20 @@ func TestPlacementBatch(t *testing.T) {
 		e.host(fmt.Sprintf("hv-%d", i), 100)
 	}
 	const n = 40
+	var created []uuid.UUID
 	for i := range n {
-		e.create(fmt.Sprintf("vm-%d", i))
+		created = append(created, e.create(fmt.Sprintf("vm-%d", i)))
 	}
+	// One kept its lease from an earlier placement (a recreate does): it is
+	// placed with it, not given a second by a batch.
+	q := sqlc.New(e.db)
+	kept, err := q.LeaseNextAddresses(e.ctx, sqlc.LeaseNextAddressesParams{PoolID: e.pool, Ids: []uuid.UUID{ids.New()}, InstanceIds: created[n/2 : n/2+1]})
+	e.check(err)
+	_, err = e.db.Exec(e.ctx, "UPDATE instances SET mac = $1 WHERE id = $2", kept[0].Mac, kept[0].InstanceID)
+	e.check(err)
 	sub := e.rdb.Subscribe(context.Background(), e.prefix+events.TenantChannel(e.tenant))
 	defer sub.Close()
-	_, err := sub.Receive(context.Background())
+	_, err = sub.Receive(context.Background())
 	e.check(err)
 	names := &testenv.Statements{}
 	db := testenv.Traced(t, e.db, names)
@@ -244,6 +253,12 @@ func TestPlacementBatch(t *testing.T) {
 		if k := e.count(q); k != n {
 			t.Errorf("%s = %d, want %d", what, k, n)
 		}
+	}
+	if k := e.count("ip_leases WHERE id = $1 AND released_at IS NULL", kept[0].ID); k != 1 {
+		t.Errorf("the kept lease is live %d times, want 1", k)
+	}
+	if k := e.count("instances i JOIN ip_leases l ON l.instance_id = i.id AND l.released_at IS NULL AND l.mac = i.mac"); k != n {
+		t.Errorf("%d instances have a live lease with their MAC, want %d (one each)", k, n)
 	}
 	if k := e.count(usageMismatches); k != 0 {
 		t.Errorf("%d host usage rows differ from the live allocations", k)

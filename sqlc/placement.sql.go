@@ -238,7 +238,7 @@ const lockPendingPlain = `-- name: LockPendingPlain :many
 SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed FROM instances i
 WHERE i.pool_id = $1 AND i.state = 'PENDING' AND i.tenant_id = $2 AND i.id <> $3
   AND i.sandbox_id IS NULL AND i.warm_template_id IS NULL AND i.restore_from IS NULL AND i.gpu_count = 0
-  AND NOT EXISTS (SELECT 1 FROM ip_leases l WHERE l.instance_id = i.id AND l.released_at IS NULL)
+  AND i.mac IS NULL
 ORDER BY i.created_at
 LIMIT $4
 FOR NO KEY UPDATE OF i SKIP LOCKED
@@ -253,9 +253,12 @@ type LockPendingPlainParams struct {
 
 // LockPendingPlain locks, skipping those another transaction holds, up to
 // lim of a pool's pending instances of one tenant that need only a host
-// and an address (no sandbox, warm template, restore, GPU or live lease),
+// and an address (no sandbox, warm template, restore, GPU or kept lease),
 // oldest first: what a placement holding the pool's lock places beside
-// its own.
+// its own. An instance without a MAC has no lease: a lease is taken only
+// by placement, which sets the MAC in the same transaction, and a MAC is
+// never cleared. The MAC says so without reading the leases, which a plan
+// made on statistics older than the fleet read whole for each instance.
 func (q *Queries) LockPendingPlain(ctx context.Context, arg LockPendingPlainParams) ([]Instance, error) {
 	rows, err := q.db.Query(ctx, lockPendingPlain,
 		arg.PoolID,
