@@ -23,6 +23,11 @@ type Event struct {
 	// ErrorCode is empty on success.
 	ErrorCode string
 	Details   map[string]any
+	// Written says a mutation wrote its success itself, ahead of a lock it
+	// then holds to its commit (admission's tenant lock), so that the lock
+	// is not held for the write; it is not written again. A failure is
+	// written whatever it says.
+	Written bool
 }
 
 // Write records e with q, inside whatever transaction q runs in.

@@ -14,7 +14,8 @@ import (
 // TestCreateInstanceStatements: a create reads its pool, flavor and image,
 // writes the instance, its event and its audit row, and checks the quota
 // under the tenant's lock, in one transaction; it reads no leases (a new
-// instance has none).
+// instance has none). The lock is taken last, so the tenant's creates wait
+// for each other's check and commit only.
 func TestCreateInstanceStatements(t *testing.T) {
 	t.Parallel()
 	var ran testenv.Statements
@@ -26,7 +27,7 @@ func TestCreateInstanceStatements(t *testing.T) {
 	_, err := svc.CreateInstance(ctx, control.CreateInstanceInput{TenantID: c.tenant, PoolID: c.pool, FlavorID: c.flavor, ImageID: c.image,
 		Name: "vm", SSHKeys: []string{c.key}})
 	check(t, err)
-	want := []string{"begin", "GetPool", "GetFlavor", "ResolveImage", "InsertInstance", "InsertOutbox", "LockTenantQuota", "InsertAuditEvent", "commit"}
+	want := []string{"begin", "GetPool", "GetFlavor", "ResolveImage", "InsertInstance", "InsertOutbox", "InsertAuditEvent", "LockTenantQuota", "commit"}
 	if got := ran.Take(); !slices.Equal(got, want) {
 		t.Fatalf("a create ran %d statements %v, want %d: %v", len(got), got, len(want), want)
 	}

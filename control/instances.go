@@ -177,9 +177,14 @@ func (s *Service) admit(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *aud
 	// The tenant's lock, held until commit, serializes the quota check per
 	// tenant: the usage it reads holds every instance committed before it,
 	// and this one is added to it at commit (tenant_usage's trigger). It is
-	// taken last, so it is held only for the check, the audit row and the
-	// commit; names and idempotency keys need no lock (unique indexes, above).
+	// taken last, after the audit row, so it is held only for the check and
+	// the commit (a refusal rolls the row back and records the failure);
+	// names and idempotency keys need no lock (unique indexes, above).
 	ev.TenantID = tenant
+	if err := audit.Write(ctx, q, *ev); err != nil {
+		return none, err
+	}
+	ev.Written = true
 	if err := lockQuota(ctx, q, tenant, flavor); err != nil {
 		return none, err
 	}

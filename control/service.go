@@ -155,7 +155,7 @@ func (s *Service) mutate(ctx context.Context, action Action, fn mutation) error 
 	ev := newEvent(ctx, p, action)
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		q := sqlc.New(tx)
-		if err := fn(ctx, tx, q, &ev); err != nil {
+		if err := fn(ctx, tx, q, &ev); err != nil || ev.Written {
 			return err
 		}
 		return audit.Write(ctx, q, ev)

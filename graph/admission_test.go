@@ -133,6 +133,13 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	if n := e.count("instances", "true"); n != 10 {
 		t.Fatalf("instances = %d, want 10", n)
 	}
+	// The audit row is written before the quota's check: a refusal rolls
+	// it back and records the failure instead.
+	for outcome, want := range map[string]int{"success": 10, "failure": 40} {
+		if n := e.count("audit_events", "action = 'instance.create' AND outcome = $1", outcome); n != want {
+			t.Errorf("%d creates audited as %s, want %d", n, outcome, want)
+		}
+	}
 
 	t.Run("every limit is enforced", func(t *testing.T) {
 		for _, limit := range []string{"vcpus", "memoryMb"} {
