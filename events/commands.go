@@ -33,12 +33,14 @@ func WakePending(ctx context.Context, q *sqlc.Queries, pool uuid.UUID) error {
 	return Wake(ctx, q, pending)
 }
 
-// Wake hands instances to the reconciler, in q's transaction.
+// Wake hands instances to the reconciler, in q's transaction, in one
+// statement however many they are.
 func Wake(ctx context.Context, q *sqlc.Queries, instances []uuid.UUID) error {
-	for _, id := range instances {
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
-			return fmt.Errorf("wake instance: %w", err)
-		}
+	if len(instances) == 0 {
+		return nil
+	}
+	if err := q.WakeKeys(ctx, sqlc.WakeKeysParams{Topic: vps.TopicInstances, Keys: instances}); err != nil {
+		return fmt.Errorf("wake %d instances: %w", len(instances), err)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 -- name: InsertOutbox :exec
 INSERT INTO outbox (topic, key, channel, payload) VALUES ($1, $2, $3, $4);
 
+-- WakeKeys writes a work row on topic for each key, in one statement.
+-- name: WakeKeys :exec
+INSERT INTO outbox (topic, key) SELECT @topic::text, unnest(@keys::uuid[]);
+
 -- ClaimOutbox deletes the oldest rows written at least @age_seconds ago
 -- for one relay and returns them; the relay commits the delete only after
 -- Redis took them. Another relay waits for them rather than skipping

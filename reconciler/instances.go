@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -367,15 +368,7 @@ func (r *Reconciler) release(ctx context.Context, q *sqlc.Queries, inst sqlc.Ins
 	if err != nil {
 		return fmt.Errorf("list pending instances: %w", err)
 	}
-	for _, id := range pending {
-		if id == inst.ID {
-			continue
-		}
-		if err := q.InsertOutbox(ctx, sqlc.InsertOutboxParams{Topic: vps.TopicInstances, Key: id}); err != nil {
-			return fmt.Errorf("wake pending instance: %w", err)
-		}
-	}
-	return nil
+	return events.Wake(ctx, q, slices.DeleteFunc(pending, func(id uuid.UUID) bool { return id == inst.ID }))
 }
 
 // wakeHosts tells hosts their spec changed, each once however often it is

@@ -131,3 +131,18 @@ func (q *Queries) InsertOutboxes(ctx context.Context, arg InsertOutboxesParams) 
 	)
 	return err
 }
+
+const wakeKeys = `-- name: WakeKeys :exec
+INSERT INTO outbox (topic, key) SELECT $1::text, unnest($2::uuid[])
+`
+
+type WakeKeysParams struct {
+	Topic string
+	Keys  []uuid.UUID
+}
+
+// WakeKeys writes a work row on topic for each key, in one statement.
+func (q *Queries) WakeKeys(ctx context.Context, arg WakeKeysParams) error {
+	_, err := q.db.Exec(ctx, wakeKeys, arg.Topic, arg.Keys)
+	return err
+}
