@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/better-compute/vps/internal/testenv"
 	"github.com/better-compute/vps/sqlc"
@@ -60,15 +59,12 @@ func TestLiveLeasePlan(t *testing.T) {
 func TestPendingPlainPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sqlOf := &lastSQL{}
-	pool := testenv.DB(t)
-	cfg := pool.Config().ConnConfig.Copy()
-	cfg.Tracer = sqlOf
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	var ran testenv.Statements
+	conn, err := testenv.Traced(t, testenv.DB(t), &ran).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	defer conn.Release()
 	tenant, poolID := uuid.New(), uuid.New()
 	// Statistics taken when every lease was released and no instance was
 	// pending, then a fleet's leases and pending instances. Replica mode
@@ -95,11 +91,11 @@ func TestPendingPlainPlan(t *testing.T) {
 		}
 	}
 	arg := sqlc.LockPendingPlainParams{PoolID: poolID, TenantID: tenant, PlacedID: uuid.New(), Lim: 31}
-	if _, err := sqlc.New(conn).LockPendingPlain(ctx, arg); err != nil {
+	if _, err := sqlc.New(conn).LockPendingPlain(ctx, arg); err != nil { // to have its text
 		t.Fatal(err)
 	}
 	var plan []struct{ Plan planNode }
-	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sqlOf.sql, arg.PoolID, arg.TenantID, arg.PlacedID, arg.Lim).Scan(&plan); err != nil {
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+ran.SQL("LockPendingPlain"), arg.PoolID, arg.TenantID, arg.PlacedID, arg.Lim).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	if leases := plan[0].Plan.on("ip_leases"); len(leases) > 0 {
@@ -107,16 +103,6 @@ func TestPendingPlainPlan(t *testing.T) {
 		t.Errorf("the pending instances to batch are read with %d reads of ip_leases, want none; plan: %s", len(leases), raw)
 	}
 }
-
-// lastSQL is a pgx.QueryTracer that keeps the last statement's text.
-type lastSQL struct{ sql string }
-
-func (l *lastSQL) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.sql = d.SQL
-	return ctx
-}
-
-func (l *lastSQL) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
 type planNode struct {

@@ -17,6 +17,7 @@ import (
 type Statements struct {
 	mu  sync.Mutex
 	ran []string
+	sql map[string]string // the text of each name, as last run
 }
 
 // Traced returns a pool on pool's database whose statements s records,
@@ -43,7 +44,19 @@ func (s *Statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ran = append(s.ran, name)
+	if s.sql == nil {
+		s.sql = map[string]string{}
+	}
+	s.sql[name] = d.SQL
 	return ctx
+}
+
+// SQL is the text of the statement name as it last ran: what a test of its
+// plan explains.
+func (s *Statements) SQL(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sql[name]
 }
 
 // TraceQueryEnd is part of pgx.QueryTracer.
