@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/better-compute/vps/events"
 	"github.com/better-compute/vps/internal/testenv"
+	"github.com/better-compute/vps/internal/vps"
 	"github.com/better-compute/vps/reconciler"
 	"github.com/better-compute/vps/sqlc"
 )
@@ -181,6 +183,35 @@ func TestRelayFetchesLargeRows(t *testing.T) {
 	}
 	if n, c := relayed(t, r, "notified"), relayed(t, r, "claimed"); n != versions || c != 0 {
 		t.Fatalf("relayed %v from notifications and %v by claims, want %d and 0", n, c, versions)
+	}
+}
+
+// TestRelayNotifiesWorkRows: a work row, which has no channel and no
+// payload, reaches the work stream from its notification as an event row
+// does, not by a claim seconds later.
+func TestRelayNotifiesWorkRows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r, _ := e.start(nil, nil)
+	testenv.Eventually(t, 10*time.Second, "the relay leads", func() bool { return leads(t, r) })
+	keys := []uuid.UUID{uuid.New(), uuid.New()}
+	e.check(events.Wake(e.ctx, sqlc.New(e.db), keys))
+	testenv.Eventually(t, 10*time.Second, "both rows relayed", func() bool {
+		return relayed(t, r, "notified")+relayed(t, r, "claimed") >= float64(len(keys))
+	})
+	if n, c := relayed(t, r, "notified"), relayed(t, r, "claimed"); n != float64(len(keys)) || c != 0 {
+		t.Fatalf("relayed %v from notifications and %v by claims, want %d and 0", n, c, len(keys))
+	}
+	entries, err := e.rdb.XRange(e.ctx, e.prefix+"work", "-", "+").Result()
+	e.check(err)
+	var got []string
+	for _, m := range entries {
+		if m.Values["topic"] == vps.TopicInstances {
+			got = append(got, fmt.Sprint(m.Values["key"]))
+		}
+	}
+	if want := []string{keys[0].String(), keys[1].String()}; !slices.Equal(got, want) {
+		t.Fatalf("work stream has %v for %s, want %v", got, vps.TopicInstances, want)
 	}
 }
 
