@@ -275,34 +275,41 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	})
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		start := time.Now()
+		opType := operationType(ctx)
 		var resp *graphql.Response
 		if s := slotFrom(ctx); s != nil && s.m != nil {
 			// A shared response is clean already; the member writes
 			// the ones it can itself.
 			resp = s.m.respond(ctx, next, func(written *graphql.Response) {
-				observe(ctx, cfg.Observe, written, start)
+				observe(cfg.Observe, opType, written, start)
 				start = time.Now()
 			})
 		} else if resp = next(ctx); resp != nil {
 			clean(resp.Errors)
 		}
-		observe(ctx, cfg.Observe, resp, start)
+		observe(cfg.Observe, opType, resp, start)
 		return resp
 	})
 	g := &gate{q: q, svc: cfg.Service, log: cfg.Logger, maxBody: cfg.Limits.MaxBody, origins: cfg.AllowedOrigins, next: srv}
 	return &Handler{Handler: g, q: q, conns: cs}
 }
 
-// observe tells o, if set, of an operation's response.
-func observe(ctx context.Context, o func(opType, outcome string, took time.Duration), resp *graphql.Response, start time.Time) {
-	if o == nil || resp == nil {
-		return
-	}
-	opType := "unknown"
+// operationType is the type of ctx's operation: "query", "mutation",
+// "subscription" or "unknown". A subscription's member asks once, not at
+// each of its events: the lookup walks the request's whole context.
+func operationType(ctx context.Context) string {
 	if graphql.HasOperationContext(ctx) {
 		if op := graphql.GetOperationContext(ctx).Operation; op != nil {
-			opType = string(op.Operation)
+			return string(op.Operation)
 		}
+	}
+	return "unknown"
+}
+
+// observe tells o, if set, of an operation's response.
+func observe(o func(opType, outcome string, took time.Duration), opType string, resp *graphql.Response, start time.Time) {
+	if o == nil || resp == nil {
+		return
 	}
 	outcome := "ok"
 	if len(resp.Errors) > 0 {
