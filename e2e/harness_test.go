@@ -36,6 +36,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("BC_FLOOR_ADDR") != "" { // BenchmarkLoopbackFloor's writer
+		if err := floorWriter(); err != nil {
+			fmt.Fprintln(os.Stderr, "floor writer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
