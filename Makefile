@@ -56,6 +56,7 @@ bench:
 	bash scripts/lxd.sh install || echo "make bench: NO LXD: ChangeToEvent's lxd rows will be skipped" >&2
 	$(GO) test -run '^$$' -bench ChangeToEvent -benchtime 4x -timeout 40m ./e2e/
 	$(GO) test -run '^$$' -bench Subscribers -benchtime 1x -timeout 40m ./e2e/
+	$(GO) test -run '^$$' -bench LoopbackFloor -benchtime 1x ./e2e/
 
 # The fault campaign at its full length, 10,000 operations under faults;
 # its figures go in docs/benchmarks.md. make test runs its 1,000-operation
