@@ -16,9 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 )
 
 // changes is how many sequential changes one run of BenchmarkChangeToEvent
@@ -324,7 +321,7 @@ func (o *ours) dial(b *testing.B, ctx context.Context, i int, ready func()) clie
 	if conn == nil {
 		return &eventsClient{}
 	}
-	return &eventsClient{conn: conn, r: newMsgReader(ctx, conn), seq: sequence{}}
+	return &eventsClient{conn: conn, seq: sequence{}}
 }
 
 func (o *ours) change(_ *testing.B, key string) { o.c.create(key, "RUNNING") }
@@ -336,8 +333,7 @@ const instanceClientQuery = "subscription { instanceEvents { type version instan
 // CREATED event is the instance's name. It checks every instance's
 // versions as they come.
 type eventsClient struct {
-	conn *websocket.Conn
-	r    *msgReader
+	conn *frameClient
 	seq  sequence
 }
 
@@ -345,7 +341,7 @@ func (c *eventsClient) next(ctx context.Context) (string, error) {
 	if c.conn == nil {
 		return "", errors.New("not connected")
 	}
-	msg, err := c.r.read()
+	msg, err := c.conn.read()
 	if err != nil {
 		return "", err
 	}
@@ -355,7 +351,7 @@ func (c *eventsClient) next(ctx context.Context) (string, error) {
 	}
 	switch t {
 	case "ping":
-		return "", wsjson.Write(ctx, c.conn, map[string]any{"type": "pong"})
+		return "", c.conn.writeJSON(map[string]any{"type": "pong"})
 	case "next":
 		ev, id, version, err := instanceEvent(msg)
 		if err != nil {
@@ -379,7 +375,7 @@ func (c *eventsClient) next(ctx context.Context) (string, error) {
 
 func (c *eventsClient) close() {
 	if c.conn != nil {
-		c.conn.CloseNow()
+		c.conn.close()
 	}
 }
 

@@ -11,9 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 )
 
 // BenchmarkSubscribers holds n instanceEvents subscriptions (one websocket
@@ -83,14 +80,17 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 		sem <- struct{}{}
 		ws := "ws" + strings.TrimPrefix(c.urls[i%len(c.urls)], "http") + "/graphql"
 		go func() {
+			defer got.Done()
 			conn := dialSubscriber(b, ctx, ws, c.member, instanceEventsQuery, func() { <-sem; dial.Done() })
-			defer conn.CloseNow()
-			r := newMsgReader(ctx, conn)
+			if conn == nil {
+				return
+			}
+			defer conn.close()
 			seq := sequence{}
 			seen := 0
 			local := make([]time.Duration, 0, events)
 			for seen < events {
-				msg, err := r.read()
+				msg, err := conn.read()
 				if err != nil {
 					break
 				}
@@ -100,7 +100,7 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 					err = deliveryLatency(msg, at, seq, &local)
 					seen++
 				} else if t == "ping" {
-					wsjson.Write(ctx, conn, map[string]any{"type": "pong"})
+					err = conn.writeJSON(map[string]any{"type": "pong"})
 				}
 				if err != nil {
 					b.Errorf("client %d: %v", i, err)
@@ -110,7 +110,6 @@ func benchSubscribers(b *testing.B, n, perSecond, serves int, profilePrefix stri
 			mu.Lock()
 			lat = append(lat, local...)
 			mu.Unlock()
-			got.Done()
 		}()
 	}
 	dial.Wait()
@@ -213,21 +212,31 @@ func servesCPU(b testing.TB, c *cluster) time.Duration {
 const instanceEventsQuery = "subscription { instanceEvents { type version instance { id state updatedAt } } }"
 
 // dialSubscriber connects, authenticates and subscribes with query, then
-// calls ready.
-func dialSubscriber(b *testing.B, ctx context.Context, url, token, query string, ready func()) *websocket.Conn {
+// calls ready; nil when it could not.
+func dialSubscriber(b *testing.B, ctx context.Context, url, token, query string, ready func()) *frameClient {
 	defer ready()
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	conn, err := dialWSURL(ctx, url, "graphql-transport-ws")
 	if err != nil {
 		b.Errorf("dial: %v", err)
 		return nil
 	}
-	wsjson.Write(ctx, conn, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
-	var ack map[string]any
-	if err := wsjson.Read(ctx, conn, &ack); err != nil || ack["type"] != "connection_ack" {
-		b.Errorf("init: %v %v", ack, err)
+	err = conn.writeJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}})
+	if err == nil {
+		var ack []byte
+		if ack, err = conn.read(); err == nil {
+			if t, _ := msgType(ack); t != "connection_ack" {
+				err = fmt.Errorf("%.200s", ack)
+			}
+		}
 	}
-	wsjson.Write(ctx, conn, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": query}})
+	if err == nil {
+		err = conn.writeJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": query}})
+	}
+	if err != nil {
+		b.Errorf("init: %v", err)
+		conn.close()
+		return nil
+	}
 	return conn
 }
 

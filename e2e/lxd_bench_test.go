@@ -14,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // lxdTarget is BenchmarkChangeToEvent's side-by-side target: an LXD daemon
@@ -26,7 +24,9 @@ import (
 // (profile-updated) carries no description, so a client knows its change by
 // the event's timestamp: the one change whose request was in flight then.
 type lxdTarget struct {
-	http *http.Client
+	// connect dials the daemon's socket; http's requests go over it.
+	connect func(context.Context) (net.Conn, error)
+	http    *http.Client
 
 	mu      sync.Mutex
 	changes []lxdChange
@@ -63,22 +63,25 @@ func startLXD(b *testing.B) (*lxdTarget, error) {
 	}
 	socket := filepath.Join(dir, "unix.socket")
 	var d net.Dialer
-	return &lxdTarget{http: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
+	connect := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) }
+	return &lxdTarget{connect: connect, http: &http.Client{Transport: &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return connect(ctx) },
 		MaxIdleConnsPerHost: 4,
 	}}}, nil
 }
 
 func (t *lxdTarget) dial(b *testing.B, ctx context.Context, _ int, ready func()) client {
 	defer ready()
-	conn, _, err := websocket.Dial(ctx, "ws://lxd/1.0/events?type=lifecycle", &websocket.DialOptions{HTTPClient: t.http})
+	var conn *frameClient
+	raw, err := t.connect(ctx)
+	if err == nil {
+		conn, err = dialWS(ctx, raw, "ws://lxd/1.0/events?type=lifecycle", "")
+	}
 	if err != nil {
 		b.Errorf("dial lxd events: %v", err)
 		return &lxdClient{t: t}
 	}
-	return &lxdClient{t: t, conn: conn, r: newMsgReader(ctx, conn)}
+	return &lxdClient{t: t, conn: conn}
 }
 
 func (t *lxdTarget) change(b *testing.B, key string) {
@@ -117,15 +120,14 @@ func (t *lxdTarget) keyAt(ts time.Time) string {
 // lxdClient is one websocket on LXD's /1.0/events.
 type lxdClient struct {
 	t    *lxdTarget
-	conn *websocket.Conn
-	r    *msgReader
+	conn *frameClient
 }
 
 func (c *lxdClient) next(ctx context.Context) (string, error) {
 	if c.conn == nil {
 		return "", errors.New("not connected")
 	}
-	msg, err := c.r.read()
+	msg, err := c.conn.read()
 	if err != nil {
 		return "", err
 	}
@@ -159,6 +161,6 @@ func (c *lxdClient) next(ctx context.Context) (string, error) {
 
 func (c *lxdClient) close() {
 	if c.conn != nil {
-		c.conn.CloseNow()
+		c.conn.close()
 	}
 }

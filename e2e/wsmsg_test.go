@@ -2,42 +2,14 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strconv"
-
-	"github.com/coder/websocket"
 )
 
 // The benchmarks' websocket clients share the cores with the servers they
 // time, so they read as little as they can: each message into a buffer
 // the client reuses, and of it only the fields they time or check, found
 // by key without decoding the rest.
-
-// msgReader reads one websocket's messages into a buffer it reuses. The
-// connection closes when ctx ends, rather than each read watching ctx.
-type msgReader struct {
-	conn *websocket.Conn
-	buf  bytes.Buffer
-}
-
-func newMsgReader(ctx context.Context, conn *websocket.Conn) *msgReader {
-	context.AfterFunc(ctx, func() { conn.CloseNow() })
-	return &msgReader{conn: conn}
-}
-
-// read returns the next message, valid until the next read.
-func (r *msgReader) read() ([]byte, error) {
-	_, rd, err := r.conn.Reader(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	r.buf.Reset()
-	if _, err := r.buf.ReadFrom(rd); err != nil {
-		return nil, err
-	}
-	return r.buf.Bytes(), nil
-}
 
 // jsonPath is the raw value at the path of keys in the JSON object msg.
 func jsonPath(msg []byte, keys ...string) ([]byte, error) {
