@@ -57,11 +57,15 @@ type frameConn interface {
 func (g *guardedConn) WriteJSON(v any) error { return writeJSON(g, v) }
 
 // WriteText writes b, already encoded, within the bounds.
-func (g *guardedConn) WriteText(b []byte) error {
+func (g *guardedConn) WriteText(b []byte) error { return g.WriteTexts([][]byte{b}) }
+
+// WriteTexts writes msgs, already encoded, within the bounds, and in one
+// write to the socket where it can.
+func (g *guardedConn) WriteTexts(msgs [][]byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.raw == nil {
-		return g.frameConn.WriteText(b)
+		return g.writeEach(msgs)
 	}
 	if g.mayBeOver() {
 		at, _ := written(g.raw)
@@ -73,13 +77,34 @@ func (g *guardedConn) WriteText(b []byte) error {
 		g.unread, g.countedAt, g.counted = n, at, ok
 	}
 	g.raw.SetWriteDeadline(time.Now().Add(g.writeTimeout))
-	err := g.frameConn.WriteText(b)
+	err := g.writeAll(msgs)
 	if isTimeout(err) {
 		g.slow(fmt.Sprintf("slow consumer: a write did not complete in %v", g.writeTimeout))
 		return errSlowConsumer
 	}
 	g.raw.SetWriteDeadline(time.Time{})
 	return err
+}
+
+// writeAll writes msgs to the socket in one write, holding back what the
+// websocket writes meanwhile.
+func (g *guardedConn) writeAll(msgs [][]byte) error {
+	c, ok := g.raw.(*countingConn)
+	if !ok || len(msgs) == 1 {
+		return g.writeEach(msgs)
+	}
+	c.hold()
+	err := g.writeEach(msgs)
+	return errors.Join(err, c.release())
+}
+
+func (g *guardedConn) writeEach(msgs [][]byte) error {
+	for _, b := range msgs {
+		if err := g.frameConn.WriteText(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mayBeOver reports whether the client may hold more than MaxUnread unread
@@ -128,20 +153,62 @@ func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // countingConn counts what is written to a connection, for guardedConn's
-// bound on what its client has not read.
+// bound on what its client has not read, and can hold writes back to send
+// them in one.
 type countingConn struct {
 	net.Conn
 	n atomic.Int64
+
+	// mu orders the writes to the socket; while holding, they gather in
+	// held.
+	mu      sync.Mutex
+	holding bool
+	held    *[]byte
 }
+
+// heldBuffers are countingConn's, while it holds writes back.
+var heldBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // recordSlack bounds what TLS adds to every 16 KiB written (a record's
 // header, type and tag), so the count bounds the bytes on the socket too.
 const recordSlack = 64
 
 func (c *countingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding {
+		*c.held = append(*c.held, b...)
+		c.count(len(b))
+		return len(b), nil
+	}
 	n, err := c.Conn.Write(b)
-	c.n.Add(int64(n) + recordSlack*int64(1+n/16384))
+	c.count(n)
 	return n, err
+}
+
+func (c *countingConn) count(n int) {
+	c.n.Add(int64(n) + recordSlack*int64(1+n/16384))
+}
+
+// hold holds the writes back until release.
+func (c *countingConn) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding, c.held = true, heldBuffers.Get().(*[]byte)
+}
+
+// release writes what was held back, in one write.
+func (c *countingConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	if len(*c.held) > 0 {
+		_, err = c.Conn.Write(*c.held)
+	}
+	*c.held = (*c.held)[:0]
+	heldBuffers.Put(c.held)
+	c.holding, c.held = false, nil
+	return err
 }
 
 // NetConn is the connection under c, for unread.

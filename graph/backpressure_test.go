@@ -3,6 +3,7 @@ package graph
 import (
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -58,4 +59,56 @@ func TestWriteTimeout(t *testing.T) {
 			t.Fatalf("a reading client was called slow: %q", *reasons)
 		}
 	})
+}
+
+// writeCounter counts the writes to a connection.
+type writeCounter struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (w *writeCounter) Write(b []byte) (int, error) {
+	w.writes.Add(1)
+	return w.Conn.Write(b)
+}
+
+// TestWriteTexts: messages written together reach the socket in one
+// write, in order; one alone as before.
+func TestWriteTexts(t *testing.T) {
+	t.Parallel()
+	server, client := net.Pipe()
+	t.Cleanup(func() { server.Close(); client.Close() })
+	socket := &writeCounter{Conn: server}
+	cc := &countingConn{Conn: socket}
+	g := &guardedConn{frameConn: pipeConn{raw: cc}, raw: cc, maxUnread: 1 << 20, writeTimeout: 5 * time.Second}
+	g.slow = func(reason string) { t.Errorf("called slow: %s", reason) }
+	read := make(chan string)
+	go func() {
+		defer close(read)
+		var got []byte
+		buf := make([]byte, 64)
+		for len(got) < len("onetwothreefour") {
+			n, err := client.Read(buf)
+			if err != nil {
+				return
+			}
+			got = append(got, buf[:n]...)
+		}
+		read <- string(got)
+	}()
+	if err := g.WriteTexts([][]byte{[]byte("one"), []byte("two"), []byte("three")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WriteText([]byte("four")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-read; got != "onetwothreefour" {
+		t.Errorf("read %q", got)
+	}
+	if n := socket.writes.Load(); n != 2 {
+		t.Errorf("%d writes to the socket for a batch of 3 and one message, want 2", n)
+	}
+	if n, _ := written(cc); n < int64(len("onetwothreefour")) {
+		t.Errorf("counted %d bytes written, want at least %d", n, len("onetwothreefour"))
+	}
 }

@@ -95,6 +95,8 @@ type member struct {
 	// snapshot has its turn uses them.
 	live bool
 	seen map[uuid.UUID]int64
+	// batch is the response loop's, reused.
+	batch []*shared
 	// out is the channel the member's resolver gave gqlgen: its own
 	// events pass through it to be executed for it alone.
 	out     chan model.InstanceEvent
@@ -343,25 +345,78 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 			m.out <- *it.own
 			return next(ctx)
 		case s := <-q:
-			if s.d.Resync {
-				m.live = false
-				m.catchUp(s.d.Since, true)
-				continue
-			}
-			if s.version <= m.seen[s.id] {
-				continue
-			}
-			m.seen[s.id] = s.version
 			if m.frames == nil {
-				m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
-				return s.resp
+				if s.d.Resync {
+					m.resyncing(s)
+					continue
+				}
+				if m.fresh(s) {
+					m.g.f.hub.Encoded(false) // gqlgen encodes it for this member
+					return s.resp
+				}
+				continue
 			}
-			if err := m.frames.write(s.payload); err != nil {
+			// What else is queued goes out with it, in one write to the
+			// socket: a member behind catches up at less cost.
+			batch := append(m.batch[:0], s)
+			for len(batch) < maxBatch && !s.d.Resync {
+				select {
+				case s = <-m.q:
+					batch = append(batch, s)
+					continue
+				default:
+				}
+				break
+			}
+			m.batch = batch
+			if !m.write(batch, written) {
 				return nil // the connection is closing
 			}
-			written(s.resp)
 		}
 	}
+}
+
+// maxBatch bounds the events a member writes to its socket at once.
+const maxBatch = 32
+
+// write writes the events of batch the member has not seen, and hands a
+// resync that ends it to the watcher; false when the connection failed.
+func (m *member) write(batch []*shared, written func(*graphql.Response)) bool {
+	var out []*shared
+	for _, s := range batch {
+		if s.d.Resync {
+			m.resyncing(s)
+		} else if m.fresh(s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return true
+	}
+	if err := m.frames.write(out); err != nil {
+		return false
+	}
+	for _, s := range out {
+		written(s.resp)
+	}
+	return true
+}
+
+// fresh reports whether s is newer than what the member delivered of its
+// instance, and takes it as delivered.
+func (m *member) fresh(s *shared) bool {
+	if s.version <= m.seen[s.id] {
+		return false
+	}
+	m.seen[s.id] = s.version
+	return true
+}
+
+// resyncing delivers the snapshot a resync asks for, which gives the
+// turn back (ready) after it.
+func (m *member) resyncing(s *shared) {
+	m.live = false
+	m.catchUp(s.d.Since, true)
 }
 
 // frames writes a member's shared responses as its websocket operation's
@@ -371,6 +426,7 @@ type frames struct {
 	conn *guardedConn
 	tail []byte // after the payload: the operation's id and the type
 	buf  []byte
+	msgs [][]byte
 }
 
 // newFrames returns the frames of ctx's websocket operation, or nil if
@@ -393,10 +449,16 @@ func newFrames(ctx context.Context) *frames {
 	return &frames{conn: c.ws, tail: tail}
 }
 
-// write writes one response, encoded, as the operation's message.
-func (f *frames) write(payload []byte) error {
-	f.buf = append(append(append(f.buf[:0], `{"payload":`...), payload...), f.tail...)
-	return f.conn.WriteText(f.buf)
+// write writes events as the operation's messages, in one write to the
+// socket.
+func (f *frames) write(events []*shared) error {
+	f.buf, f.msgs = f.buf[:0], f.msgs[:0]
+	for _, s := range events {
+		start := len(f.buf)
+		f.buf = append(append(append(f.buf, `{"payload":`...), s.payload...), f.tail...)
+		f.msgs = append(f.msgs, f.buf[start:])
+	}
+	return f.conn.WriteTexts(f.msgs)
 }
 
 // catchUp delivers, in a goroutine of its own that ends with it, the

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -386,5 +387,37 @@ func TestFanoutMemberResync(t *testing.T) {
 	want = `{"data":{"instanceEvents":{"snapshot":false,"version":3,"instance":{"id":"` + f.instance + `","state":"STOPPED"}}}}`
 	if typ, p := s.read(t); typ != "next" || string(p) != want {
 		t.Fatalf("after the snapshot: %s %s, want %s", typ, p, want)
+	}
+}
+
+// TestFanoutCatchUp: events queued for a member while it was behind go
+// out together, each once and in order.
+func TestFanoutCatchUp(t *testing.T) {
+	t.Parallel()
+	f := setupFanout(t, nil)
+	const q = `subscription { instanceEvents(includeCurrent: true) { snapshot version instance { id stateReason } } }`
+	subs := []liveSub{f.subscribe(t, f.w.member, q), f.subscribe(t, f.w.member, q)}
+	const n = 40
+	for i := range n {
+		f.step(f.instance, "RUNNING", fmt.Sprintf("step %d", i))
+	}
+	f.relay() // all at once
+	for _, s := range subs {
+		for i := range n {
+			typ, p := s.read(t)
+			var got struct {
+				Data struct {
+					InstanceEvents struct {
+						Version  int
+						Instance struct{ StateReason string }
+					}
+				}
+			}
+			json.Unmarshal(p, &got)
+			ev := got.Data.InstanceEvents
+			if typ != "next" || ev.Version != i+2 || ev.Instance.StateReason != fmt.Sprintf("step %d", i) {
+				t.Fatalf("event %d: %s %s", i, typ, p)
+			}
+		}
 	}
 }
