@@ -18,8 +18,10 @@ import (
 
 // Websocket close codes beyond the protocol's own.
 const (
-	closeUnauthorized    = 4401 // the token was revoked or expired
-	closeForbidden       = 4403 // connection_init was refused
+	// closeUnauthorized ends a connection whose token is bad: refused at
+	// connection_init, revoked or expired. graphql-ws's client gives up at
+	// 4401 where it retries 4403 (Forbidden) for ever.
+	closeUnauthorized    = 4401
 	closeSlowConsumer    = 4008 // the client fell behind
 	closeTooManyRequests = 4429 // over the connection limit
 )

@@ -211,8 +211,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 			}
 			p, err := iam.Authenticate(ctx, q, iam.BearerToken(payload.Authorization()))
 			if err != nil {
-				// 4403 Forbidden is graphql-transport-ws's answer to a refused init.
-				return refuse(closeForbidden, "unauthenticated")
+				return refuse(closeUnauthorized, "unauthenticated: the token is missing, unknown, revoked or expired")
 			}
 			c := connFrom(ctx)
 			c.principal = p

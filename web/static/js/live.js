@@ -179,9 +179,9 @@ export class Live {
 
   closed(code, reason) {
     if (this.stopped) return;
-    if (code === 4401 || code === 4403) {
+    if (code === 4401) {
       this.stop();
-      this.h.onAuthFailed?.(code === 4401 ? 'Your token was revoked or has expired.' : 'The server refused your token.');
+      this.h.onAuthFailed?.('The server refused your token: it is unknown, revoked or expired.');
       return;
     }
     this.lost(code, reason);
