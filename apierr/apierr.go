@@ -35,7 +35,8 @@ func (c Code) Documented() bool { return slices.Contains(Codes, c) }
 type Error struct {
 	Code    Code
 	Message string
-	// Field names the input field at fault, for InvalidInput and NotFound.
+	// Field names the input field at fault, for InvalidInput, NotFound and
+	// Conflict.
 	Field string
 	// Limit names the limit that was hit: the quota's, for QuotaExceeded;
 	// the request's (body, tokens, selections, depth, time, complexity),

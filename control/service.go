@@ -199,15 +199,6 @@ func (s *Service) auditFailure(ctx context.Context, ev audit.Event, err error) e
 	return err
 }
 
-// classify turns database constraint violations into API errors.
-func classify(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return apierr.New(apierr.Conflict, "already exists (%s)", pgErr.ConstraintName)
-	}
-	return err
-}
-
 // caller returns the authenticated principal of ctx.
 func caller(ctx context.Context) (*iam.Principal, error) {
 	p := iam.FromContext(ctx)
