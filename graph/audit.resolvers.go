@@ -55,6 +55,11 @@ func (r *auditEventResolver) Outcome(ctx context.Context, obj *domain.AuditEvent
 	return model.OutcomeFailure, nil
 }
 
+// ErrorCode is the resolver for the errorCode field.
+func (r *auditEventResolver) ErrorCode(ctx context.Context, obj *domain.AuditEvent) (*string, error) {
+	return nullable(obj.ErrorCode), nil
+}
+
 // Details is the resolver for the details field.
 func (r *auditEventResolver) Details(ctx context.Context, obj *domain.AuditEvent) (map[string]any, error) {
 	m := map[string]any{}

@@ -41,3 +41,43 @@ func TestAuditPrincipalNames(t *testing.T) {
 		})
 	}
 }
+
+// TestNullWhereNothingIsSaid: a field whose empty string would mean
+// nothing is null instead: a successful attempt's errorCode and the
+// stateReason of an instance with no reason to give; a failed attempt
+// keeps its code.
+func TestNullWhereNothingIsSaid(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("alpha")
+	var created struct {
+		CreateInstance struct{ Instance struct{ ID string } }
+	}
+	e.must(w.member, createInstance, map[string]any{"in": w.input("vm-1")}, &created)
+	if r := e.do(w.member, createInstance, map[string]any{"in": w.input("vm-1")}); r.code() != "CONFLICT" { // its name is taken
+		t.Fatalf("a taken name: %v", r)
+	}
+
+	var got struct {
+		AuditEvents struct {
+			Nodes []struct {
+				Outcome   string
+				ErrorCode *string
+			}
+		}
+		Node struct{ StateReason *string }
+	}
+	e.must(w.member, `query($id: ID!) {
+		auditEvents(first: 5, filter: {action: "instance.create"}) { nodes { outcome errorCode } }
+		node(id: $id) { ... on Instance { stateReason } } }`, map[string]any{"id": created.CreateInstance.Instance.ID}, &got)
+	codes := map[string]*string{}
+	for _, n := range got.AuditEvents.Nodes {
+		codes[n.Outcome] = n.ErrorCode
+	}
+	if len(codes) != 2 || codes["SUCCESS"] != nil || codes["FAILURE"] == nil || *codes["FAILURE"] != "CONFLICT" {
+		t.Errorf("errorCode by outcome = %v: want null on success, CONFLICT on failure", codes)
+	}
+	if got.Node.StateReason != nil {
+		t.Errorf("a new instance's stateReason = %q, want null", *got.Node.StateReason)
+	}
+}

@@ -135,3 +135,12 @@ func stringMap(field string, m map[string]any) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// nullable is s, or nil when it is empty: a field where an empty string
+// would mean nothing (a state's reason, an error code) is null instead.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -57,6 +57,11 @@ func (r *instanceResolver) State(ctx context.Context, obj *domain.Instance) (mod
 	return model.InstanceState(obj.State), nil
 }
 
+// StateReason is the resolver for the stateReason field.
+func (r *instanceResolver) StateReason(ctx context.Context, obj *domain.Instance) (*string, error) {
+	return nullable(obj.StateReason), nil
+}
+
 // Host is the resolver for the host field.
 func (r *instanceResolver) Host(ctx context.Context, obj *domain.Instance) (*domain.Host, error) {
 	if p := iam.FromContext(ctx); p == nil || !p.IsOperator() {

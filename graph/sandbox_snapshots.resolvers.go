@@ -99,6 +99,11 @@ func (r *sandboxSnapshotResolver) State(ctx context.Context, obj *domain.Sandbox
 	return model.SandboxSnapshotState(obj.State), nil
 }
 
+// StateReason is the resolver for the stateReason field.
+func (r *sandboxSnapshotResolver) StateReason(ctx context.Context, obj *domain.SandboxSnapshot) (*string, error) {
+	return nullable(obj.StateReason), nil
+}
+
 // Sandbox is the resolver for the sandbox field.
 func (r *sandboxSnapshotResolver) Sandbox(ctx context.Context, obj *domain.SandboxSnapshot) (domain.Sandbox, error) {
 	return r.svc.Sandbox(ctx, obj.SandboxID)

@@ -628,7 +628,7 @@ type AuditEventResolver interface {
 	TargetID(ctx context.Context, obj *domain.AuditEvent) (*string, error)
 
 	Outcome(ctx context.Context, obj *domain.AuditEvent) (model.Outcome, error)
-
+	ErrorCode(ctx context.Context, obj *domain.AuditEvent) (*string, error)
 	Details(ctx context.Context, obj *domain.AuditEvent) (map[string]any, error)
 }
 type FlavorResolver interface {
@@ -668,6 +668,7 @@ type InstanceResolver interface {
 	SSHKeys(ctx context.Context, obj *domain.Instance) ([]model.SSHKey, error)
 	DesiredState(ctx context.Context, obj *domain.Instance) (model.DesiredState, error)
 	State(ctx context.Context, obj *domain.Instance) (model.InstanceState, error)
+	StateReason(ctx context.Context, obj *domain.Instance) (*string, error)
 
 	Host(ctx context.Context, obj *domain.Instance) (*domain.Host, error)
 }
@@ -781,6 +782,7 @@ type SandboxSnapshotResolver interface {
 	ID(ctx context.Context, obj *domain.SandboxSnapshot) (string, error)
 
 	State(ctx context.Context, obj *domain.SandboxSnapshot) (model.SandboxSnapshotState, error)
+	StateReason(ctx context.Context, obj *domain.SandboxSnapshot) (*string, error)
 
 	Sandbox(ctx context.Context, obj *domain.SandboxSnapshot) (domain.Sandbox, error)
 }
@@ -3587,7 +3589,8 @@ type Instance implements Node {
   sshKeys: [SshKey!]!
   desiredState: DesiredState!
   state: InstanceState!
-  stateReason: String!
+  "Why it is in its state (an error, what it waits for); null when there is nothing to say."
+  stateReason: String
   addresses: [String!]!
   "Operators only; null for members."
   host: Host
@@ -4154,8 +4157,8 @@ type AuditEvent implements Node {
   targetId: ID
   requestId: String!
   outcome: Outcome!
-  "The error code of a failed attempt; empty on success."
-  errorCode: String!
+  "The error code of a failed attempt; null on success."
+  errorCode: String
   details: Map!
 }
 
@@ -4551,8 +4554,8 @@ type SandboxSnapshot implements Node {
   id: ID!
   name: String!
   state: SandboxSnapshotState!
-  "Why it FAILED; empty otherwise."
-  stateReason: String!
+  "Why it FAILED; null otherwise."
+  stateReason: String
   "Set once READY."
   sizeBytes: Int64
   "The hex SHA-256 of its content, set once READY."
@@ -7391,18 +7394,18 @@ func (ec *executionContext) _AuditEvent_errorCode(ctx context.Context, field gra
 			return ec.fieldContext_AuditEvent_errorCode(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ErrorCode, nil
+			return ec.Resolvers.AuditEvent().ErrorCode(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_AuditEvent_errorCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, "String")
+	return graphql.NewScalarFieldContext("AuditEvent", field, true, true, "String")
 }
 
 func (ec *executionContext) _AuditEvent_details(ctx context.Context, field graphql.CollectedField, obj *domain.AuditEvent) (ret graphql.Marshaler) {
@@ -9526,18 +9529,18 @@ func (ec *executionContext) _Instance_stateReason(ctx context.Context, field gra
 			return ec.fieldContext_Instance_stateReason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StateReason, nil
+			return ec.Resolvers.Instance().StateReason(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Instance_stateReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Instance", field, false, false, "String")
+	return graphql.NewScalarFieldContext("Instance", field, true, true, "String")
 }
 
 func (ec *executionContext) _Instance_addresses(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
@@ -15066,18 +15069,18 @@ func (ec *executionContext) _SandboxSnapshot_stateReason(ctx context.Context, fi
 			return ec.fieldContext_SandboxSnapshot_stateReason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StateReason, nil
+			return ec.Resolvers.SandboxSnapshot().StateReason(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_SandboxSnapshot_stateReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SandboxSnapshot", field, false, false, "String")
+	return graphql.NewScalarFieldContext("SandboxSnapshot", field, true, true, "String")
 }
 
 func (ec *executionContext) _SandboxSnapshot_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *domain.SandboxSnapshot) (ret graphql.Marshaler) {
@@ -21263,10 +21266,11 @@ func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSe
 					return ec._AuditEvent_outcome(ctx, field, obj)
 				})
 		case "errorCode":
-			out.Values[i] = ec._AuditEvent_errorCode(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AuditEvent_errorCode(ctx, field, obj)
+				})
 		case "details":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -22159,10 +22163,11 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 					return ec._Instance_state(ctx, field, obj)
 				})
 		case "stateReason":
-			out.Values[i] = ec._Instance_stateReason(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Instance_stateReason(ctx, field, obj)
+				})
 		case "addresses":
 			out.Values[i] = ec._Instance_addresses(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -23918,10 +23923,11 @@ func (ec *executionContext) _SandboxSnapshot(ctx context.Context, sel ast.Select
 					return ec._SandboxSnapshot_state(ctx, field, obj)
 				})
 		case "stateReason":
-			out.Values[i] = ec._SandboxSnapshot_stateReason(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._SandboxSnapshot_stateReason(ctx, field, obj)
+				})
 		case "sizeBytes":
 			out.Values[i] = ec._SandboxSnapshot_sizeBytes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
