@@ -74,20 +74,22 @@ screenshots: build
 # dependency list.
 tools:
 	$(GO) build -C tools -o ../$(BIN)/gqlgen github.com/99designs/gqlgen
+	$(GO) build -C tools -o ../$(BIN)/genqlient github.com/Khan/genqlient
 	$(GO) build -C tools -o ../$(BIN)/sqlc github.com/sqlc-dev/sqlc/cmd/sqlc
 	$(GO) build -C tools -o ../$(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 
 generate: tools
 	$(BIN)/sqlc generate
 	$(BIN)/gqlgen generate
+	$(BIN)/genqlient client/genqlient.yaml
 
 # check fails when generated code differs from its sources, when code is not
 # gofmt-ed, when go vet or staticcheck finds a problem, or when git tracks a
 # build output (a file over 1 MB, an executable).
 check: generate
 	@bash scripts/check-tracked.sh
-	@git diff --exit-code -- sqlc graph || (echo 'generated code is stale: run make generate and commit' >&2; exit 1)
-	@test -z "$$(git status --porcelain -- sqlc graph)" || (echo 'generated files are not committed:' >&2; git status --porcelain -- sqlc graph >&2; exit 1)
+	@git diff --exit-code -- sqlc graph client || (echo 'generated code is stale: run make generate and commit' >&2; exit 1)
+	@test -z "$$(git status --porcelain -- sqlc graph client)" || (echo 'generated files are not committed:' >&2; git status --porcelain -- sqlc graph client >&2; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo 'not gofmt-ed:' >&2; gofmt -l $$(git ls-files '*.go') >&2; exit 1)
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...

@@ -5,6 +5,7 @@ package tools
 
 import (
 	_ "github.com/99designs/gqlgen"
+	_ "github.com/Khan/genqlient"
 	_ "github.com/sqlc-dev/sqlc/cmd/sqlc"
 	_ "honnef.co/go/tools/cmd/staticcheck"
 )
