@@ -3352,6 +3352,231 @@ func (v *ResumeSandboxResumeSandboxSandboxPayloadSandbox) __premarshalJSON() (*_
 	return &retval, nil
 }
 
+type SandboxEventFilter struct {
+	Ids        []string `json:"ids"`
+	TemplateId *string  `json:"templateId"`
+}
+
+// GetIds returns SandboxEventFilter.Ids, and is useful for accessing the field via an interface.
+func (v *SandboxEventFilter) GetIds() []string { return v.Ids }
+
+// GetTemplateId returns SandboxEventFilter.TemplateId, and is useful for accessing the field via an interface.
+func (v *SandboxEventFilter) GetTemplateId() *string { return v.TemplateId }
+
+// A step of a sandbox's life.
+type SandboxEventType string
+
+const (
+	SandboxEventTypeCreated SandboxEventType = "CREATED"
+	// Its instance first reached RUNNING; the sandbox's startedFrom says from a warm or a cold start.
+	SandboxEventTypeStarted SandboxEventType = "STARTED"
+	// Its instance paused.
+	SandboxEventTypePaused SandboxEventType = "PAUSED"
+	// Its instance runs again after a pause.
+	SandboxEventTypeResumed SandboxEventType = "RESUMED"
+	// Its deadline was set again (setSandboxTimeout).
+	SandboxEventTypeTimeoutChanged SandboxEventType = "TIMEOUT_CHANGED"
+	// It reached its deadline and ended.
+	SandboxEventTypeExpired SandboxEventType = "EXPIRED"
+	// It was deleted (deleteSandbox, or its tenant's deletion).
+	SandboxEventTypeDeleted SandboxEventType = "DELETED"
+	// Its instance went to ERROR or LOST; reason says why.
+	SandboxEventTypeFailed SandboxEventType = "FAILED"
+)
+
+var AllSandboxEventType = []SandboxEventType{
+	SandboxEventTypeCreated,
+	SandboxEventTypeStarted,
+	SandboxEventTypePaused,
+	SandboxEventTypeResumed,
+	SandboxEventTypeTimeoutChanged,
+	SandboxEventTypeExpired,
+	SandboxEventTypeDeleted,
+	SandboxEventTypeFailed,
+}
+
+// SandboxEventsResponse is returned by SandboxEvents on success.
+type SandboxEventsResponse struct {
+	// The steps of the lives of the sandboxes the caller may see that match
+	// filter, in order, each with its version (its number in its sandbox's
+	// events). With includeCurrent, each live matching sandbox as it is now
+	// comes first (snapshot: true, with its last event's type and version),
+	// then live events, with no gap and no repeat between the two. After a
+	// resync the events missed are sent again (snapshot: true).
+	SandboxEvents SandboxEventsSandboxEventsSandboxEvent `json:"sandboxEvents"`
+}
+
+// GetSandboxEvents returns SandboxEventsResponse.SandboxEvents, and is useful for accessing the field via an interface.
+func (v *SandboxEventsResponse) GetSandboxEvents() SandboxEventsSandboxEventsSandboxEvent {
+	return v.SandboxEvents
+}
+
+// SandboxEventsSandboxEventsSandboxEvent includes the requested fields of the GraphQL type SandboxEvent.
+type SandboxEventsSandboxEventsSandboxEvent struct {
+	Type SandboxEventType `json:"type"`
+	// The event's number in its sandbox's events, from 1: order and dedupe by it.
+	Version int `json:"version"`
+	// Why, for FAILED (its instance's state reason) and EXPIRED; empty otherwise.
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+	// True for the current state sent on subscribing (includeCurrent) or after a resync.
+	Snapshot bool `json:"snapshot"`
+	// The sandbox as the step left it.
+	Sandbox SandboxEventsSandboxEventsSandboxEventSandbox `json:"sandbox"`
+}
+
+// GetType returns SandboxEventsSandboxEventsSandboxEvent.Type, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetType() SandboxEventType { return v.Type }
+
+// GetVersion returns SandboxEventsSandboxEventsSandboxEvent.Version, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetVersion() int { return v.Version }
+
+// GetReason returns SandboxEventsSandboxEventsSandboxEvent.Reason, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetReason() string { return v.Reason }
+
+// GetAt returns SandboxEventsSandboxEventsSandboxEvent.At, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetAt() time.Time { return v.At }
+
+// GetSnapshot returns SandboxEventsSandboxEventsSandboxEvent.Snapshot, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetSnapshot() bool { return v.Snapshot }
+
+// GetSandbox returns SandboxEventsSandboxEventsSandboxEvent.Sandbox, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEvent) GetSandbox() SandboxEventsSandboxEventsSandboxEventSandbox {
+	return v.Sandbox
+}
+
+// SandboxEventsSandboxEventsSandboxEventSandbox includes the requested fields of the GraphQL type Sandbox.
+type SandboxEventsSandboxEventsSandboxEventSandbox struct {
+	SandboxFields `json:"-"`
+}
+
+// GetId returns SandboxEventsSandboxEventsSandboxEventSandbox.Id, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetId() string { return v.SandboxFields.Id }
+
+// GetState returns SandboxEventsSandboxEventsSandboxEventSandbox.State, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetState() SandboxState {
+	return v.SandboxFields.State
+}
+
+// GetStartedFrom returns SandboxEventsSandboxEventsSandboxEventSandbox.StartedFrom, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetStartedFrom() StartedFrom {
+	return v.SandboxFields.StartedFrom
+}
+
+// GetMetadata returns SandboxEventsSandboxEventsSandboxEventSandbox.Metadata, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetMetadata() map[string]interface{} {
+	return v.SandboxFields.Metadata
+}
+
+// GetExpiresAt returns SandboxEventsSandboxEventsSandboxEventSandbox.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetExpiresAt() time.Time {
+	return v.SandboxFields.ExpiresAt
+}
+
+// GetEndedAt returns SandboxEventsSandboxEventsSandboxEventSandbox.EndedAt, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetEndedAt() *time.Time {
+	return v.SandboxFields.EndedAt
+}
+
+// GetCreatedAt returns SandboxEventsSandboxEventsSandboxEventSandbox.CreatedAt, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetCreatedAt() time.Time {
+	return v.SandboxFields.CreatedAt
+}
+
+// GetUpdatedAt returns SandboxEventsSandboxEventsSandboxEventSandbox.UpdatedAt, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetUpdatedAt() time.Time {
+	return v.SandboxFields.UpdatedAt
+}
+
+// GetVersion returns SandboxEventsSandboxEventsSandboxEventSandbox.Version, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetVersion() int {
+	return v.SandboxFields.Version
+}
+
+// GetTemplate returns SandboxEventsSandboxEventsSandboxEventSandbox.Template, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetTemplate() SandboxFieldsTemplateSandboxTemplate {
+	return v.SandboxFields.Template
+}
+
+// GetInstance returns SandboxEventsSandboxEventsSandboxEventSandbox.Instance, and is useful for accessing the field via an interface.
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) GetInstance() SandboxFieldsInstance {
+	return v.SandboxFields.Instance
+}
+
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SandboxEventsSandboxEventsSandboxEventSandbox
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SandboxEventsSandboxEventsSandboxEventSandbox = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.SandboxFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSandboxEventsSandboxEventsSandboxEventSandbox struct {
+	Id string `json:"id"`
+
+	State SandboxState `json:"state"`
+
+	StartedFrom StartedFrom `json:"startedFrom"`
+
+	Metadata map[string]interface{} `json:"metadata"`
+
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	EndedAt *time.Time `json:"endedAt"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	Version int `json:"version"`
+
+	Template SandboxFieldsTemplateSandboxTemplate `json:"template"`
+
+	Instance SandboxFieldsInstance `json:"instance"`
+}
+
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SandboxEventsSandboxEventsSandboxEventSandbox) __premarshalJSON() (*__premarshalSandboxEventsSandboxEventsSandboxEventSandbox, error) {
+	var retval __premarshalSandboxEventsSandboxEventsSandboxEventSandbox
+
+	retval.Id = v.SandboxFields.Id
+	retval.State = v.SandboxFields.State
+	retval.StartedFrom = v.SandboxFields.StartedFrom
+	retval.Metadata = v.SandboxFields.Metadata
+	retval.ExpiresAt = v.SandboxFields.ExpiresAt
+	retval.EndedAt = v.SandboxFields.EndedAt
+	retval.CreatedAt = v.SandboxFields.CreatedAt
+	retval.UpdatedAt = v.SandboxFields.UpdatedAt
+	retval.Version = v.SandboxFields.Version
+	retval.Template = v.SandboxFields.Template
+	retval.Instance = v.SandboxFields.Instance
+	return &retval, nil
+}
+
 // A sandbox as the client shows it.
 type SandboxFields struct {
 	Id          string       `json:"id"`
@@ -4647,6 +4872,18 @@ type __ResumeSandboxInput struct {
 // GetId returns __ResumeSandboxInput.Id, and is useful for accessing the field via an interface.
 func (v *__ResumeSandboxInput) GetId() string { return v.Id }
 
+// __SandboxEventsInput is used internally by genqlient
+type __SandboxEventsInput struct {
+	Filter         *SandboxEventFilter `json:"filter"`
+	IncludeCurrent *bool               `json:"includeCurrent"`
+}
+
+// GetFilter returns __SandboxEventsInput.Filter, and is useful for accessing the field via an interface.
+func (v *__SandboxEventsInput) GetFilter() *SandboxEventFilter { return v.Filter }
+
+// GetIncludeCurrent returns __SandboxEventsInput.IncludeCurrent, and is useful for accessing the field via an interface.
+func (v *__SandboxEventsInput) GetIncludeCurrent() *bool { return v.IncludeCurrent }
+
 // __SetSandboxTimeoutInput is used internally by genqlient
 type __SetSandboxTimeoutInput struct {
 	Id      string `json:"id"`
@@ -5829,6 +6066,91 @@ func ResumeSandbox(
 	)
 
 	return data_, err_
+}
+
+// The subscription executed by SandboxEvents.
+const SandboxEvents_Operation = `
+subscription SandboxEvents ($filter: SandboxEventFilter, $includeCurrent: Boolean) {
+	sandboxEvents(filter: $filter, includeCurrent: $includeCurrent) {
+		type
+		version
+		reason
+		at
+		snapshot
+		sandbox {
+			... SandboxFields
+		}
+	}
+}
+fragment SandboxFields on Sandbox {
+	id
+	state
+	startedFrom
+	metadata
+	expiresAt
+	endedAt
+	createdAt
+	updatedAt
+	version
+	template {
+		id
+		name
+	}
+	instance {
+		id
+		name
+		state
+		stateReason
+		addresses
+	}
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func SandboxEvents(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	filter *SandboxEventFilter,
+	includeCurrent *bool,
+) (dataChan_ chan SandboxEventsWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "SandboxEvents",
+		Query:  SandboxEvents_Operation,
+		Variables: &__SandboxEventsInput{
+			Filter:         filter,
+			IncludeCurrent: includeCurrent,
+		},
+	}
+
+	dataChan_ = make(chan SandboxEventsWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, SandboxEventsForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type SandboxEventsWsResponse graphql.BaseResponse[*SandboxEventsResponse]
+
+func SandboxEventsForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp SandboxEventsWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan SandboxEventsWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan SandboxEventsWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
 }
 
 // The mutation executed by SetSandboxTimeout.
