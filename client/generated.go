@@ -3352,6 +3352,18 @@ func (v *ResumeSandboxResumeSandboxSandboxPayloadSandbox) __premarshalJSON() (*_
 	return &retval, nil
 }
 
+type Role string
+
+const (
+	RoleOperator Role = "OPERATOR"
+	RoleMember   Role = "MEMBER"
+)
+
+var AllRole = []Role{
+	RoleOperator,
+	RoleMember,
+}
+
 type SandboxEventFilter struct {
 	Ids        []string `json:"ids"`
 	TemplateId *string  `json:"templateId"`
@@ -4683,6 +4695,55 @@ func (v *UsageUsageUsageTotal) GetDiskGibHours() float64 { return v.DiskGibHours
 
 // GetGpuHours returns UsageUsageUsageTotal.GpuHours, and is useful for accessing the field via an interface.
 func (v *UsageUsageUsageTotal) GetGpuHours() float64 { return v.GpuHours }
+
+// ViewerResponse is returned by Viewer on success.
+type ViewerResponse struct {
+	// Who the caller is.
+	Viewer ViewerViewer `json:"viewer"`
+}
+
+// GetViewer returns ViewerResponse.Viewer, and is useful for accessing the field via an interface.
+func (v *ViewerResponse) GetViewer() ViewerViewer { return v.Viewer }
+
+// ViewerViewer includes the requested fields of the GraphQL type Viewer.
+type ViewerViewer struct {
+	Principal ViewerViewerPrincipal `json:"principal"`
+}
+
+// GetPrincipal returns ViewerViewer.Principal, and is useful for accessing the field via an interface.
+func (v *ViewerViewer) GetPrincipal() ViewerViewerPrincipal { return v.Principal }
+
+// ViewerViewerPrincipal includes the requested fields of the GraphQL type Principal.
+type ViewerViewerPrincipal struct {
+	Id     string                       `json:"id"`
+	Name   string                       `json:"name"`
+	Role   Role                         `json:"role"`
+	Tenant *ViewerViewerPrincipalTenant `json:"tenant"`
+}
+
+// GetId returns ViewerViewerPrincipal.Id, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipal) GetId() string { return v.Id }
+
+// GetName returns ViewerViewerPrincipal.Name, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipal) GetName() string { return v.Name }
+
+// GetRole returns ViewerViewerPrincipal.Role, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipal) GetRole() Role { return v.Role }
+
+// GetTenant returns ViewerViewerPrincipal.Tenant, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipal) GetTenant() *ViewerViewerPrincipalTenant { return v.Tenant }
+
+// ViewerViewerPrincipalTenant includes the requested fields of the GraphQL type Tenant.
+type ViewerViewerPrincipalTenant struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// GetId returns ViewerViewerPrincipalTenant.Id, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipalTenant) GetId() string { return v.Id }
+
+// GetName returns ViewerViewerPrincipalTenant.Name, and is useful for accessing the field via an interface.
+func (v *ViewerViewerPrincipalTenant) GetName() string { return v.Name }
 
 // __CreateInstanceInput is used internally by genqlient
 type __CreateInstanceInput struct {
@@ -6432,6 +6493,44 @@ func Usage(
 	}
 
 	data_ = &UsageResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by Viewer.
+const Viewer_Operation = `
+query Viewer {
+	viewer {
+		principal {
+			id
+			name
+			role
+			tenant {
+				id
+				name
+			}
+		}
+	}
+}
+`
+
+func Viewer(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ViewerResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Viewer",
+		Query:  Viewer_Operation,
+	}
+
+	data_ = &ViewerResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/better-compute/vps/client"
+)
+
+func (a *app) instanceCmd() *cobra.Command {
+	cmd := group("instance", "Create, list, change and delete instances", a.instanceCreateCmd(), a.instanceListCmd(), a.instanceGetCmd(),
+		a.instanceSetCmd("start", "Start a stopped instance", client.InstanceStateRunning,
+			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
+				out, err := client.StartInstance(ctx, api, id)
+				if err != nil {
+					return client.InstanceFields{}, err
+				}
+				return out.StartInstance.Instance.InstanceFields, nil
+			}),
+		a.instanceSetCmd("stop", "Stop an instance", client.InstanceStateStopped,
+			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
+				out, err := client.StopInstance(ctx, api, id)
+				if err != nil {
+					return client.InstanceFields{}, err
+				}
+				return out.StopInstance.Instance.InstanceFields, nil
+			}),
+		a.instanceSetCmd("delete", "Delete an instance and release what it holds", client.InstanceStateDeleted,
+			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
+				out, err := client.DeleteInstance(ctx, api, id)
+				if err != nil {
+					return client.InstanceFields{}, err
+				}
+				return out.DeleteInstance.Instance.InstanceFields, nil
+			}))
+	cmd.Aliases = []string{"instances"}
+	return cmd
+}
+
+// waitFlags are --wait and --timeout, for a command that changes an
+// instance.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait until the instance is there, showing each state as it happens")
+	cmd.Flags().DurationVar(&w.timeout, "timeout", 10*time.Minute, "how long --wait waits")
+}
+
+func (a *app) instanceCreateCmd() *cobra.Command {
+	var (
+		in       client.CreateInstanceInput
+		keys     []string
+		userData string
+		stopped  bool
+		w        waitFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME --pool ID --flavor ID --image ID --ssh-key KEY",
+		Short: "Create an instance",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, as []string) error {
+			api, err := a.api()
+			if err != nil {
+				return err
+			}
+			in.Name = as[0]
+			if in.SshKeys, err = readAll(keys); err != nil {
+				return usageError{err}
+			}
+			if userData != "" {
+				data, err := readValue(userData)
+				if err != nil {
+					return usageError{err}
+				}
+				in.UserData = &data
+			}
+			want := client.InstanceStateRunning
+			if stopped {
+				state := client.DesiredStateStopped
+				in.DesiredState = &state
+				want = client.InstanceStateStopped
+			}
+			out, err := client.CreateInstance(cmd.Context(), api, in)
+			if err != nil {
+				return err
+			}
+			return a.showInstance(cmd.Context(), api, out.CreateInstance.Instance.InstanceFields, want, w)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.PoolId, "pool", "", "the pool's ID (required)")
+	f.StringVar(&in.FlavorId, "flavor", "", "the flavor's ID (required)")
+	f.StringVar(&in.ImageId, "image", "", "the image's ID (required)")
+	f.StringArrayVar(&keys, "ssh-key", nil, "an SSH public key, or @FILE to read one (required, repeatable)")
+	f.StringVar(&userData, "user-data", "", "cloud-init user data, or @FILE to read it")
+	f.BoolVar(&stopped, "stopped", false, "create it stopped")
+	for _, name := range []string{"pool", "flavor", "image", "ssh-key"} {
+		cmd.MarkFlagRequired(name)
+	}
+	w.add(cmd)
+	return cmd
+}
+
+func (a *app) instanceListCmd() *cobra.Command {
+	var (
+		state string
+		first int
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List instances",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := a.api()
+			if err != nil {
+				return err
+			}
+			var filter *client.InstanceFilter
+			if state != "" {
+				s := client.InstanceState(strings.ToUpper(state))
+				filter = &client.InstanceFilter{State: &s}
+			}
+			out, err := client.ListInstances(cmd.Context(), api, &first, nil, filter)
+			if err != nil {
+				return err
+			}
+			list := make([]client.InstanceFields, len(out.Instances.Nodes))
+			rows := make([][]string, len(out.Instances.Nodes))
+			for i, n := range out.Instances.Nodes {
+				list[i] = n.InstanceFields
+				rows[i] = instanceRow(n.InstanceFields)
+			}
+			return show(a.stdout, a.output, list, instanceHeader, rows)
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only instances in this state (RUNNING, STOPPED, …)")
+	cmd.Flags().IntVar(&first, "first", 100, "at most this many")
+	return cmd
+}
+
+func (a *app) instanceGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show an instance",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, as []string) error {
+			api, err := a.api()
+			if err != nil {
+				return err
+			}
+			out, err := client.GetInstance(cmd.Context(), api, as[0])
+			if err != nil {
+				return err
+			}
+			inst := out.Instance.InstanceFields
+			return show(a.stdout, a.output, inst, instanceHeader, [][]string{instanceRow(inst)})
+		},
+	}
+}
+
+// instanceSetCmd is a command that changes an instance's desired state
+// with set, and with --wait waits for want.
+func (a *app) instanceSetCmd(verb, short string, want client.InstanceState,
+	set func(context.Context, *client.Client, string) (client.InstanceFields, error)) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   verb + " ID",
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, as []string) error {
+			api, err := a.api()
+			if err != nil {
+				return err
+			}
+			inst, err := set(cmd.Context(), api, as[0])
+			if err != nil {
+				return err
+			}
+			return a.showInstance(cmd.Context(), api, inst, want, w)
+		},
+	}
+	w.add(cmd)
+	return cmd
+}
+
+// readAll reads each value of vs (readValue).
+func readAll(vs []string) ([]string, error) {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		var err error
+		if out[i], err = readValue(v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readValue is v, or the contents of file F for @F.
+func readValue(v string) (string, error) {
+	file, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return v, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+var instanceHeader = []string{"ID", "NAME", "STATE", "DESIRED", "ADDRESSES", "POOL", "FLAVOR", "REASON"}
+
+func instanceRow(i client.InstanceFields) []string {
+	return []string{i.Id, i.Name, string(i.State), string(i.DesiredState), orDash(strings.Join(i.Addresses, ",")),
+		i.Pool.Name, i.Flavor.Name, orDash(deref(i.StateReason))}
+}
+
+// showInstance prints inst; with --wait it first waits for want, showing
+// each state on one progress line on stderr.
+func (a *app) showInstance(ctx context.Context, api *client.Client, inst client.InstanceFields, want client.InstanceState, w waitFlags) error {
+	if w.wait {
+		ctx, cancel := context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+		fmt.Fprintf(a.stderr, "%s:", inst.Name)
+		var err error
+		inst, err = api.Wait(ctx, inst.Id, want, func(i client.InstanceFields) {
+			fmt.Fprintf(a.stderr, " %s", i.State)
+			if i.State != want {
+				fmt.Fprint(a.stderr, " →")
+			}
+		})
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return err
+		}
+	}
+	return show(a.stdout, a.output, inst, instanceHeader, [][]string{instanceRow(inst)})
+}

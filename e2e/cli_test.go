@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/better-compute/vps/cli"
+)
+
+// TestCLI drives bcctl against serve, a reconciler and a simulated host:
+// login saves a context (its file readable by its owner only), an instance
+// created with --wait shows each state on one line as it happens, lists as
+// JSON, stops and is deleted with --wait; a wrong token, an unknown ID, a
+// taken name, a quota and a bad command line each exit with their own code
+// and a one-line message.
+func TestCLI(t *testing.T) {
+	t.Parallel()
+	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 16})
+	config := filepath.Join(t.TempDir(), "config.json")
+	key := filepath.Join(t.TempDir(), "id.pub")
+	if err := os.WriteFile(key, []byte(sshKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BC_CONFIG": config}
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	bcctl := func(args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		code := cli.Run(ctx, args, &stdout, &stderr, func(k string) string { return env[k] })
+		return result{code, stdout.String(), stderr.String()}
+	}
+	endpoint := c.url + "/graphql"
+	create := []string{"instance", "create", "--pool", c.pool, "--flavor", c.flavor, "--image", c.image, "--ssh-key", "@" + key}
+
+	t.Run("a wrong token is refused at login", func(t *testing.T) {
+		r := bcctl("login", "--endpoint", endpoint, "--token", "bct_nope")
+		if r.code != cli.ExitAuth || !strings.HasPrefix(r.stderr, "bcctl: ") || strings.Count(r.stderr, "\n") != 1 {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		if _, err := os.Stat(config); !os.IsNotExist(err) {
+			t.Fatalf("a refused login saved a context: %v", err)
+		}
+	})
+	t.Run("login saves the context for its owner only", func(t *testing.T) {
+		r := bcctl("login", "--endpoint", endpoint, "--token", c.member)
+		if r.code != cli.ExitOK || !strings.Contains(r.stdout, "Logged in") {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		fi, err := os.Stat(config)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("config file: %v, %v", fi.Mode(), err)
+		}
+	})
+	var id string
+	t.Run("create --wait shows each state, then the instance", func(t *testing.T) {
+		r := bcctl(append(create, "web-1", "--wait", "-o", "json")...)
+		if r.code != cli.ExitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		progress := strings.TrimSpace(r.stderr)
+		if !strings.HasPrefix(progress, "web-1:") || !strings.HasSuffix(progress, "RUNNING") || strings.Contains(progress, "\n") {
+			t.Fatalf("progress line %q", progress)
+		}
+		var inst struct{ ID, State string }
+		if err := json.Unmarshal([]byte(r.stdout), &inst); err != nil || inst.State != "RUNNING" {
+			t.Fatalf("%v: %s", err, r.stdout)
+		}
+		id = inst.ID
+	})
+	t.Run("list as JSON", func(t *testing.T) {
+		r := bcctl("instance", "list", "-o", "json")
+		var list []struct{ ID, Name, State string }
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].ID != id || list[0].Name != "web-1" {
+			t.Fatalf("exit %d, %v: %s", r.code, err, r.stdout)
+		}
+	})
+	t.Run("get as YAML and as a table", func(t *testing.T) {
+		if r := bcctl("instance", "get", id, "-o", "yaml"); r.code != 0 || !strings.Contains(r.stdout, "name: web-1") {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if r := bcctl("instance", "get", id); r.code != 0 || !strings.HasPrefix(r.stdout, "ID") || !strings.Contains(r.stdout, "web-1") {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("refusals exit by class, in one line", func(t *testing.T) {
+		c.must(c.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 1}) { tenant { id } } }`, map[string]any{"t": c.tenant})
+		for _, tc := range []struct {
+			name string
+			args []string
+			code int
+		}{
+			{"an unknown ID", []string{"instance", "get", "ins_00000000000000000000000000"}, cli.ExitNotFound},
+			{"a taken name", append(create, "web-1"), cli.ExitConflict},
+			{"over the quota", append(create, "web-2"), cli.ExitLimited},
+			{"an unknown command", []string{"instance", "frobnicate"}, cli.ExitUsage},
+			{"a missing flag", []string{"instance", "create", "web-3"}, cli.ExitUsage},
+			{"an unknown output", []string{"instance", "list", "-o", "xml"}, cli.ExitUsage},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := bcctl(tc.args...)
+				if r.code != tc.code || !strings.HasPrefix(r.stderr, "bcctl: ") || strings.Count(r.stderr, "\n") != 1 {
+					t.Fatalf("exit %d (want %d), stderr %q", r.code, tc.code, r.stderr)
+				}
+			})
+		}
+	})
+	t.Run("stop and delete --wait", func(t *testing.T) {
+		if r := bcctl("instance", "stop", id, "--wait"); r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stderr), "STOPPED") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if r := bcctl("instance", "delete", id, "--wait"); r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stderr), "DELETED") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		// Starting it again is refused: it is gone.
+		if r := bcctl("instance", "start", id); r.code == 0 {
+			t.Fatalf("a deleted instance started: %s", r.stdout)
+		}
+	})
+}
