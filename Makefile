@@ -12,6 +12,7 @@ dev: build
 
 build:
 	$(GO) build -o $(BIN)/better-compute ./cmd/better-compute
+	$(GO) build -o $(BIN)/bcctl ./cmd/bcctl
 
 # Tests talk to real Postgres and Redis: scripts/services.sh starts them
 # (installing Debian's packages first when root and they are missing).

@@ -219,28 +219,35 @@ func readValue(v string) (string, error) {
 var instanceHeader = []string{"ID", "NAME", "STATE", "DESIRED", "ADDRESSES", "POOL", "FLAVOR", "REASON"}
 
 func instanceRow(i client.InstanceFields) []string {
-	return []string{i.Id, i.Name, string(i.State), string(i.DesiredState), orDash(strings.Join(i.Addresses, ",")),
+	return []string{i.Id, i.Name, string(i.State), string(i.DesiredState), orDash(joinComma(i.Addresses)),
 		i.Pool.Name, i.Flavor.Name, orDash(deref(i.StateReason))}
 }
 
 // showInstance prints inst; with --wait it first waits for want, showing
-// each state on one progress line on stderr.
+// each state.
 func (a *app) showInstance(ctx context.Context, api *client.Client, inst client.InstanceFields, want client.InstanceState, w waitFlags) error {
 	if w.wait {
-		ctx, cancel := context.WithTimeout(ctx, w.timeout)
-		defer cancel()
-		fmt.Fprintf(a.stderr, "%s:", inst.Name)
 		var err error
-		inst, err = api.Wait(ctx, inst.Id, want, func(i client.InstanceFields) {
-			fmt.Fprintf(a.stderr, " %s", i.State)
-			if i.State != want {
-				fmt.Fprint(a.stderr, " →")
-			}
-		})
-		fmt.Fprintln(a.stderr)
-		if err != nil {
+		if inst, err = a.waitInstance(ctx, api, inst.Id, inst.Name, want, w.timeout); err != nil {
 			return err
 		}
 	}
 	return show(a.stdout, a.output, inst, instanceHeader, [][]string{instanceRow(inst)})
+}
+
+// waitInstance waits for instance id to be in want, within timeout,
+// showing each state as it happens on one progress line on stderr, after
+// label.
+func (a *app) waitInstance(ctx context.Context, api *client.Client, id, label string, want client.InstanceState, timeout time.Duration) (client.InstanceFields, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fmt.Fprintf(a.stderr, "%s:", label)
+	inst, err := api.Wait(ctx, id, want, func(i client.InstanceFields) {
+		fmt.Fprintf(a.stderr, " %s", i.State)
+		if i.State != want {
+			fmt.Fprint(a.stderr, " →")
+		}
+	})
+	fmt.Fprintln(a.stderr)
+	return inst, err
 }

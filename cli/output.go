@@ -55,3 +55,6 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// joinComma joins a list for a table's cell.
+func joinComma(vs []string) string { return strings.Join(vs, ",") }

@@ -1,6 +1,8 @@
 // Package cli is bcctl, the command line of the Better Compute API for
 // tenants and operators: contexts (an endpoint and a token each), and
-// commands over the typed client (package client) for instances.
+// commands over the typed client (package client) for instances,
+// sandboxes, templates, snapshots, usage and live events. cobra adds
+// `bcctl completion bash|zsh|fish|powershell`.
 package cli
 
 import (
@@ -65,7 +67,8 @@ func (a *app) root() *cobra.Command {
 	f.StringVar(&a.endpoint, "endpoint", "", "the API's /graphql URL, over the context's (or BC_ENDPOINT)")
 	f.StringVar(&a.token, "token", "", "the token to call with, over the context's (or BC_TOKEN)")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
-	root.AddCommand(a.loginCmd(), a.contextCmd(), a.instanceCmd())
+	root.AddCommand(a.loginCmd(), a.contextCmd(), a.instanceCmd(), a.sandboxCmd(), a.templateCmd(), a.snapshotCmd(),
+		a.eventsCmd(), a.usageCmd())
 	return root
 }
 

@@ -236,6 +236,20 @@ func (l *live) Close() error {
 	return nil
 }
 
+// CloseDraining closes ws, taking what its reader may still hand events
+// (a subscription's channel) until the channel closes: Close waits for the
+// reader.
+func CloseDraining[T any](ws graphql.WebSocketClient, events <-chan T) {
+	drained := make(chan struct{})
+	go func() {
+		for range events {
+		}
+		close(drained)
+	}()
+	ws.Close()
+	<-drained
+}
+
 // closeError is how the server closed the websocket, as an *Error where
 // its code says why: 4401 a token refused, 4429 too many connections, 4008
 // a client that fell behind.

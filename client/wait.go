@@ -23,18 +23,7 @@ func (c *Client) Wait(ctx context.Context, id string, state InstanceState, onSta
 		ws.Close()
 		return InstanceFields{}, apiError(err)
 	}
-	defer func() {
-		// Close waits for the reader, which may be handing over one
-		// more event: take them until the channel closes.
-		drained := make(chan struct{})
-		go func() {
-			for range events {
-			}
-			close(drained)
-		}()
-		ws.Close()
-		<-drained
-	}()
+	defer CloseDraining(ws, events)
 	// Read once too: an unknown id is NOT_FOUND at once, and a deleted
 	// instance, which the subscription's current state leaves out, ends
 	// the wait here.

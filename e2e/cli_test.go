@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,6 +117,54 @@ func TestCLI(t *testing.T) {
 			})
 		}
 	})
+	t.Run("events stream while another command stops it", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		pr, pw := io.Pipe()
+		ended := make(chan int)
+		go func() {
+			var stderr bytes.Buffer
+			code := cli.Run(ctx, []string{"events", "--id", id, "-o", "json"}, pw, &stderr, func(k string) string { return env[k] })
+			pw.Close()
+			ended <- code
+		}()
+		// The stream is open once a first change is seen: keep stopping
+		// (a repeat is harmless) until STOPPED comes through.
+		lines := bufio.NewScanner(pr)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for lines.Scan() {
+				var ev struct {
+					Instance struct{ State string }
+				}
+				if json.Unmarshal(lines.Bytes(), &ev) == nil && ev.Instance.State == "STOPPED" {
+					return
+				}
+			}
+		}()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(30 * time.Second)
+		for waiting := true; waiting; {
+			select {
+			case <-stopped:
+				waiting = false
+			case <-tick.C:
+				bcctl("instance", "stop", id)
+			case <-deadline:
+				t.Fatal("no STOPPED event streamed")
+			}
+		}
+		cancel()
+		copied := make(chan struct{})
+		go func() { io.Copy(io.Discard, pr); close(copied) }()
+		code := <-ended
+		<-copied
+		if code != cli.ExitOK {
+			t.Fatalf("events exited %d", code)
+		}
+	})
 	t.Run("stop and delete --wait", func(t *testing.T) {
 		if r := bcctl("instance", "stop", id, "--wait"); r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stderr), "STOPPED") {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -125,6 +175,35 @@ func TestCLI(t *testing.T) {
 		// Starting it again is refused: it is gone.
 		if r := bcctl("instance", "start", id); r.code == 0 {
 			t.Fatalf("a deleted instance started: %s", r.stdout)
+		}
+	})
+	t.Run("a sandbox from a template: create --wait, extend, snapshot, delete", func(t *testing.T) {
+		c.must(c.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 10}) { tenant { id } } }`, map[string]any{"t": c.tenant})
+		r := bcctl("template", "create", "ci", "--pool", c.pool, "--flavor", c.flavor, "--image", c.image, "--ssh-key", "@"+key, "-o", "json")
+		var tmpl struct{ ID string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tmpl) != nil {
+			t.Fatalf("template create: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = bcctl("sandbox", "create", "--template", tmpl.ID, "--wait", "-o", "json")
+		var sbx struct{ ID, State string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &sbx) != nil || sbx.State != "RUNNING" || !strings.HasSuffix(strings.TrimSpace(r.stderr), "RUNNING") {
+			t.Fatalf("sandbox create --wait: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = bcctl("sandbox", "extend", sbx.ID, "--timeout-in", "45m", "-o", "json")
+		var extended struct{ ExpiresAt time.Time }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &extended) != nil || time.Until(extended.ExpiresAt) < 40*time.Minute {
+			t.Fatalf("extend: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = bcctl("sandbox", "snapshot", sbx.ID, "before-tests", "-o", "json")
+		var snap struct{ ID, Name, State string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &snap) != nil || snap.Name != "before-tests" {
+			t.Fatalf("snapshot: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if r := bcctl("snapshot", "list", "--sandbox", sbx.ID, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, snap.ID) {
+			t.Fatalf("snapshot list: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if r := bcctl("sandbox", "delete", sbx.ID, "--wait"); r.code != 0 {
+			t.Fatalf("sandbox delete: exit %d: %s", r.code, r.stderr)
 		}
 	})
 }
