@@ -14,30 +14,30 @@ import (
 
 func (a *app) instanceCmd() *cobra.Command {
 	cmd := group("instance", "Create, list, change and delete instances", a.instanceCreateCmd(), a.instanceListCmd(), a.instanceGetCmd(),
-		a.instanceSetCmd("start", "Start a stopped instance", client.InstanceStateRunning,
+		setCmd("start", "Start a stopped instance", client.InstanceStateRunning, a,
 			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
 				out, err := client.StartInstance(ctx, api, id)
 				if err != nil {
 					return client.InstanceFields{}, err
 				}
 				return out.StartInstance.Instance.InstanceFields, nil
-			}),
-		a.instanceSetCmd("stop", "Stop an instance", client.InstanceStateStopped,
+			}, a.showInstance),
+		setCmd("stop", "Stop an instance", client.InstanceStateStopped, a,
 			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
 				out, err := client.StopInstance(ctx, api, id)
 				if err != nil {
 					return client.InstanceFields{}, err
 				}
 				return out.StopInstance.Instance.InstanceFields, nil
-			}),
-		a.instanceSetCmd("delete", "Delete an instance and release what it holds", client.InstanceStateDeleted,
+			}, a.showInstance),
+		setCmd("delete", "Delete an instance and release what it holds", client.InstanceStateDeleted, a,
 			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
 				out, err := client.DeleteInstance(ctx, api, id)
 				if err != nil {
 					return client.InstanceFields{}, err
 				}
 				return out.DeleteInstance.Instance.InstanceFields, nil
-			}))
+			}, a.showInstance))
 	cmd.Aliases = []string{"instances"}
 	return cmd
 }
@@ -166,10 +166,11 @@ func (a *app) instanceGetCmd() *cobra.Command {
 	}
 }
 
-// instanceSetCmd is a command that changes an instance's desired state
-// with set, and with --wait waits for want.
-func (a *app) instanceSetCmd(verb, short string, want client.InstanceState,
-	set func(context.Context, *client.Client, string) (client.InstanceFields, error)) *cobra.Command {
+// setCmd is a command that changes one object, named by its ID, with set,
+// then shows it with display, which with --wait first waits for want.
+func setCmd[T any](verb, short string, want client.InstanceState, a *app,
+	set func(context.Context, *client.Client, string) (T, error),
+	display func(context.Context, *client.Client, T, client.InstanceState, waitFlags) error) *cobra.Command {
 	var w waitFlags
 	cmd := &cobra.Command{
 		Use:   verb + " ID",
@@ -180,11 +181,11 @@ func (a *app) instanceSetCmd(verb, short string, want client.InstanceState,
 			if err != nil {
 				return err
 			}
-			inst, err := set(cmd.Context(), api, as[0])
+			v, err := set(cmd.Context(), api, as[0])
 			if err != nil {
 				return err
 			}
-			return a.showInstance(cmd.Context(), api, inst, want, w)
+			return display(cmd.Context(), api, v, want, w)
 		},
 	}
 	w.add(cmd)

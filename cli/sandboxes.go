@@ -13,30 +13,30 @@ import (
 func (a *app) sandboxCmd() *cobra.Command {
 	cmd := group("sandbox", "Create, list, extend, pause, resume, snapshot and delete sandboxes",
 		a.sandboxCreateCmd(), a.sandboxListCmd(), a.sandboxGetCmd(), a.sandboxExtendCmd(), a.sandboxSnapshotCmd(),
-		a.sandboxSetCmd("pause", "Pause a running sandbox", client.InstanceStatePaused,
+		setCmd("pause", "Pause a running sandbox", client.InstanceStatePaused, a,
 			func(ctx context.Context, api *client.Client, id string) (client.SandboxFields, error) {
 				out, err := client.PauseSandbox(ctx, api, id)
 				if err != nil {
 					return client.SandboxFields{}, err
 				}
 				return out.PauseSandbox.Sandbox.SandboxFields, nil
-			}),
-		a.sandboxSetCmd("resume", "Resume a paused sandbox", client.InstanceStateRunning,
+			}, a.showSandbox),
+		setCmd("resume", "Resume a paused sandbox", client.InstanceStateRunning, a,
 			func(ctx context.Context, api *client.Client, id string) (client.SandboxFields, error) {
 				out, err := client.ResumeSandbox(ctx, api, id)
 				if err != nil {
 					return client.SandboxFields{}, err
 				}
 				return out.ResumeSandbox.Sandbox.SandboxFields, nil
-			}),
-		a.sandboxSetCmd("delete", "Delete a sandbox", client.InstanceStateDeleted,
+			}, a.showSandbox),
+		setCmd("delete", "Delete a sandbox", client.InstanceStateDeleted, a,
 			func(ctx context.Context, api *client.Client, id string) (client.SandboxFields, error) {
 				out, err := client.DeleteSandbox(ctx, api, id)
 				if err != nil {
 					return client.SandboxFields{}, err
 				}
 				return out.DeleteSandbox.Sandbox.SandboxFields, nil
-			}))
+			}, a.showSandbox))
 	cmd.Aliases = []string{"sandboxes"}
 	return cmd
 }
@@ -175,31 +175,6 @@ func (a *app) sandboxSnapshotCmd() *cobra.Command {
 			return show(a.stdout, a.output, s, snapshotHeader, [][]string{snapshotRow(s)})
 		},
 	}
-}
-
-// sandboxSetCmd is a command that changes a sandbox with set, and with
-// --wait waits for its instance to be in want.
-func (a *app) sandboxSetCmd(verb, short string, want client.InstanceState,
-	set func(context.Context, *client.Client, string) (client.SandboxFields, error)) *cobra.Command {
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   verb + " ID",
-		Short: short,
-		Args:  args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, as []string) error {
-			api, err := a.api()
-			if err != nil {
-				return err
-			}
-			sbx, err := set(cmd.Context(), api, as[0])
-			if err != nil {
-				return err
-			}
-			return a.showSandbox(cmd.Context(), api, sbx, want, w)
-		},
-	}
-	w.add(cmd)
-	return cmd
 }
 
 // showSandbox prints sbx; with --wait it first waits for its instance to
