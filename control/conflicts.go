@@ -16,10 +16,13 @@ type conflict struct {
 }
 
 // conflicts holds, by index, every unique index an API input can run into.
-// The others (a token's hash, a device's claim, a command's snapshot) hold
+// The others (a device's claim, a lease's address, a command's snapshot) hold
 // values the service makes itself: meeting one is a fault, logged and shown
 // as INTERNAL. TestConflictsCoverEveryUniqueIndex keeps the two sets whole.
 var conflicts = map[string]conflict{
+	// A token the operator chose (BC_BOOTSTRAP_TOKEN): two servers
+	// starting at once both try to make it.
+	"api_tokens_hash_key":          {"token", "this token is already in use"},
 	"flavors_name_key":             {"name", "a flavor with this name already exists"},
 	"hosts_name_key":               {"name", "a host with this name already exists"},
 	"images_name_live":             {"name", "an image with this name already exists for this owner"},

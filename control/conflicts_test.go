@@ -22,7 +22,7 @@ import (
 func TestConflictsCoverEveryUniqueIndex(t *testing.T) {
 	t.Parallel()
 	internal := []string{
-		"allocations_instance_live", "api_tokens_hash_key", "device_claims_device_live",
+		"allocations_instance_live", "device_claims_device_live",
 		"hosts_credential_hash_key", "instance_state_history_current", "instances_sandbox",
 		"ip_leases_address_live", "provider_bootstraps_join_token_hash_key",
 		"sandbox_events_sandbox_id_seq_key", "sandbox_snapshots_command", "sandbox_snapshots_purge_command",
@@ -99,5 +99,33 @@ func TestConflictNamesItsField(t *testing.T) {
 				t.Fatalf("message %q: want words, no index name", apiErr.Message)
 			}
 		})
+	}
+}
+
+// TestBootstrapTokenRace: servers starting at once with the same
+// BC_BOOTSTRAP_TOKEN all start, and make one token between them.
+func TestBootstrapTokenRace(t *testing.T) {
+	t.Parallel()
+	sealer, _ := seal.New("test")
+	db := testenv.DB(t)
+	svc := control.New(db, control.Config{Sealer: sealer})
+	const servers = 4
+	errs := make(chan error, servers)
+	start := make(chan struct{})
+	for range servers {
+		go func() {
+			<-start
+			errs <- svc.EnsureBootstrapToken(context.Background(), "bct_bootstrap-race-token")
+		}()
+	}
+	close(start)
+	for range servers {
+		if err := <-errs; err != nil {
+			t.Errorf("a server's start: %v", err)
+		}
+	}
+	var n int
+	if err := db.QueryRow(context.Background(), "SELECT count(*) FROM api_tokens WHERE name = 'bootstrap'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("bootstrap tokens = %d, %v; want 1", n, err)
 	}
 }

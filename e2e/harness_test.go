@@ -242,6 +242,14 @@ func start(t testing.TB, o options) *cluster {
 	bin := binary(t)
 	dir := t.TempDir()
 	c := &cluster{t: t, hostDirs: map[string]string{}, joins: map[string]join{}}
+	// Registered first, so a process that never got ready shows its log too.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range c.procs {
+				t.Logf("--- %s log (tail):\n%s", p.name, p.tail())
+			}
+		}
+	})
 	c.redisURL, c.redis = startRedis(t, dir)
 	dbURL := o.databaseURL
 	if dbURL == "" {
@@ -311,13 +319,6 @@ func start(t testing.TB, o options) *cluster {
 		args := append([]string{bin, "host", "--runtime", "fake", "--server", server, "--heartbeat", "500ms", "--state-dir", c.hostDirs[name]}, o.hostArgs...)
 		c.hosts = append(c.hosts, c.proc(fmt.Sprintf("host-%d", i), []string{"BC_HOST_CREDENTIAL=" + cred}, args...))
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.procs {
-				t.Logf("--- %s log (tail):\n%s", p.name, p.tail())
-			}
-		}
-	})
 	return c
 }
 
