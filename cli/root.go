@@ -67,8 +67,8 @@ func (a *app) root() *cobra.Command {
 	f.StringVar(&a.endpoint, "endpoint", "", "the API's /graphql URL, over the context's (or BC_ENDPOINT)")
 	f.StringVar(&a.token, "token", "", "the token to call with, over the context's (or BC_TOKEN)")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
-	root.AddCommand(a.loginCmd(), a.contextCmd(), a.instanceCmd(), a.sandboxCmd(), a.templateCmd(), a.snapshotCmd(),
-		a.eventsCmd(), a.usageCmd())
+	root.AddCommand(a.loginCmd(), a.contextCmd(), a.poolCmd(), a.flavorCmd(), a.imageCmd(), a.instanceCmd(),
+		a.sandboxCmd(), a.templateCmd(), a.snapshotCmd(), a.eventsCmd(), a.usageCmd())
 	return root
 }
 

@@ -1976,6 +1976,20 @@ func (v *GetSandboxTemplateSandboxTemplate) __premarshalJSON() (*__premarshalGet
 	return &retval, nil
 }
 
+type ImageFormat string
+
+const (
+	ImageFormatRaw   ImageFormat = "RAW"
+	ImageFormatQcow2 ImageFormat = "QCOW2"
+	ImageFormatIso   ImageFormat = "ISO"
+)
+
+var AllImageFormat = []ImageFormat{
+	ImageFormatRaw,
+	ImageFormatQcow2,
+	ImageFormatIso,
+}
+
 type InstanceEventFilter struct {
 	Ids    []string       `json:"ids"`
 	PoolId *string        `json:"poolId"`
@@ -2316,6 +2330,98 @@ var AllInstanceState = []InstanceState{
 	InstanceStateLost,
 }
 
+// ListFlavorsFlavorsFlavor includes the requested fields of the GraphQL type Flavor.
+type ListFlavorsFlavorsFlavor struct {
+	Id       string  `json:"id"`
+	Name     string  `json:"name"`
+	Vcpus    int     `json:"vcpus"`
+	MemoryMb int     `json:"memoryMb"`
+	DiskGb   int     `json:"diskGb"`
+	GpuModel *string `json:"gpuModel"`
+	GpuCount int     `json:"gpuCount"`
+}
+
+// GetId returns ListFlavorsFlavorsFlavor.Id, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetId() string { return v.Id }
+
+// GetName returns ListFlavorsFlavorsFlavor.Name, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetName() string { return v.Name }
+
+// GetVcpus returns ListFlavorsFlavorsFlavor.Vcpus, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetVcpus() int { return v.Vcpus }
+
+// GetMemoryMb returns ListFlavorsFlavorsFlavor.MemoryMb, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetMemoryMb() int { return v.MemoryMb }
+
+// GetDiskGb returns ListFlavorsFlavorsFlavor.DiskGb, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetDiskGb() int { return v.DiskGb }
+
+// GetGpuModel returns ListFlavorsFlavorsFlavor.GpuModel, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetGpuModel() *string { return v.GpuModel }
+
+// GetGpuCount returns ListFlavorsFlavorsFlavor.GpuCount, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsFlavor) GetGpuCount() int { return v.GpuCount }
+
+// ListFlavorsResponse is returned by ListFlavors on success.
+type ListFlavorsResponse struct {
+	Flavors []ListFlavorsFlavorsFlavor `json:"flavors"`
+}
+
+// GetFlavors returns ListFlavorsResponse.Flavors, and is useful for accessing the field via an interface.
+func (v *ListFlavorsResponse) GetFlavors() []ListFlavorsFlavorsFlavor { return v.Flavors }
+
+// ListImagesImagesImage includes the requested fields of the GraphQL type Image.
+type ListImagesImagesImage struct {
+	Id         string                       `json:"id"`
+	Name       string                       `json:"name"`
+	Format     ImageFormat                  `json:"format"`
+	Visibility Visibility                   `json:"visibility"`
+	Verified   bool                         `json:"verified"`
+	Tenant     *ListImagesImagesImageTenant `json:"tenant"`
+	CreatedAt  time.Time                    `json:"createdAt"`
+}
+
+// GetId returns ListImagesImagesImage.Id, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetId() string { return v.Id }
+
+// GetName returns ListImagesImagesImage.Name, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetName() string { return v.Name }
+
+// GetFormat returns ListImagesImagesImage.Format, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetFormat() ImageFormat { return v.Format }
+
+// GetVisibility returns ListImagesImagesImage.Visibility, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetVisibility() Visibility { return v.Visibility }
+
+// GetVerified returns ListImagesImagesImage.Verified, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetVerified() bool { return v.Verified }
+
+// GetTenant returns ListImagesImagesImage.Tenant, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetTenant() *ListImagesImagesImageTenant { return v.Tenant }
+
+// GetCreatedAt returns ListImagesImagesImage.CreatedAt, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImage) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// ListImagesImagesImageTenant includes the requested fields of the GraphQL type Tenant.
+type ListImagesImagesImageTenant struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// GetId returns ListImagesImagesImageTenant.Id, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImageTenant) GetId() string { return v.Id }
+
+// GetName returns ListImagesImagesImageTenant.Name, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesImageTenant) GetName() string { return v.Name }
+
+// ListImagesResponse is returned by ListImages on success.
+type ListImagesResponse struct {
+	Images []ListImagesImagesImage `json:"images"`
+}
+
+// GetImages returns ListImagesResponse.Images, and is useful for accessing the field via an interface.
+func (v *ListImagesResponse) GetImages() []ListImagesImagesImage { return v.Images }
+
 // ListInstancesInstancesInstanceConnection includes the requested fields of the GraphQL type InstanceConnection.
 type ListInstancesInstancesInstanceConnection struct {
 	Nodes    []ListInstancesInstancesInstanceConnectionNodesInstance `json:"nodes"`
@@ -2497,6 +2603,49 @@ type ListInstancesResponse struct {
 func (v *ListInstancesResponse) GetInstances() ListInstancesInstancesInstanceConnection {
 	return v.Instances
 }
+
+// ListPoolsPoolsPool includes the requested fields of the GraphQL type Pool.
+type ListPoolsPoolsPool struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+	// vps-host (hosted), provider, or another module's class.
+	Class string `json:"class"`
+	// Set when the pool is dedicated to one tenant.
+	Tenant *ListPoolsPoolsPoolTenant `json:"tenant"`
+}
+
+// GetId returns ListPoolsPoolsPool.Id, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPool) GetId() string { return v.Id }
+
+// GetName returns ListPoolsPoolsPool.Name, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPool) GetName() string { return v.Name }
+
+// GetClass returns ListPoolsPoolsPool.Class, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPool) GetClass() string { return v.Class }
+
+// GetTenant returns ListPoolsPoolsPool.Tenant, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPool) GetTenant() *ListPoolsPoolsPoolTenant { return v.Tenant }
+
+// ListPoolsPoolsPoolTenant includes the requested fields of the GraphQL type Tenant.
+type ListPoolsPoolsPoolTenant struct {
+	Id   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// GetId returns ListPoolsPoolsPoolTenant.Id, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPoolTenant) GetId() string { return v.Id }
+
+// GetName returns ListPoolsPoolsPoolTenant.Name, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsPoolTenant) GetName() string { return v.Name }
+
+// ListPoolsResponse is returned by ListPools on success.
+type ListPoolsResponse struct {
+	// The pools the caller may use.
+	Pools []ListPoolsPoolsPool `json:"pools"`
+}
+
+// GetPools returns ListPoolsResponse.Pools, and is useful for accessing the field via an interface.
+func (v *ListPoolsResponse) GetPools() []ListPoolsPoolsPool { return v.Pools }
 
 // ListSandboxSnapshotsResponse is returned by ListSandboxSnapshots on success.
 type ListSandboxSnapshotsResponse struct {
@@ -4745,6 +4894,18 @@ func (v *ViewerViewerPrincipalTenant) GetId() string { return v.Id }
 // GetName returns ViewerViewerPrincipalTenant.Name, and is useful for accessing the field via an interface.
 func (v *ViewerViewerPrincipalTenant) GetName() string { return v.Name }
 
+type Visibility string
+
+const (
+	VisibilityPublic Visibility = "PUBLIC"
+	VisibilityTenant Visibility = "TENANT"
+)
+
+var AllVisibility = []Visibility{
+	VisibilityPublic,
+	VisibilityTenant,
+}
+
 // __CreateInstanceInput is used internally by genqlient
 type __CreateInstanceInput struct {
 	Input CreateInstanceInput `json:"input"`
@@ -5757,6 +5918,81 @@ func InstanceEventsForwardData(interfaceChan interface{}, jsonRawMsg json.RawMes
 	return nil
 }
 
+// The query executed by ListFlavors.
+const ListFlavors_Operation = `
+query ListFlavors {
+	flavors {
+		id
+		name
+		vcpus
+		memoryMb
+		diskGb
+		gpuModel
+		gpuCount
+	}
+}
+`
+
+func ListFlavors(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ListFlavorsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ListFlavors",
+		Query:  ListFlavors_Operation,
+	}
+
+	data_ = &ListFlavorsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by ListImages.
+const ListImages_Operation = `
+query ListImages {
+	images {
+		id
+		name
+		format
+		visibility
+		verified
+		tenant {
+			id
+			name
+		}
+		createdAt
+	}
+}
+`
+
+func ListImages(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ListImagesResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ListImages",
+		Query:  ListImages_Operation,
+	}
+
+	data_ = &ListImagesResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by ListInstances.
 const ListInstances_Operation = `
 query ListInstances ($first: Int, $after: String, $filter: InstanceFilter) {
@@ -5813,6 +6049,42 @@ func ListInstances(
 	}
 
 	data_ = &ListInstancesResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by ListPools.
+const ListPools_Operation = `
+query ListPools {
+	pools {
+		id
+		name
+		class
+		tenant {
+			id
+			name
+		}
+	}
+}
+`
+
+func ListPools(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ListPoolsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ListPools",
+		Query:  ListPools_Operation,
+	}
+
+	data_ = &ListPoolsResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,15 @@ func TestCLI(t *testing.T) {
 		fi, err := os.Stat(config)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("config file: %v, %v", fi.Mode(), err)
+		}
+	})
+	t.Run("the catalog lists the IDs create takes", func(t *testing.T) {
+		for kind, want := range map[string]string{"pool": c.pool, "flavor": c.flavor, "image": c.image} {
+			r := bcctl(kind, "list", "-o", "json")
+			var list []struct{ ID string }
+			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || !slices.ContainsFunc(list, func(x struct{ ID string }) bool { return x.ID == want }) {
+				t.Errorf("%s list: exit %d, %v: %s", kind, r.code, err, r.stdout)
+			}
 		}
 	})
 	var id string
