@@ -7,7 +7,9 @@ BIN := bin
 
 DEV_FLAGS ?= --sim 3
 
-dev: build
+dev:
+	@test -x $(BIN)/better-compute || echo 'make dev: the first build compiles everything and takes a few minutes; later ones take seconds.'
+	@$(MAKE) --no-print-directory build
 	$(BIN)/better-compute dev $(DEV_FLAGS)
 
 build:

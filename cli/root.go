@@ -9,12 +9,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/better-compute/vps/client"
+	"github.com/better-compute/vps/internal/version"
 )
 
 // Run runs bcctl with args and returns its exit code (exit.go). getenv
@@ -54,6 +56,7 @@ func (a *app) root() *cobra.Command {
 		Short:         "The Better Compute API from the command line",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       versionLine(),
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if !slices.Contains(formats, a.output) {
 				return usageError{fmt.Errorf("-o %q: one of %s", a.output, strings.Join(formats, ", "))}
@@ -88,6 +91,12 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 	}
 	cmd.AddCommand(subs...)
 	return cmd
+}
+
+// versionLine is what --version says: the build's version and commit.
+func versionLine() string {
+	v, commit := version.Get()
+	return fmt.Sprintf("%s (commit %s, %s)", v, commit, runtime.Version())
 }
 
 // args wraps a positional-argument check so that a wrong count is a usage

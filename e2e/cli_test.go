@@ -46,6 +46,11 @@ func TestCLI(t *testing.T) {
 	endpoint := c.url + "/graphql"
 	create := []string{"instance", "create", "--pool", c.pool, "--flavor", c.flavor, "--image", c.image, "--ssh-key", "@" + key}
 
+	t.Run("--version says the build", func(t *testing.T) {
+		if r := bcctl("--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "bcctl version ") || !strings.Contains(r.stdout, "commit ") {
+			t.Fatalf("exit %d: %q", r.code, r.stdout)
+		}
+	})
 	t.Run("a wrong token is refused at login", func(t *testing.T) {
 		r := bcctl("login", "--endpoint", endpoint, "--token", "bct_nope")
 		if r.code != cli.ExitAuth || !strings.HasPrefix(r.stderr, "bcctl: ") || strings.Count(r.stderr, "\n") != 1 {
