@@ -17,17 +17,20 @@ import (
 
 // TestMigrate checks dev makes its database again, with a log line saying
 // so, when another build migrated it (here: before the vps migrations were
-// renumbered), and keeps it when it is current.
+// renumbered) or its sealing secret is new (its state directory was
+// removed), and keeps it when it is current and its secret is the same.
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name     string
-		url      func(testing.TB) string
-		recreate bool
+		name      string
+		url       func(testing.TB) string
+		newSecret bool
+		recreate  bool
 	}{
-		{"before the fold, at its 0005_provider_instances", func(t testing.TB) string { return testenv.BeforeFoldDatabaseURL(t, 5) }, true},
-		{"before the fold, at 0002_sealed_user_data", func(t testing.TB) string { return testenv.BeforeFoldDatabaseURL(t, 2) }, true},
-		{"current", testenv.DatabaseURL, false},
+		{"before the fold, at its 0005_provider_instances", func(t testing.TB) string { return testenv.BeforeFoldDatabaseURL(t, 5) }, false, true},
+		{"before the fold, at 0002_sealed_user_data", func(t testing.TB) string { return testenv.BeforeFoldDatabaseURL(t, 2) }, false, true},
+		{"current", testenv.DatabaseURL, false, false},
+		{"current, with a new secret", testenv.DatabaseURL, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := c.url(t)
@@ -35,14 +38,14 @@ func TestMigrate(t *testing.T) {
 			var logged bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-			if err := Migrate(ctx, log, url); err != nil {
+			if err := Migrate(ctx, log, url, c.newSecret); err != nil {
 				t.Fatalf("Migrate: %v", err)
 			}
 
 			if logged.Len() > 0 {
 				t.Logf("log: %s", logged.String())
 			}
-			said := strings.Contains(logged.String(), "recreating the dev database") && strings.Contains(logged.String(), "module=vps")
+			said := strings.Contains(logged.String(), "recreating the dev database")
 			if said != c.recreate {
 				t.Errorf("logged a recreation: %v, want %v", said, c.recreate)
 			}

@@ -243,19 +243,35 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Migrate applies the schema to dev's own database at url. A database
-// another build migrated, as one made before the vps migrations were
-// renumbered (migrations.UnknownVersionError), holds only dev's demo data:
-// Migrate drops it, makes it again and migrates that, and logs that it did.
-func Migrate(ctx context.Context, log *slog.Logger, url string) error {
-	err := migrate(ctx, url)
+// Migrate applies the schema to dev's own database at url. Such a database
+// holds only dev's demo data, so Migrate drops it, makes it again and
+// migrates that, and logs that it did, when what is in it cannot be used:
+// another build migrated it, as one made before the vps migrations were
+// renumbered (migrations.UnknownVersionError); or newSecret, dev's sealing
+// secret was made anew (its state directory was removed), so nothing
+// sealed in it can be opened.
+func Migrate(ctx context.Context, log *slog.Logger, url string, newSecret bool) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	if newSecret {
+		used, err := migrated(ctx, url)
+		if err != nil {
+			return err
+		}
+		if used {
+			log.Warn("recreating the dev database: its sealing secret is new (the state directory was removed), so what it sealed cannot be opened, and it holds only demo data",
+				"database", cfg.Database)
+			if err := recreate(ctx, cfg); err != nil {
+				return err
+			}
+		}
+	}
+	err = migrate(ctx, url)
 	var unknown *migrations.UnknownVersionError
 	if !errors.As(err, &unknown) {
 		return err
-	}
-	cfg, perr := pgx.ParseConfig(url)
-	if perr != nil {
-		return perr
 	}
 	log.Warn("recreating the dev database: another build of better-compute migrated it, and it holds only demo data",
 		"database", cfg.Database, "module", unknown.Module, "version", unknown.Version, "applied", unknown.From)
@@ -263,6 +279,20 @@ func Migrate(ctx context.Context, log *slog.Logger, url string) error {
 		return err
 	}
 	return migrate(ctx, url)
+}
+
+// migrated reports whether the database at url was ever migrated.
+func migrated(ctx context.Context, url string) (bool, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return false, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var yes bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('goose_platform') IS NOT NULL").Scan(&yes); err != nil {
+		return false, fmt.Errorf("read whether the dev database was migrated: %w", err)
+	}
+	return yes, nil
 }
 
 func migrate(ctx context.Context, url string) error {

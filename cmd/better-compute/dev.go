@@ -56,15 +56,16 @@ func runDev(ctx context.Context, dev *app.DevConfig) error {
 		defer stop()
 		cfg.RedisURL = url
 	}
+	newSecret := false
 	if cfg.Secret == "" {
-		secret, err := remembered(filepath.Join(stateDir, "secret"), func() string { return randomString(32) })
+		secret, made, err := remembered(filepath.Join(stateDir, "secret"), func() string { return randomString(32) })
 		if err != nil {
 			return err
 		}
-		cfg.Secret = secret
+		cfg.Secret, newSecret = secret, made
 	}
 	if cfg.BootstrapToken == "" {
-		token, err := remembered(filepath.Join(stateDir, "operator-token"), func() string { t, _ := iam.NewToken(); return t })
+		token, _, err := remembered(filepath.Join(stateDir, "operator-token"), func() string { t, _ := iam.NewToken(); return t })
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ func runDev(ctx context.Context, dev *app.DevConfig) error {
 	}
 
 	if ownDatabase {
-		if err := devenv.Migrate(ctx, log, cfg.DatabaseURL); err != nil {
+		if err := devenv.Migrate(ctx, log, cfg.DatabaseURL, newSecret); err != nil {
 			return err
 		}
 	} else {
@@ -140,15 +141,15 @@ const demoKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH
 
 // remembered returns the value kept in path, creating it with gen the first
 // time, so dev keeps its secret and token across restarts.
-func remembered(path string, gen func() string) (string, error) {
+func remembered(path string, gen func() string) (v string, made bool, err error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
+		return strings.TrimSpace(string(b)), false, nil
 	}
-	v := gen()
+	v = gen()
 	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
+		return "", false, fmt.Errorf("write %s: %w", path, err)
 	}
-	return v, nil
+	return v, true, nil
 }
 
 // suffix keeps the walk-through's instance names apart across runs.

@@ -26,7 +26,7 @@ func startSim(ctx context.Context, rc app.ReconcilerConfig, srv *app.Server, n i
 	if err != nil {
 		return simInfo{}, err
 	}
-	member, err := remembered(filepath.Join(stateDir, "member-token"), func() string {
+	member, _, err := remembered(filepath.Join(stateDir, "member-token"), func() string {
 		t, err := devenv.MemberToken(ctx, srv.Service, sim)
 		if err != nil {
 			log.Error("make demo member token", "err", err)
