@@ -358,18 +358,8 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 			}
 			// What else is queued goes out with it, in one write to the
 			// socket: a member behind catches up at less cost.
-			batch := append(m.batch[:0], s)
-			for len(batch) < maxBatch && !s.d.Resync {
-				select {
-				case s = <-m.q:
-					batch = append(batch, s)
-					continue
-				default:
-				}
-				break
-			}
-			m.batch = batch
-			if !m.write(batch, written) {
+			m.batch = m.gather(append(m.batch[:0], s))
+			if !m.write(m.batch, written) {
 				return nil // the connection is closing
 			}
 		}
@@ -379,10 +369,25 @@ func (m *member) respond(ctx context.Context, next graphql.ResponseHandler, writ
 // maxBatch bounds the events a member writes to its socket at once.
 const maxBatch = 32
 
-// write writes the events of batch the member has not seen, and hands a
-// resync that ends it to the watcher; false when the connection failed.
+// gather appends to batch what else is queued, up to maxBatch events and
+// no further than a resync.
+func (m *member) gather(batch []*shared) []*shared {
+	for len(batch) < maxBatch && !batch[len(batch)-1].d.Resync {
+		select {
+		case s := <-m.q:
+			batch = append(batch, s)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// write writes the events of batch the member has not seen, and starts the
+// snapshot a resync that ends it asks for; false when the connection
+// failed. It keeps what it writes in batch's own array.
 func (m *member) write(batch []*shared, written func(*graphql.Response)) bool {
-	var out []*shared
+	out := batch[:0]
 	for _, s := range batch {
 		if s.d.Resync {
 			m.resyncing(s)
