@@ -11,8 +11,6 @@ import (
 // *StateError when the instance ends where state cannot follow: ERROR or
 // LOST, or DELETED when state is not DELETED.
 func (c *Client) Wait(ctx context.Context, id string, state InstanceState, onState func(InstanceFields)) (InstanceFields, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	ws, errs, err := c.Live(ctx)
 	if err != nil {
 		return InstanceFields{}, err
