@@ -95,16 +95,12 @@ func (a *app) instanceCreateCmd() *cobra.Command {
 			return a.showInstance(cmd.Context(), api, out.CreateInstance.Instance.InstanceFields, want, w)
 		},
 	}
+	catalogFlags(cmd, &in.PoolId, &in.FlavorId, &in.ImageId)
 	f := cmd.Flags()
-	f.StringVar(&in.PoolId, "pool", "", "the pool's ID (required)")
-	f.StringVar(&in.FlavorId, "flavor", "", "the flavor's ID (required)")
-	f.StringVar(&in.ImageId, "image", "", "the image's ID (required)")
 	f.StringArrayVar(&keys, "ssh-key", nil, "an SSH public key, or @FILE to read one (required, repeatable)")
 	f.StringVar(&userData, "user-data", "", "cloud-init user data, or @FILE to read it")
 	f.BoolVar(&stopped, "stopped", false, "create it stopped")
-	for _, name := range []string{"pool", "flavor", "image", "ssh-key"} {
-		cmd.MarkFlagRequired(name)
-	}
+	cmd.MarkFlagRequired("ssh-key")
 	w.add(cmd)
 	return cmd
 }
@@ -190,6 +186,28 @@ func setCmd[T any](verb, short string, want client.InstanceState, a *app,
 	}
 	w.add(cmd)
 	return cmd
+}
+
+// catalogFlags adds the required --pool, --flavor and --image of a command
+// that makes something of them.
+func catalogFlags(cmd *cobra.Command, pool, flavor, image *string) {
+	f := cmd.Flags()
+	f.StringVar(pool, "pool", "", "the pool's ID (required; bcctl pool list)")
+	f.StringVar(flavor, "flavor", "", "the flavor's ID (required; bcctl flavor list)")
+	f.StringVar(image, "image", "", "the image's ID (required; bcctl image list)")
+	for _, name := range []string{"pool", "flavor", "image"} {
+		cmd.MarkFlagRequired(name)
+	}
+}
+
+// seconds is d in whole seconds, as the API takes a timeout; nil when d
+// is not set (zero or less).
+func seconds(d time.Duration) *int {
+	if d <= 0 {
+		return nil
+	}
+	s := int(d.Seconds())
+	return &s
 }
 
 // readAll reads each value of vs (readValue).

@@ -66,10 +66,7 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 			} else {
 				in.FromSnapshot = &snapshot
 			}
-			if timeout > 0 {
-				secs := int(timeout.Seconds())
-				in.Timeout = &secs
-			}
+			in.Timeout = seconds(timeout)
 			out, err := client.CreateSandbox(cmd.Context(), api, in)
 			if err != nil {
 				return err
@@ -144,7 +141,7 @@ func (a *app) sandboxExtendCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := client.SetSandboxTimeout(cmd.Context(), api, as[0], int(by.Seconds()))
+			out, err := client.SetSandboxTimeout(cmd.Context(), api, as[0], *seconds(by))
 			if err != nil {
 				return err
 			}

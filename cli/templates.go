@@ -31,14 +31,7 @@ func (a *app) templateCmd() *cobra.Command {
 			if in.SshKeys, err = readAll(keys); err != nil {
 				return usageError{err}
 			}
-			if timeout > 0 {
-				secs := int(timeout.Seconds())
-				in.DefaultTimeout = &secs
-			}
-			if maxLife > 0 {
-				secs := int(maxLife.Seconds())
-				in.MaxTimeout = &secs
-			}
+			in.DefaultTimeout, in.MaxTimeout = seconds(timeout), seconds(maxLife)
 			if cmd.Flags().Changed("warm") {
 				in.WarmCount = &warm
 			}
@@ -50,17 +43,12 @@ func (a *app) templateCmd() *cobra.Command {
 			return show(a.stdout, a.output, t, templateHeader, [][]string{templateRow(t)})
 		},
 	}
+	catalogFlags(create, &in.PoolId, &in.FlavorId, &in.ImageId)
 	f := create.Flags()
-	f.StringVar(&in.PoolId, "pool", "", "the pool's ID (required)")
-	f.StringVar(&in.FlavorId, "flavor", "", "the flavor's ID (required)")
-	f.StringVar(&in.ImageId, "image", "", "the image's ID (required)")
 	f.StringArrayVar(&keys, "ssh-key", nil, "an SSH public key, or @FILE to read one (repeatable)")
 	f.DurationVar(&timeout, "default-timeout", 0, "how long its sandboxes live unless asked otherwise")
 	f.DurationVar(&maxLife, "max-timeout", 0, "the longest a sandbox of it may be made to live")
 	f.IntVar(&warm, "warm", 0, "how many paused instances to keep ready")
-	for _, name := range []string{"pool", "flavor", "image"} {
-		create.MarkFlagRequired(name)
-	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List sandbox templates",
