@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,7 +193,7 @@ func (c *frameClient) header() (fin bool, op byte, n uint64, err error) {
 // readN appends n bytes read from r to buf.
 func readN(r io.Reader, buf []byte, n uint64) ([]byte, error) {
 	start := len(buf)
-	buf = append(buf, make([]byte, n)...)
+	buf = slices.Grow(buf, int(n))[:start+int(n)] // no new array once the buffer is big enough
 	_, err := io.ReadFull(r, buf[start:])
 	return buf, err
 }
