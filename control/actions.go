@@ -13,6 +13,7 @@ var (
 	ActCreateInstance        = Action{"instance.create", "instance"}
 	ActStartInstance         = Action{"instance.start", "instance"}
 	ActStopInstance          = Action{"instance.stop", "instance"}
+	ActRebootInstance        = Action{"instance.reboot", "instance"}
 	ActDeleteInstance        = Action{"instance.delete", "instance"}
 	ActCreateTenant          = Action{"tenant.create", "tenant"}
 	ActDeleteTenant          = Action{"tenant.delete", "tenant"}

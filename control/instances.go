@@ -283,16 +283,74 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return err
 		case deleted:
 			return apierr.New(apierr.FailedPrecondition, "instance %s is deleted", cur.Name)
-		case cur.SandboxID != nil:
-			return apierr.New(apierr.FailedPrecondition, "instance %s runs sandbox %s; change it through the sandbox", cur.Name, ids.Encode(ids.Sandbox, *cur.SandboxID))
-		case cur.WarmTemplateID != nil:
-			return apierr.New(apierr.FailedPrecondition, "instance %s waits in the warm pool of sandbox template %s", cur.Name, ids.Encode(ids.SandboxTemplate, *cur.WarmTemplateID))
+		}
+		if err := ownedElsewhere(cur); err != nil {
+			return err
 		}
 		inst, err := q.SetDesiredState(ctx, sqlc.SetDesiredStateParams{ID: id, DesiredState: string(want), Version: cur.Version})
 		if err != nil {
 			return fmt.Errorf("set desired state: %w", err)
 		}
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
+		if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
+			return err
+		}
+		out, err = withAddresses(ctx, q, inst)
+		return err
+	})
+	if err != nil {
+		return domain.Instance{}, err
+	}
+	return out, nil
+}
+
+// ownedElsewhere refuses to change an instance directly that a sandbox or
+// a warm pool owns.
+func ownedElsewhere(inst sqlc.Instance) error {
+	switch {
+	case inst.SandboxID != nil:
+		return apierr.New(apierr.FailedPrecondition, "instance %s runs sandbox %s; change it through the sandbox", inst.Name, ids.Encode(ids.Sandbox, *inst.SandboxID))
+	case inst.WarmTemplateID != nil:
+		return apierr.New(apierr.FailedPrecondition, "instance %s waits in the warm pool of sandbox template %s", inst.Name, ids.Encode(ids.SandboxTemplate, *inst.WarmTemplateID))
+	}
+	return nil
+}
+
+// RebootInstance asks for a running instance of a hosted pool to reboot:
+// it is REBOOTING until its host has shut its guest down and started it
+// again, then RUNNING. Asking again while it reboots changes nothing.
+func (s *Service) RebootInstance(ctx context.Context, id uuid.UUID) (domain.Instance, error) {
+	var out domain.Instance
+	err := s.mutate(ctx, ActRebootInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		cur, err := s.visibleInstance(ctx, q.LockInstance, id)
+		if err != nil {
+			return err
+		}
+		ev.TenantID = cur.TenantID
+		if err := ownedElsewhere(cur); err != nil {
+			return err
+		}
+		if cur.State == string(lifecycle.Rebooting) && cur.DesiredState == string(lifecycle.WantRunning) {
+			ev.Details = map[string]any{"unchanged": true}
+			out, err = withAddresses(ctx, q, cur)
+			return err
+		}
+		if cur.State != string(lifecycle.Running) || cur.DesiredState != string(lifecycle.WantRunning) {
+			return apierr.New(apierr.FailedPrecondition, "instance %s is %s (asked to be %s); only a RUNNING instance reboots", cur.Name, cur.State, cur.DesiredState)
+		}
+		acct, err := q.PoolProviderAccount(ctx, cur.PoolID)
+		if err != nil {
+			return fmt.Errorf("read its pool: %w", err)
+		}
+		if acct != nil {
+			return apierr.New(apierr.FailedPrecondition, "instance %s runs in a provider pool, where reboot is not offered yet; stop and start it instead", cur.Name)
+		}
+		inst, err := q.Reboot(ctx, sqlc.RebootParams{ID: id, Version: cur.Version})
+		if err != nil {
+			return fmt.Errorf("reboot: %w", err)
+		}
+		ev.Details = map[string]any{"version": inst.Version}
 		if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
 			return err
 		}

@@ -151,3 +151,71 @@ func TestConcurrentDesiredState(t *testing.T) {
 	}
 	t.Logf("%d of 40 requests changed the desired state", changes)
 }
+
+// TestRebootInstance: a RUNNING instance of a hosted pool moves to
+// REBOOTING (the reconciler reboots it); anything else is refused and
+// left as it was.
+func TestRebootInstance(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("alpha")
+	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+	ctx := context.Background()
+	set := func(sql string) {
+		t.Helper()
+		if _, err := e.db.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastAudit := func(outcome string) {
+		t.Helper()
+		if n := e.count("audit_events", "id = (SELECT max(id) FROM audit_events) AND action = 'instance.reboot' AND outcome = $1", outcome); n != 1 {
+			t.Errorf("last audit event is not instance.reboot/%s", outcome)
+		}
+	}
+	outbox := func() int { return e.count("outbox", "key = (SELECT id FROM instances)") }
+
+	t.Run("a PENDING instance does not reboot", func(t *testing.T) {
+		before := outbox()
+		if _, r := e.setDesired(w.member, "rebootInstance", id); r.code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "only a RUNNING instance reboots") {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+		if outbox() != before || e.count("instances", "state = 'PENDING'") != 1 {
+			t.Fatal("the refused reboot changed something")
+		}
+		lastAudit("failure")
+	})
+	set("UPDATE instances SET state = 'RUNNING'")
+	var rebooting instanceView
+	t.Run("a RUNNING instance is REBOOTING", func(t *testing.T) {
+		before := outbox()
+		got, r := e.setDesired(w.member, "rebootInstance", id)
+		if r.Errors != nil || got.State != "REBOOTING" || got.DesiredState != "RUNNING" {
+			t.Fatalf("instance = %+v, errors %+v", got, r.Errors)
+		}
+		if outbox() != before+1 {
+			t.Errorf("outbox rows %d → %d, want one more", before, outbox())
+		}
+		lastAudit("success")
+		rebooting = got
+	})
+	t.Run("asking again while it reboots changes nothing", func(t *testing.T) {
+		got, r := e.setDesired(w.member, "rebootInstance", id)
+		if r.Errors != nil || got != rebooting {
+			t.Fatalf("instance = %+v, want %+v; errors %+v", got, rebooting, r.Errors)
+		}
+	})
+	t.Run("a stopped instance does not reboot", func(t *testing.T) {
+		set("UPDATE instances SET state = 'STOPPED', desired_state = 'STOPPED'")
+		if _, r := e.setDesired(w.member, "rebootInstance", id); r.code() != "FAILED_PRECONDITION" {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+	})
+	t.Run("an instance of a provider pool does not reboot", func(t *testing.T) {
+		e.providerPool("cloud", w.tenant)
+		set("UPDATE instances SET state = 'RUNNING', desired_state = 'RUNNING', pool_id = (SELECT id FROM pools WHERE name = 'cloud')")
+		if _, r := e.setDesired(w.member, "rebootInstance", id); r.code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "provider pool") {
+			t.Fatalf("errors = %+v", r.Errors)
+		}
+	})
+}

@@ -107,6 +107,16 @@ func (r *mutationResolver) StopInstance(ctx context.Context, input model.Instanc
 	return r.setDesiredState(ctx, input.ID, lifecycle.WantStopped)
 }
 
+// RebootInstance is the resolver for the rebootInstance field.
+func (r *mutationResolver) RebootInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error) {
+	id, err := decodeID(ids.Instance, "id", input.ID)
+	if err != nil {
+		return model.InstancePayload{}, r.svc.Reject(ctx, control.ActRebootInstance, err)
+	}
+	inst, err := r.svc.RebootInstance(ctx, id)
+	return model.InstancePayload{Instance: inst}, err
+}
+
 // DeleteInstance is the resolver for the deleteInstance field.
 func (r *mutationResolver) DeleteInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error) {
 	return r.setDesiredState(ctx, input.ID, lifecycle.WantDeleted)

@@ -74,6 +74,10 @@ func purgeCommand(snap string) hostproto.Command {
 	return command(hostproto.KindSnapshotPurge, hostproto.LaneInteractive, hostproto.PurgePayload{SnapshotID: snap})
 }
 
+func rebootCommand(instance string) hostproto.Command {
+	return command(hostproto.KindInstanceReboot, hostproto.LaneInteractive, hostproto.RebootPayload{InstanceID: instance, GraceSeconds: 1})
+}
+
 // commandStatus returns the status r carries of command id.
 func commandStatus(r hostproto.Report, id string) (hostproto.CommandStatus, bool) {
 	for _, st := range r.Commands {
@@ -149,16 +153,29 @@ func TestCommands(t *testing.T) {
 		t.Error("the purged snapshot's file is still there")
 	}
 
+	shutdowns, starts := s.rt.count("shutdown", "ins_a"), s.rt.count("start", "ins_a")
+	reboot := rebootCommand("ins_a")
+	s.gw.setCommands(reboot)
+	r := waitCommands(t, s.gw, hostproto.CommandSucceeded, reboot.ID)
+	if s.rt.count("shutdown", "ins_a") != shutdowns+1 || s.rt.count("start", "ins_a") < starts+1 {
+		t.Errorf("the reboot did not shut ins_a down and start it again")
+	}
+	if !is(r, r.Generation, map[string]hostproto.State{"ins_a": hostproto.StateRunning}) {
+		t.Errorf("reported with its reboot's end: %+v", r.Instances)
+	}
+
 	failures := []struct {
 		name string
 		cmd  hostproto.Command
 		want string
 	}{
-		{"unknown kind", command("instance.reboot", hostproto.LaneInteractive, struct{}{}), `unknown command kind "instance.reboot"`},
+		{"unknown kind", command("instance.migrate", hostproto.LaneInteractive, struct{}{}), `unknown command kind "instance.migrate"`},
 		{"unknown lane", command(hostproto.KindSnapshotPurge, "express", hostproto.PurgePayload{SnapshotID: snap}), `unknown lane "express"`},
 		{"bad payload", command(hostproto.KindSnapshotPurge, hostproto.LaneInteractive, []int{1}), "bad payload"},
 		{"missing snapshot ID", command(hostproto.KindInstanceSnapshot, hostproto.LaneBulk, hostproto.SnapshotPayload{InstanceID: "ins_a"}), "snapshotId"},
 		{"instance not on the host", snapshotCommand("ins_x", newSnapshotID()), "no such domain"},
+		{"reboot without a grace", command(hostproto.KindInstanceReboot, hostproto.LaneInteractive, hostproto.RebootPayload{InstanceID: "ins_a"}), "graceSeconds"},
+		{"reboot of an instance not on the host", rebootCommand("ins_x"), "no such domain"},
 	}
 	for _, tt := range failures {
 		t.Run(tt.name, func(t *testing.T) {

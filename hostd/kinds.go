@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/better-compute/vps/hostproto"
 )
@@ -23,6 +24,7 @@ type kind struct {
 var kinds = map[string]kind{
 	hostproto.KindInstanceSnapshot: {run: runSnapshot, undo: undoSnapshot},
 	hostproto.KindSnapshotPurge:    {run: runPurge, undo: noUndo},
+	hostproto.KindInstanceReboot:   {run: runReboot, undo: noUndo},
 }
 
 // noUndo is the undo of a kind that makes nothing.
@@ -61,6 +63,25 @@ func runPurge(ctx context.Context, rt Runtime, payload json.RawMessage) (json.Ra
 		return nil, errors.New("bad payload: snapshotId is required")
 	}
 	return nil, rt.PurgeSnapshot(ctx, p.SnapshotID)
+}
+
+// runReboot shuts the instance's guest down, within its grace, and starts
+// it again. A reboot run again after the daemon restarted reboots again.
+func runReboot(ctx context.Context, rt Runtime, payload json.RawMessage) (json.RawMessage, error) {
+	var p hostproto.RebootPayload
+	if err := decodePayload(payload, &p); err != nil {
+		return nil, err
+	}
+	if p.InstanceID == "" || p.GraceSeconds <= 0 {
+		return nil, errors.New("bad payload: instanceId and a positive graceSeconds are required")
+	}
+	if err := rt.Shutdown(ctx, p.InstanceID, time.Duration(p.GraceSeconds)*time.Second); err != nil {
+		return nil, fmt.Errorf("reboot: %w", err)
+	}
+	if err := rt.Start(ctx, p.InstanceID); err != nil {
+		return nil, fmt.Errorf("reboot: %w", err)
+	}
+	return nil, nil
 }
 
 func decodePayload(payload json.RawMessage, v any) error {

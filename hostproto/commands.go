@@ -26,6 +26,11 @@ const (
 	// Payload PurgePayload; no result. Lane interactive. Purging a
 	// snapshot the host does not have succeeds.
 	KindSnapshotPurge = "snapshot.purge"
+	// KindInstanceReboot reboots a running instance: its guest is asked
+	// to shut down, destroyed if it has not within the payload's grace,
+	// and started again. Payload RebootPayload; no result. Lane
+	// interactive.
+	KindInstanceReboot = "instance.reboot"
 )
 
 // Command is a one-off action the control plane asks of a host (since
@@ -91,4 +96,12 @@ type SnapshotResult struct {
 // PurgePayload is a snapshot.purge command's payload.
 type PurgePayload struct {
 	SnapshotID string `json:"snapshotId"`
+}
+
+// RebootPayload is an instance.reboot command's payload.
+type RebootPayload struct {
+	InstanceID string `json:"instanceId"`
+	// GraceSeconds is how long the guest has to shut down before it is
+	// destroyed.
+	GraceSeconds int `json:"graceSeconds"`
 }

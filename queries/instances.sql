@@ -59,6 +59,14 @@ SET desired_state = @desired_state, version = version + 1, updated_at = clock_ti
 WHERE id = @id AND version = @version
 RETURNING *;
 
+-- Reboot moves a running instance to REBOOTING: the reconciler queues the
+-- host command that reboots it.
+-- name: Reboot :one
+UPDATE instances
+SET state = 'REBOOTING', state_reason = '', version = version + 1, updated_at = clock_timestamp()
+WHERE id = @id AND version = @version AND state = 'RUNNING'
+RETURNING *;
+
 -- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()

@@ -13,6 +13,7 @@ UPDATE instances SET
     observed_reason = @observed_reason,
     host_certified = @host_certified,
     host_cert_valid_before = @host_cert_valid_before,
+    reboot_command_id = CASE WHEN @to_state::text = 'REBOOTING' THEN reboot_command_id END,
     version = version + 1,
     updated_at = clock_timestamp()
 WHERE id = @id AND state = @from_state AND version = @from_version
@@ -35,6 +36,16 @@ FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@versions::bigint[]) AS version,
     unnest(@certified::boolean[]) AS certified, unnest(@cert_valid_before::timestamptz[]) AS cert_valid_before) u
 WHERE i.id = u.id AND i.state = 'PENDING' AND i.version = u.version
 RETURNING i.*;
+
+-- SetRebootCommand records the command that reboots a REBOOTING instance.
+-- name: SetRebootCommand :one
+UPDATE instances SET reboot_command_id = @command_id, version = version + 1, updated_at = clock_timestamp()
+WHERE id = @id AND state = 'REBOOTING' AND version = @version
+RETURNING *;
+
+-- RebootedBy finds the instance a reboot command is for, if it still is.
+-- name: RebootedBy :many
+SELECT id FROM instances WHERE reboot_command_id = $1;
 
 -- name: SetStateReason :one
 UPDATE instances SET state_reason = @state_reason, version = version + 1, updated_at = clock_timestamp()

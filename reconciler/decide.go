@@ -32,6 +32,10 @@ type facts struct {
 	// seen is what the host last reported for the current spec entry.
 	seen       string
 	seenReason string
+	// rebootQueued: a REBOOTING instance's reboot command is queued;
+	// rebootEnded: it ended, failing with rebootError when that is set.
+	rebootQueued, rebootEnded bool
+	rebootError               string
 }
 
 // power is the change a step makes to the instance's NodeSpec entry.
@@ -58,6 +62,8 @@ type step struct {
 	recreate bool
 	// release frees everything the instance holds: it is deleted.
 	release bool
+	// reboot queues the host command that reboots the instance.
+	reboot bool
 }
 
 // decide returns the next step for a hosted instance, if there is one. It is
@@ -66,7 +72,7 @@ func decide(f facts) (step, bool) {
 	const (
 		pending, provisioning, starting, running = lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running
 		stopping, stopped, paused, deleting      = lifecycle.Stopping, lifecycle.Stopped, lifecycle.Paused, lifecycle.Deleting
-		deleted, lost, errored                   = lifecycle.Deleted, lifecycle.Lost, lifecycle.Error
+		deleted, lost, errored, rebooting        = lifecycle.Deleted, lifecycle.Lost, lifecycle.Error, lifecycle.Rebooting
 	)
 	if f.state == deleted {
 		return step{}, false // terminal
@@ -152,6 +158,20 @@ func decide(f facts) (step, bool) {
 			return step{to: errored, reason: fmt.Sprintf("host %s: %s", f.host, f.seenReason)}, true
 		case f.seen == seenAbsent:
 			return gone(f), true
+		}
+	case rebooting:
+		// A stop asked for meanwhile waits for the reboot to end.
+		switch {
+		case f.seen == seenFailed:
+			return step{to: errored, reason: fmt.Sprintf("host %s: %s", f.host, f.seenReason)}, true
+		case f.seen == seenAbsent:
+			return gone(f), true
+		case !f.rebootQueued:
+			return step{reboot: true}, true
+		case f.rebootEnded && f.rebootError != "":
+			return step{to: running, reason: fmt.Sprintf("reboot failed on host %s: %s", f.host, f.rebootError)}, true
+		case f.rebootEnded:
+			return step{to: running}, true
 		}
 	case stopping:
 		if f.power != stopPower {

@@ -11,6 +11,13 @@ import (
 // desireds are every desired state.
 var desireds = []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantPaused, lifecycle.WantDeleted}
 
+// rebootingWith is f with its reboot command queued, ended when ended,
+// failing with fail when that is set.
+func rebootingWith(f facts, ended bool, fail string) facts {
+	f.rebootQueued, f.rebootEnded, f.rebootError = true, ended, fail
+	return f
+}
+
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	const (
@@ -54,6 +61,15 @@ func TestDecide(t *testing.T) {
 		{"stopped waits for the start", alive(lifecycle.Stopped, run, runPower, seenNothing), step{}, false},
 		{"stopped started", alive(lifecycle.Stopped, run, runPower, seenRunning), step{to: lifecycle.Starting}, true},
 		{"stopped cannot start: recreate", alive(lifecycle.Stopped, run, runPower, seenFailed), recreate(alive(lifecycle.Stopped, run, runPower, seenFailed)), true},
+		{"rebooting queues its command", alive(lifecycle.Rebooting, run, runPower, seenRunning), step{reboot: true}, true},
+		{"rebooting waits for its command", rebootingWith(alive(lifecycle.Rebooting, run, runPower, seenStopped), false, ""), step{}, false},
+		{"rebooted runs", rebootingWith(alive(lifecycle.Rebooting, run, runPower, seenRunning), true, ""), step{to: lifecycle.Running}, true},
+		{"a failed reboot runs with why", rebootingWith(alive(lifecycle.Rebooting, run, runPower, seenRunning), true, "deadline passed"), step{to: lifecycle.Running, reason: "reboot failed on host hv-1: deadline passed"}, true},
+		{"a stop waits for the reboot", rebootingWith(alive(lifecycle.Rebooting, stop, runPower, seenRunning), false, ""), step{}, false},
+		{"rebooting deleted", alive(lifecycle.Rebooting, del, runPower, seenRunning), step{to: lifecycle.Deleting, power: removePower}, true},
+		{"rebooting vanished", rebootingWith(alive(lifecycle.Rebooting, run, runPower, seenAbsent), false, ""), gone(alive(lifecycle.Rebooting, run, runPower, seenAbsent)), true},
+		{"rebooting cannot start", rebootingWith(alive(lifecycle.Rebooting, run, runPower, seenFailed), false, ""), step{to: lifecycle.Error, reason: "host hv-1: boom"}, true},
+		{"rebooting on a silent host: lost", facts{state: lifecycle.Rebooting, desired: run, placed: true, host: "hv-1", power: runPower, rebootQueued: true}, step{to: lifecycle.Lost, reason: "host hv-1 stopped reporting"}, true},
 		{"silent host: lost", facts{state: lifecycle.Running, desired: run, placed: true, host: "hv-1", power: runPower, seen: seenRunning}, step{to: lifecycle.Lost, reason: "host hv-1 stopped reporting"}, true},
 		{"lost while silent", facts{state: lifecycle.Lost, desired: run, placed: true, host: "hv-1", seen: seenRunning}, step{}, false},
 		{"lost comes back running", alive(lifecycle.Lost, run, runPower, seenRunning), step{to: lifecycle.Running}, true},

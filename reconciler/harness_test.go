@@ -143,6 +143,28 @@ func (e *env) hostSpeaking(name string, vcpus int32, protocol *int16) uuid.UUID 
 	return h.Host.ID
 }
 
+// finish ends a command as the gateway does on its host's report (or its
+// deadline): its final state and, with wake, the outbox row on
+// vps.commands in the same transaction.
+func (e *env) finish(cmd uuid.UUID, state, result, errText string, abandoned, wake bool) {
+	e.t.Helper()
+	tx, err := e.db.Begin(context.Background())
+	e.check(err)
+	defer tx.Rollback(context.Background())
+	var res any
+	if result != "" {
+		res = result
+	}
+	_, err = tx.Exec(context.Background(), `UPDATE host_commands SET state = $2, result = $3::jsonb, error = $4, finished_at = now(),
+		abandoned_at = CASE WHEN $5 THEN now() END WHERE id = $1`, cmd, state, res, errText, abandoned)
+	e.check(err)
+	if wake {
+		_, err = tx.Exec(context.Background(), "INSERT INTO outbox (topic, key) VALUES ($1, $2)", vps.TopicCommands, cmd)
+		e.check(err)
+	}
+	e.check(tx.Commit(context.Background()))
+}
+
 var key = func() string {
 	pub, _, _ := ed25519.GenerateKey(nil)
 	k, _ := ssh.NewPublicKey(pub)

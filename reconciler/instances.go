@@ -163,6 +163,12 @@ func (r *Reconciler) hostedSteps(ctx context.Context, q *sqlc.Queries, locked sq
 			}
 			continue
 		}
+		if st.reboot {
+			if inst, err = r.queueReboot(ctx, q, inst, &addrs, out, wake); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if inst, err = r.apply(ctx, q, inst, st, &addrs, out, wake); err != nil {
 			return false, err
 		}
@@ -246,7 +252,7 @@ func (r *Reconciler) facts(ctx context.Context, q *sqlc.Queries, inst sqlc.Insta
 		(*hosts)[*inst.HostID] = h
 	}
 	f.placed, f.hostAlive, f.host = true, h.Alive, h.Name
-	return f, nil
+	return f, rebootFacts(ctx, q, inst, &f)
 }
 
 // apply carries out a step other than placement and returns the row it

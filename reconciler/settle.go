@@ -40,7 +40,7 @@ func (k *commands) Reconcile(ctx context.Context, req Request) (Result, error) {
 
 // settleCommand settles what an ended command was for: an
 // instance.snapshot's snapshot (READY or FAILED), a snapshot.purge's
-// (purged, or its purge queued again).
+// (purged, or its purge queued again), an instance.reboot's instance.
 func (r *Reconciler) settleCommand(ctx context.Context, id uuid.UUID) error {
 	cmd, err := sqlc.New(r.db).HostCommand(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -57,6 +57,8 @@ func (r *Reconciler) settleCommand(ctx context.Context, id uuid.UUID) error {
 		err = r.settleTake(ctx, cmd)
 	case hostproto.KindSnapshotPurge:
 		err = r.settlePurge(ctx, cmd)
+	case hostproto.KindInstanceReboot:
+		err = r.settleReboot(ctx, cmd)
 	}
 	if err != nil {
 		return fmt.Errorf("settle %s command %s: %w", cmd.Kind, ids.Log(ids.HostCommand, id), err)

@@ -15,7 +15,7 @@ import (
 const lapseCertification = `-- name: LapseCertification :one
 UPDATE instances SET host_certified = false, host_cert_valid_before = NULL, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $1 AND version = $2 AND host_certified
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type LapseCertificationParams struct {
@@ -74,6 +74,7 @@ func (q *Queries) LapseCertification(ctx context.Context, arg LapseCertification
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
@@ -130,7 +131,7 @@ UPDATE instances SET host_certified = $1::boolean, host_cert_valid_before = $2::
     version = version + 1, updated_at = clock_timestamp()
 WHERE host_id = $3::uuid AND spec_power IS NOT NULL AND state <> 'DELETED'
   AND (host_certified, host_cert_valid_before) IS DISTINCT FROM ($1::boolean, $2::timestamptz)
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type SetHostCertificationParams struct {
@@ -199,6 +200,7 @@ func (q *Queries) SetHostCertification(ctx context.Context, arg SetHostCertifica
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}

@@ -432,7 +432,7 @@ func (q *Queries) SpecEntries(ctx context.Context, host *uuid.UUID) ([]SpecEntri
 }
 
 const specInstances = `-- name: SpecInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL AND spec_generation > $2 ORDER BY id
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE host_id = $1 AND spec_power IS NOT NULL AND spec_generation > $2 ORDER BY id
 `
 
 type SpecInstancesParams struct {
@@ -497,6 +497,7 @@ func (q *Queries) SpecInstances(ctx context.Context, arg SpecInstancesParams) ([
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}

@@ -49,7 +49,7 @@ const deleteTenantInstances = `-- name: DeleteTenantInstances :many
 UPDATE instances
 SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE tenant_id = $1 AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID) ([]Instance, error) {
@@ -107,6 +107,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
@@ -119,7 +120,7 @@ func (q *Queries) DeleteTenantInstances(ctx context.Context, tenantID uuid.UUID)
 }
 
 const getInstance = `-- name: GetInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = $1
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE id = $1
 `
 
 func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, error) {
@@ -171,12 +172,13 @@ func (q *Queries) GetInstance(ctx context.Context, id uuid.UUID) (Instance, erro
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
 
 const getInstanceByIdempotencyKey = `-- name: GetInstanceByIdempotencyKey :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type GetInstanceByIdempotencyKeyParams struct {
@@ -233,12 +235,13 @@ func (q *Queries) GetInstanceByIdempotencyKey(ctx context.Context, arg GetInstan
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
 
 const getInstancesByIDs = `-- name: GetInstancesByIDs :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = ANY($1::uuid[])
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE id = ANY($1::uuid[])
 `
 
 func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Instance, error) {
@@ -296,6 +299,7 @@ func (q *Queries) GetInstancesByIDs(ctx context.Context, ids []uuid.UUID) ([]Ins
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
@@ -317,7 +321,7 @@ INSERT INTO instances (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'PENDING', $18, $19, clock_timestamp()
 )
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type InsertInstanceParams struct {
@@ -418,12 +422,13 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR pool_id = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -511,6 +516,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
@@ -523,7 +529,7 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 }
 
 const lockInstance = `-- name: LockInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // LockInstance takes an instance's row lock for a step or a mutation. It is
@@ -579,6 +585,75 @@ func (q *Queries) LockInstance(ctx context.Context, id uuid.UUID) (Instance, err
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
+	)
+	return i, err
+}
+
+const reboot = `-- name: Reboot :one
+UPDATE instances
+SET state = 'REBOOTING', state_reason = '', version = version + 1, updated_at = clock_timestamp()
+WHERE id = $1 AND version = $2 AND state = 'RUNNING'
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
+`
+
+type RebootParams struct {
+	ID      uuid.UUID
+	Version int64
+}
+
+// Reboot moves a running instance to REBOOTING: the reconciler queues the
+// host command that reboots it.
+func (q *Queries) Reboot(ctx context.Context, arg RebootParams) (Instance, error) {
+	row := q.db.QueryRow(ctx, reboot, arg.ID, arg.Version)
+	var i Instance
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.PoolID,
+		&i.FlavorID,
+		&i.ImageID,
+		&i.ImageUrl,
+		&i.ImageSha256,
+		&i.ImageFormat,
+		&i.ImageVerified,
+		&i.Name,
+		&i.SshKeys,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.DiskGb,
+		&i.GpuModel,
+		&i.GpuCount,
+		&i.DesiredState,
+		&i.State,
+		&i.StateReason,
+		&i.HostID,
+		&i.IdempotencyKey,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
+		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.RestoreFrom,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
+		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
@@ -587,7 +662,7 @@ const setDesiredState = `-- name: SetDesiredState :one
 UPDATE instances
 SET desired_state = $1, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type SetDesiredStateParams struct {
@@ -646,12 +721,13 @@ func (q *Queries) SetDesiredState(ctx context.Context, arg SetDesiredStateParams
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
 
 const watchInstances = `-- name: WatchInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))
   AND ($3::uuid IS NULL OR pool_id = $3)
@@ -735,6 +811,7 @@ func (q *Queries) WatchInstances(ctx context.Context, arg WatchInstancesParams) 
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}

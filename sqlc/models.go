@@ -218,6 +218,7 @@ type Instance struct {
 	HostCertified       bool
 	HostCertValidBefore *time.Time
 	EnvSealed           []byte
+	RebootCommandID     *uuid.UUID
 }
 
 type InstanceStateHistory struct {

@@ -235,7 +235,7 @@ func (q *Queries) LeaseNextAddresses(ctx context.Context, arg LeaseNextAddresses
 }
 
 const lockPendingPlain = `-- name: LockPendingPlain :many
-SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed FROM instances i
+SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed, i.reboot_command_id FROM instances i
 WHERE i.pool_id = $1 AND i.state = 'PENDING' AND i.tenant_id = $2 AND i.id <> $3
   AND i.sandbox_id IS NULL AND i.warm_template_id IS NULL AND i.restore_from IS NULL AND i.gpu_count = 0
   AND i.mac IS NULL
@@ -319,6 +319,7 @@ func (q *Queries) LockPendingPlain(ctx context.Context, arg LockPendingPlainPara
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}

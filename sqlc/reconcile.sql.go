@@ -57,7 +57,7 @@ func (q *Queries) HostLiveness(ctx context.Context, arg HostLivenessParams) (Hos
 }
 
 const lockInstanceStep = `-- name: LockInstanceStep :one
-SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed,
+SELECT i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed, i.reboot_command_id,
        ((SELECT s.xmin FROM instances s WHERE s.id = i.id) = i.xmin)::boolean AS fresh,
        coalesce(h.name, '')::text AS host_name,
        coalesce(h.last_seen_at > now() - make_interval(secs => $1::float8), false)::boolean AS host_alive,
@@ -146,6 +146,7 @@ func (q *Queries) LockInstanceStep(ctx context.Context, arg LockInstanceStepPara
 		&i.Instance.HostCertified,
 		&i.Instance.HostCertValidBefore,
 		&i.Instance.EnvSealed,
+		&i.Instance.RebootCommandID,
 		&i.Fresh,
 		&i.HostName,
 		&i.HostAlive,
@@ -193,7 +194,7 @@ FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS version,
     unnest($5::bigint[]) AS spec_generation, unnest($6::text[]) AS mac,
     unnest($7::boolean[]) AS certified, unnest($8::timestamptz[]) AS cert_valid_before) u
 WHERE i.id = u.id AND i.state = 'PENDING' AND i.version = u.version
-RETURNING i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed
+RETURNING i.id, i.tenant_id, i.pool_id, i.flavor_id, i.image_id, i.image_url, i.image_sha256, i.image_format, i.image_verified, i.name, i.ssh_keys, i.vcpus, i.memory_mb, i.disk_gb, i.gpu_model, i.gpu_count, i.desired_state, i.state, i.state_reason, i.host_id, i.idempotency_key, i.version, i.created_at, i.updated_at, i.spec_power, i.spec_generation, i.mac, i.observed_state, i.observed_reason, i.observed_at, i.avoid_host_id, i.provider_server_id, i.provider_server_at, i.provider_status, i.provider_addresses, i.user_data_sealed, i.sandbox_id, i.warm_template_id, i.restore_from, i.claimed_at, i.network_policy, i.warm_template_version, i.host_certified, i.host_cert_valid_before, i.env_sealed, i.reboot_command_id
 `
 
 type PlaceInstancesParams struct {
@@ -275,10 +276,36 @@ func (q *Queries) PlaceInstances(ctx context.Context, arg PlaceInstancesParams) 
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rebootedBy = `-- name: RebootedBy :many
+SELECT id FROM instances WHERE reboot_command_id = $1
+`
+
+// RebootedBy finds the instance a reboot command is for, if it still is.
+func (q *Queries) RebootedBy(ctx context.Context, rebootCommandID *uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, rebootedBy, rebootCommandID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -322,10 +349,77 @@ func (q *Queries) ReleaseLeases(ctx context.Context, instanceID uuid.UUID) (int6
 	return result.RowsAffected(), nil
 }
 
+const setRebootCommand = `-- name: SetRebootCommand :one
+UPDATE instances SET reboot_command_id = $1, version = version + 1, updated_at = clock_timestamp()
+WHERE id = $2 AND state = 'REBOOTING' AND version = $3
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
+`
+
+type SetRebootCommandParams struct {
+	CommandID *uuid.UUID
+	ID        uuid.UUID
+	Version   int64
+}
+
+// SetRebootCommand records the command that reboots a REBOOTING instance.
+func (q *Queries) SetRebootCommand(ctx context.Context, arg SetRebootCommandParams) (Instance, error) {
+	row := q.db.QueryRow(ctx, setRebootCommand, arg.CommandID, arg.ID, arg.Version)
+	var i Instance
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.PoolID,
+		&i.FlavorID,
+		&i.ImageID,
+		&i.ImageUrl,
+		&i.ImageSha256,
+		&i.ImageFormat,
+		&i.ImageVerified,
+		&i.Name,
+		&i.SshKeys,
+		&i.Vcpus,
+		&i.MemoryMb,
+		&i.DiskGb,
+		&i.GpuModel,
+		&i.GpuCount,
+		&i.DesiredState,
+		&i.State,
+		&i.StateReason,
+		&i.HostID,
+		&i.IdempotencyKey,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SpecPower,
+		&i.SpecGeneration,
+		&i.Mac,
+		&i.ObservedState,
+		&i.ObservedReason,
+		&i.ObservedAt,
+		&i.AvoidHostID,
+		&i.ProviderServerID,
+		&i.ProviderServerAt,
+		&i.ProviderStatus,
+		&i.ProviderAddresses,
+		&i.UserDataSealed,
+		&i.SandboxID,
+		&i.WarmTemplateID,
+		&i.RestoreFrom,
+		&i.ClaimedAt,
+		&i.NetworkPolicy,
+		&i.WarmTemplateVersion,
+		&i.HostCertified,
+		&i.HostCertValidBefore,
+		&i.EnvSealed,
+		&i.RebootCommandID,
+	)
+	return i, err
+}
+
 const setStateReason = `-- name: SetStateReason :one
 UPDATE instances SET state_reason = $1, version = version + 1, updated_at = clock_timestamp()
 WHERE id = $2 AND version = $3
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type SetStateReasonParams struct {
@@ -383,6 +477,7 @@ func (q *Queries) SetStateReason(ctx context.Context, arg SetStateReasonParams) 
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
@@ -400,10 +495,11 @@ UPDATE instances SET
     observed_reason = $9,
     host_certified = $10,
     host_cert_valid_before = $11,
+    reboot_command_id = CASE WHEN $1::text = 'REBOOTING' THEN reboot_command_id END,
     version = version + 1,
     updated_at = clock_timestamp()
 WHERE id = $12 AND state = $13 AND version = $14
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type TransitionParams struct {
@@ -489,6 +585,7 @@ func (q *Queries) Transition(ctx context.Context, arg TransitionParams) (Instanc
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }

@@ -70,7 +70,7 @@ func (q *Queries) ExpiredSandboxes(ctx context.Context, lim int32) ([]uuid.UUID,
 }
 
 const freeWarmInstances = `-- name: FreeWarmInstances :many
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances
 WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
 ORDER BY id
 `
@@ -132,6 +132,7 @@ func (q *Queries) FreeWarmInstances(ctx context.Context, templateID uuid.UUID) (
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
@@ -146,7 +147,7 @@ func (q *Queries) FreeWarmInstances(ctx context.Context, templateID uuid.UUID) (
 const retireWarmInstances = `-- name: RetireWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE id = ANY($1::uuid[]) AND claimed_at IS NULL AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 // RetireWarmInstances asks for free warm instances to be deleted; one a
@@ -206,6 +207,7 @@ func (q *Queries) RetireWarmInstances(ctx context.Context, ids []uuid.UUID) ([]I
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}

@@ -252,7 +252,7 @@ func (q *Queries) LockSandbox(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 }
 
 const lockSandboxInstance = `-- name: LockSandboxInstance :one
-SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed FROM instances WHERE sandbox_id = $1 FOR UPDATE
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances WHERE sandbox_id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockSandboxInstance(ctx context.Context, sandboxID *uuid.UUID) (Instance, error) {
@@ -304,6 +304,7 @@ func (q *Queries) LockSandboxInstance(ctx context.Context, sandboxID *uuid.UUID)
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }

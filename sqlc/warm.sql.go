@@ -24,7 +24,7 @@ WHERE id = (
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 ) AND claimed_at IS NULL
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type ClaimWarmInstanceParams struct {
@@ -93,6 +93,7 @@ func (q *Queries) ClaimWarmInstance(ctx context.Context, arg ClaimWarmInstancePa
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
@@ -111,7 +112,7 @@ WHERE id = (
     FOR KEY SHARE SKIP LOCKED
 ) AND claimed_at IS NULL AND desired_state = 'PAUSED'
   AND state IN ('PENDING', 'PROVISIONING', 'STARTING', 'RUNNING', 'PAUSED')
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type ClaimWarmInstanceBehindStepParams struct {
@@ -182,6 +183,7 @@ func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarm
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }
@@ -189,7 +191,7 @@ func (q *Queries) ClaimWarmInstanceBehindStep(ctx context.Context, arg ClaimWarm
 const deleteFreeWarmInstances = `-- name: DeleteFreeWarmInstances :many
 UPDATE instances SET desired_state = 'DELETED', version = version + 1, updated_at = clock_timestamp()
 WHERE warm_template_id = $1::uuid AND claimed_at IS NULL AND desired_state <> 'DELETED'
-RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 // DeleteFreeWarmInstances asks for a template's free warm instances to be
@@ -249,6 +251,7 @@ func (q *Queries) DeleteFreeWarmInstances(ctx context.Context, templateID uuid.U
 			&i.HostCertified,
 			&i.HostCertValidBefore,
 			&i.EnvSealed,
+			&i.RebootCommandID,
 		); err != nil {
 			return nil, err
 		}
@@ -271,7 +274,7 @@ INSERT INTO instances (
     $9, $10, $11, $12, $13, $14, $15, $16,
     $17, 'PENDING', $18, $19, $20,
     $21, $22, $23, clock_timestamp()
-) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed
+) RETURNING id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id
 `
 
 type InsertTemplateInstanceParams struct {
@@ -376,6 +379,7 @@ func (q *Queries) InsertTemplateInstance(ctx context.Context, arg InsertTemplate
 		&i.HostCertified,
 		&i.HostCertValidBefore,
 		&i.EnvSealed,
+		&i.RebootCommandID,
 	)
 	return i, err
 }

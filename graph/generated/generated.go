@@ -278,6 +278,7 @@ type ComplexityRoot struct {
 		DeleteSandboxTemplate        func(childComplexity int, input model.SandboxTemplateIDInput) int
 		DeleteTenant                 func(childComplexity int, input model.DeleteTenantInput) int
 		PauseSandbox                 func(childComplexity int, input model.SandboxIDInput) int
+		RebootInstance               func(childComplexity int, input model.InstanceIDInput) int
 		RegisterImage                func(childComplexity int, input model.RegisterImageInput) int
 		ResumeSandbox                func(childComplexity int, input model.SandboxIDInput) int
 		RevokeAPIToken               func(childComplexity int, input model.RevokeAPITokenInput) int
@@ -676,6 +677,7 @@ type MutationResolver interface {
 	CreateInstance(ctx context.Context, input model.CreateInstanceInput) (model.InstancePayload, error)
 	StartInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error)
 	StopInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error)
+	RebootInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error)
 	DeleteInstance(ctx context.Context, input model.InstanceIDInput) (model.InstancePayload, error)
 	CreateTenant(ctx context.Context, input model.CreateTenantInput) (model.TenantPayload, error)
 	DeleteTenant(ctx context.Context, input model.DeleteTenantInput) (model.TenantPayload, error)
@@ -1871,6 +1873,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseSandbox(childComplexity, args["input"].(model.SandboxIDInput)), true
+	case "Mutation.rebootInstance":
+		if e.ComplexityRoot.Mutation.RebootInstance == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rebootInstance_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RebootInstance(childComplexity, args["input"].(model.InstanceIDInput)), true
 	case "Mutation.registerImage":
 		if e.ComplexityRoot.Mutation.RegisterImage == nil {
 			break
@@ -3670,6 +3683,13 @@ extend type Mutation {
   createInstance(input: CreateInstanceInput!): InstancePayload!
   startInstance(input: InstanceIdInput!): InstancePayload!
   stopInstance(input: InstanceIdInput!): InstancePayload!
+  """
+  Reboots a RUNNING instance of a hosted pool: it is REBOOTING until its
+  host has shut the guest down (destroying it after a grace) and started it
+  again, then RUNNING; a failed reboot leaves it RUNNING with the failure
+  as its stateReason. Asking again while it reboots changes nothing.
+  """
+  rebootInstance(input: InstanceIdInput!): InstancePayload!
   deleteInstance(input: InstanceIdInput!): InstancePayload!
 }
 `, BuiltIn: false},
@@ -6289,6 +6309,20 @@ func (ec *executionContext) field_Mutation_pauseSandbox_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SandboxIDInput, error) {
 			return ec.unmarshalNSandboxIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxIDInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_rebootInstance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.InstanceIDInput, error) {
+			return ec.unmarshalNInstanceIdInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceIDInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10330,6 +10364,50 @@ func (ec *executionContext) fieldContext_Mutation_stopInstance(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_stopInstance_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rebootInstance(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rebootInstance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RebootInstance(ctx, fc.Args["input"].(model.InstanceIDInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.InstancePayload) graphql.Marshaler {
+			return ec.marshalNInstancePayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstancePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rebootInstance(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstancePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rebootInstance_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -22492,6 +22570,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "stopInstance":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_stopInstance(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rebootInstance":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rebootInstance(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
