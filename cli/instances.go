@@ -30,6 +30,14 @@ func (a *app) instanceCmd() *cobra.Command {
 				}
 				return out.StopInstance.Instance.InstanceFields, nil
 			}, a.showInstance),
+		setCmd("reboot", "Reboot a running instance (REBOOTING, then RUNNING)", client.InstanceStateRunning, a,
+			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
+				out, err := client.RebootInstance(ctx, api, id)
+				if err != nil {
+					return client.InstanceFields{}, err
+				}
+				return out.RebootInstance.Instance.InstanceFields, nil
+			}, a.showInstance),
 		setCmd("delete", "Delete an instance and release what it holds", client.InstanceStateDeleted, a,
 			func(ctx context.Context, api *client.Client, id string) (client.InstanceFields, error) {
 				out, err := client.DeleteInstance(ctx, api, id)
@@ -247,7 +255,7 @@ func instanceRow(i client.InstanceFields) []string {
 func (a *app) showInstance(ctx context.Context, api *client.Client, inst client.InstanceFields, want client.InstanceState, w waitFlags) error {
 	if w.wait {
 		var err error
-		if inst, err = a.waitInstance(ctx, api, inst.Id, inst.Name, want, w.timeout); err != nil {
+		if inst, err = a.waitInstance(ctx, api, inst.Id, inst.Name, inst.State, want, w.timeout); err != nil {
 			return err
 		}
 	}
@@ -255,18 +263,25 @@ func (a *app) showInstance(ctx context.Context, api *client.Client, inst client.
 }
 
 // waitInstance waits for instance id to be in want, within timeout,
-// showing each state as it happens on one progress line on stderr, after
-// label.
-func (a *app) waitInstance(ctx context.Context, api *client.Client, id, label string, want client.InstanceState, timeout time.Duration) (client.InstanceFields, error) {
+// showing on one progress line on stderr, after label, the state it was
+// left in (from) and each state after as it happens.
+func (a *app) waitInstance(ctx context.Context, api *client.Client, id, label string, from, want client.InstanceState, timeout time.Duration) (client.InstanceFields, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fmt.Fprintf(a.stderr, "%s:", label)
-	inst, err := api.Wait(ctx, id, want, func(i client.InstanceFields) {
-		fmt.Fprintf(a.stderr, " %s", i.State)
-		if i.State != want {
+	last := client.InstanceState("")
+	state := func(s client.InstanceState) {
+		if s == last {
+			return
+		}
+		if last != "" {
 			fmt.Fprint(a.stderr, " →")
 		}
-	})
+		fmt.Fprintf(a.stderr, " %s", s)
+		last = s
+	}
+	state(from)
+	inst, err := api.Wait(ctx, id, want, func(i client.InstanceFields) { state(i.State) })
 	fmt.Fprintln(a.stderr)
 	return inst, err
 }

@@ -178,7 +178,7 @@ func (a *app) sandboxSnapshotCmd() *cobra.Command {
 // be in want, showing each state, then reads the sandbox again.
 func (a *app) showSandbox(ctx context.Context, api *client.Client, sbx client.SandboxFields, want client.InstanceState, w waitFlags) error {
 	if w.wait {
-		if _, err := a.waitInstance(ctx, api, sbx.Instance.Id, sbx.Id, want, w.timeout); err != nil {
+		if _, err := a.waitInstance(ctx, api, sbx.Instance.Id, sbx.Id, sbx.Instance.State, want, w.timeout); err != nil {
 			return err
 		}
 		out, err := client.GetSandbox(ctx, api, sbx.Id)

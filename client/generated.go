@@ -3349,6 +3349,172 @@ func (v *PauseSandboxResponse) GetPauseSandbox() PauseSandboxPauseSandboxSandbox
 	return v.PauseSandbox
 }
 
+// RebootInstanceRebootInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+type RebootInstanceRebootInstanceInstancePayload struct {
+	Instance RebootInstanceRebootInstanceInstancePayloadInstance `json:"instance"`
+}
+
+// GetInstance returns RebootInstanceRebootInstanceInstancePayload.Instance, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayload) GetInstance() RebootInstanceRebootInstanceInstancePayloadInstance {
+	return v.Instance
+}
+
+// RebootInstanceRebootInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+type RebootInstanceRebootInstanceInstancePayloadInstance struct {
+	InstanceFields `json:"-"`
+}
+
+// GetId returns RebootInstanceRebootInstanceInstancePayloadInstance.Id, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetId() string {
+	return v.InstanceFields.Id
+}
+
+// GetName returns RebootInstanceRebootInstanceInstancePayloadInstance.Name, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetName() string {
+	return v.InstanceFields.Name
+}
+
+// GetState returns RebootInstanceRebootInstanceInstancePayloadInstance.State, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetState() InstanceState {
+	return v.InstanceFields.State
+}
+
+// GetDesiredState returns RebootInstanceRebootInstanceInstancePayloadInstance.DesiredState, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetDesiredState() DesiredState {
+	return v.InstanceFields.DesiredState
+}
+
+// GetStateReason returns RebootInstanceRebootInstanceInstancePayloadInstance.StateReason, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetStateReason() *string {
+	return v.InstanceFields.StateReason
+}
+
+// GetAddresses returns RebootInstanceRebootInstanceInstancePayloadInstance.Addresses, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetAddresses() []string {
+	return v.InstanceFields.Addresses
+}
+
+// GetVersion returns RebootInstanceRebootInstanceInstancePayloadInstance.Version, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetVersion() int {
+	return v.InstanceFields.Version
+}
+
+// GetCreatedAt returns RebootInstanceRebootInstanceInstancePayloadInstance.CreatedAt, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetCreatedAt() time.Time {
+	return v.InstanceFields.CreatedAt
+}
+
+// GetUpdatedAt returns RebootInstanceRebootInstanceInstancePayloadInstance.UpdatedAt, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetUpdatedAt() time.Time {
+	return v.InstanceFields.UpdatedAt
+}
+
+// GetPool returns RebootInstanceRebootInstanceInstancePayloadInstance.Pool, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetPool() InstanceFieldsPool {
+	return v.InstanceFields.Pool
+}
+
+// GetFlavor returns RebootInstanceRebootInstanceInstancePayloadInstance.Flavor, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetFlavor() InstanceFieldsFlavor {
+	return v.InstanceFields.Flavor
+}
+
+// GetImage returns RebootInstanceRebootInstanceInstancePayloadInstance.Image, and is useful for accessing the field via an interface.
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) GetImage() *InstanceFieldsImage {
+	return v.InstanceFields.Image
+}
+
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RebootInstanceRebootInstanceInstancePayloadInstance
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RebootInstanceRebootInstanceInstancePayloadInstance = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.InstanceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRebootInstanceRebootInstanceInstancePayloadInstance struct {
+	Id string `json:"id"`
+
+	Name string `json:"name"`
+
+	State InstanceState `json:"state"`
+
+	DesiredState DesiredState `json:"desiredState"`
+
+	StateReason *string `json:"stateReason"`
+
+	Addresses []string `json:"addresses"`
+
+	Version int `json:"version"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	Pool InstanceFieldsPool `json:"pool"`
+
+	Flavor InstanceFieldsFlavor `json:"flavor"`
+
+	Image *InstanceFieldsImage `json:"image"`
+}
+
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RebootInstanceRebootInstanceInstancePayloadInstance) __premarshalJSON() (*__premarshalRebootInstanceRebootInstanceInstancePayloadInstance, error) {
+	var retval __premarshalRebootInstanceRebootInstanceInstancePayloadInstance
+
+	retval.Id = v.InstanceFields.Id
+	retval.Name = v.InstanceFields.Name
+	retval.State = v.InstanceFields.State
+	retval.DesiredState = v.InstanceFields.DesiredState
+	retval.StateReason = v.InstanceFields.StateReason
+	retval.Addresses = v.InstanceFields.Addresses
+	retval.Version = v.InstanceFields.Version
+	retval.CreatedAt = v.InstanceFields.CreatedAt
+	retval.UpdatedAt = v.InstanceFields.UpdatedAt
+	retval.Pool = v.InstanceFields.Pool
+	retval.Flavor = v.InstanceFields.Flavor
+	retval.Image = v.InstanceFields.Image
+	return &retval, nil
+}
+
+// RebootInstanceResponse is returned by RebootInstance on success.
+type RebootInstanceResponse struct {
+	// Reboots a RUNNING instance of a hosted pool: it is REBOOTING until its
+	// host has shut the guest down (destroying it after a grace) and started it
+	// again, then RUNNING; a failed reboot leaves it RUNNING with the failure
+	// as its stateReason. Asking again while it reboots changes nothing.
+	RebootInstance RebootInstanceRebootInstanceInstancePayload `json:"rebootInstance"`
+}
+
+// GetRebootInstance returns RebootInstanceResponse.RebootInstance, and is useful for accessing the field via an interface.
+func (v *RebootInstanceResponse) GetRebootInstance() RebootInstanceRebootInstanceInstancePayload {
+	return v.RebootInstance
+}
+
 // ResumeSandboxResponse is returned by ResumeSandbox on success.
 type ResumeSandboxResponse struct {
 	ResumeSandbox ResumeSandboxResumeSandboxSandboxPayload `json:"resumeSandbox"`
@@ -5086,6 +5252,14 @@ type __PauseSandboxInput struct {
 // GetId returns __PauseSandboxInput.Id, and is useful for accessing the field via an interface.
 func (v *__PauseSandboxInput) GetId() string { return v.Id }
 
+// __RebootInstanceInput is used internally by genqlient
+type __RebootInstanceInput struct {
+	Id string `json:"id"`
+}
+
+// GetId returns __RebootInstanceInput.Id, and is useful for accessing the field via an interface.
+func (v *__RebootInstanceInput) GetId() string { return v.Id }
+
 // __ResumeSandboxInput is used internally by genqlient
 type __ResumeSandboxInput struct {
 	Id string `json:"id"`
@@ -6332,6 +6506,65 @@ func PauseSandbox(
 	}
 
 	data_ = &PauseSandboxResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RebootInstance.
+const RebootInstance_Operation = `
+mutation RebootInstance ($id: ID!) {
+	rebootInstance(input: {id:$id}) {
+		instance {
+			... InstanceFields
+		}
+	}
+}
+fragment InstanceFields on Instance {
+	id
+	name
+	state
+	desiredState
+	stateReason
+	addresses
+	version
+	createdAt
+	updatedAt
+	pool {
+		id
+		name
+	}
+	flavor {
+		id
+		name
+	}
+	image {
+		id
+		name
+	}
+}
+`
+
+func RebootInstance(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id string,
+) (data_ *RebootInstanceResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RebootInstance",
+		Query:  RebootInstance_Operation,
+		Variables: &__RebootInstanceInput{
+			Id: id,
+		},
+	}
+
+	data_ = &RebootInstanceResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -16,15 +16,25 @@ import (
 	"github.com/better-compute/vps/cli"
 )
 
-// TestCLI drives bcctl against serve, a reconciler and a simulated host:
-// login saves a context (its file readable by its owner only), an instance
-// created with --wait shows each state on one line as it happens, lists as
-// JSON, stops and is deleted with --wait; a wrong token, an unknown ID, a
-// taken name, a quota and a bad command line each exit with their own code
-// and a one-line message.
+// TestCLI drives bcctl against `better-compute dev --sim 2`: login saves
+// a context (its file readable by its owner only), an instance created
+// with --wait shows each state on one line as it happens, lists as JSON,
+// streams its events while another command stops it, reboots through its
+// host, and is deleted with --wait; a sandbox from a template is created,
+// extended, snapshotted and deleted; a wrong token, an unknown ID, a taken
+// name, a quota and a bad command line each exit with their own code and a
+// one-line message.
 func TestCLI(t *testing.T) {
 	t.Parallel()
-	c := start(t, options{hosts: 1, reconcilers: 1, hostVcpus: 16})
+	dev := startDev(t)
+	pick := dev.catalog(t)
+	pool, flavor, image := pick("pools", "sim"), pick("flavors", "small"), pick("images", "debian-12")
+	viewer := dev.gql(t, dev.member, `{ viewer { principal { tenant { id } } } }`, nil)
+	tenant := viewer["viewer"].(map[string]any)["principal"].(map[string]any)["tenant"].(map[string]any)["id"].(string)
+	setQuota := func(instances int) {
+		dev.gql(t, dev.operator, `mutation($t: ID!, $n: Int!) { setQuota(input: {tenantId: $t, instances: $n}) { tenant { id } } }`,
+			map[string]any{"t": tenant, "n": instances})
+	}
 	config := filepath.Join(t.TempDir(), "config.json")
 	key := filepath.Join(t.TempDir(), "id.pub")
 	if err := os.WriteFile(key, []byte(sshKey), 0o600); err != nil {
@@ -43,8 +53,8 @@ func TestCLI(t *testing.T) {
 		code := cli.Run(ctx, args, &stdout, &stderr, func(k string) string { return env[k] })
 		return result{code, stdout.String(), stderr.String()}
 	}
-	endpoint := c.url + "/graphql"
-	create := []string{"instance", "create", "--pool", c.pool, "--flavor", c.flavor, "--image", c.image, "--ssh-key", "@" + key}
+	endpoint := dev.url + "/graphql"
+	create := []string{"instance", "create", "--pool", pool, "--flavor", flavor, "--image", image, "--ssh-key", "@" + key}
 
 	t.Run("--version says the build", func(t *testing.T) {
 		if r := bcctl("--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "bcctl version ") || !strings.Contains(r.stdout, "commit ") {
@@ -61,7 +71,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 	t.Run("login saves the context for its owner only", func(t *testing.T) {
-		r := bcctl("login", "--endpoint", endpoint, "--token", c.member)
+		r := bcctl("login", "--endpoint", endpoint, "--token", dev.member)
 		if r.code != cli.ExitOK || !strings.Contains(r.stdout, "Logged in") {
 			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
 		}
@@ -71,7 +81,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 	t.Run("the catalog lists the IDs create takes", func(t *testing.T) {
-		for kind, want := range map[string]string{"pool": c.pool, "flavor": c.flavor, "image": c.image} {
+		for kind, want := range map[string]string{"pool": pool, "flavor": flavor, "image": image} {
 			r := bcctl(kind, "list", "-o", "json")
 			var list []struct{ ID string }
 			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || !slices.ContainsFunc(list, func(x struct{ ID string }) bool { return x.ID == want }) {
@@ -86,7 +96,7 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		progress := strings.TrimSpace(r.stderr)
-		if !strings.HasPrefix(progress, "web-1:") || !strings.HasSuffix(progress, "RUNNING") || strings.Contains(progress, "\n") {
+		if !strings.HasPrefix(progress, "web-1: PENDING → ") || !strings.HasSuffix(progress, " → RUNNING") || strings.Contains(progress, "\n") {
 			t.Fatalf("progress line %q", progress)
 		}
 		var inst struct{ ID, State string }
@@ -111,7 +121,7 @@ func TestCLI(t *testing.T) {
 		}
 	})
 	t.Run("refusals exit by class, in one line", func(t *testing.T) {
-		c.must(c.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 1}) { tenant { id } } }`, map[string]any{"t": c.tenant})
+		setQuota(1)
 		for _, tc := range []struct {
 			name string
 			args []string
@@ -180,9 +190,30 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("events exited %d", code)
 		}
 	})
+	t.Run("reboot --wait goes through its host and runs again", func(t *testing.T) {
+		if r := bcctl("instance", "start", id, "--wait"); r.code != 0 {
+			t.Fatalf("start: exit %d: %s", r.code, r.stderr)
+		}
+		r := bcctl("instance", "reboot", id, "--wait", "-o", "json")
+		var inst struct{ State, StateReason string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &inst) != nil || inst.State != "RUNNING" || inst.StateReason != "" ||
+			strings.TrimSpace(r.stderr) != "web-1: REBOOTING → RUNNING" {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		var done int
+		if err := dev.db(t).QueryRow(t.Context(), "SELECT count(*) FROM host_commands WHERE kind = 'instance.reboot' AND state = 'SUCCEEDED'").Scan(&done); err != nil || done != 1 {
+			t.Fatalf("reboot commands succeeded: %d, %v", done, err)
+		}
+		if r := bcctl("instance", "reboot", "ins_00000000000000000000000000"); r.code != cli.ExitNotFound {
+			t.Fatalf("an unknown instance: exit %d: %s", r.code, r.stderr)
+		}
+	})
 	t.Run("stop and delete --wait", func(t *testing.T) {
 		if r := bcctl("instance", "stop", id, "--wait"); r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stderr), "STOPPED") {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if r := bcctl("instance", "reboot", id); r.code != cli.ExitConflict || !strings.Contains(r.stderr, "only a RUNNING instance reboots") {
+			t.Fatalf("a stopped instance rebooted: exit %d: %s", r.code, r.stderr)
 		}
 		if r := bcctl("instance", "delete", id, "--wait"); r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stderr), "DELETED") {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -193,8 +224,8 @@ func TestCLI(t *testing.T) {
 		}
 	})
 	t.Run("a sandbox from a template: create --wait, extend, snapshot, delete", func(t *testing.T) {
-		c.must(c.operator, `mutation($t: ID!) { setQuota(input: {tenantId: $t, instances: 10}) { tenant { id } } }`, map[string]any{"t": c.tenant})
-		r := bcctl("template", "create", "ci", "--pool", c.pool, "--flavor", c.flavor, "--image", c.image, "--ssh-key", "@"+key, "-o", "json")
+		setQuota(10)
+		r := bcctl("template", "create", "ci", "--pool", pool, "--flavor", flavor, "--image", image, "--ssh-key", "@"+key, "-o", "json")
 		var tmpl struct{ ID string }
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tmpl) != nil {
 			t.Fatalf("template create: exit %d: %s %s", r.code, r.stdout, r.stderr)
