@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -101,7 +102,7 @@ func New(cfg Config) *Server {
 		RateLimit:      cfg.RateLimit,
 		Limits:         cfg.GraphQL,
 	})
-	mux.Handle("/graphql", gh)
+	mux.Handle("/graphql", withExplorer(gh, web.Explorer()))
 	mux.Handle("GET "+graph.UsageCSVPath, gh)
 	if cfg.Hosts != nil {
 		mux.Handle("/host/", cfg.Hosts)
@@ -113,6 +114,20 @@ func New(cfg Config) *Server {
 	// The console: static files, and index.html for any other path.
 	mux.Handle("/", web.Handler())
 	return &Server{Handler: WithRequestID(mux), graph: gh}
+}
+
+// withExplorer answers a browser's visit to /graphql (a GET that accepts
+// HTML and carries no operation) with the API explorer, and every other
+// request with api.
+func withExplorer(api, explorer http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.RawQuery == "" && r.Header.Get("Upgrade") == "" &&
+			strings.Contains(r.Header.Get("Accept"), "text/html") {
+			explorer.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // Ready checks what serving and reconciling need: the database at this

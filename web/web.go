@@ -125,16 +125,30 @@ func Handler() http.Handler {
 	return http.HandlerFunc(s.serve)
 }
 
+// Explorer serves the API explorer page (explorer.html), under the
+// console's headers: the server answers a browser's GET of /graphql with
+// it.
+func Explorer() http.Handler {
+	s := load()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.file(w, r, "/explorer.html") })
+}
+
 func (s *site) serve(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if p == "/" {
+		p = "/index.html"
+	}
+	s.file(w, r, p)
+}
+
+// file answers with the asset at p, or with index.html when p names no
+// file (a client route).
+func (s *site) file(w http.ResponseWriter, r *http.Request, p string) {
 	hdr := w.Header()
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hdr.Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
-	}
-	p := r.URL.Path
-	if p == "/" {
-		p = "/index.html"
 	}
 	a, ok := s.assets[p]
 	immutable := ok && p != "/index.html" && r.URL.Query().Get("v") == s.version
