@@ -2364,6 +2364,7 @@ func (v *ListFlavorsFlavorsFlavor) GetGpuCount() int { return v.GpuCount }
 
 // ListFlavorsResponse is returned by ListFlavors on success.
 type ListFlavorsResponse struct {
+	// Every flavor, unpaged.
 	Flavors []ListFlavorsFlavorsFlavor `json:"flavors"`
 }
 
@@ -2416,6 +2417,7 @@ func (v *ListImagesImagesImageTenant) GetName() string { return v.Name }
 
 // ListImagesResponse is returned by ListImages on success.
 type ListImagesResponse struct {
+	// The images the caller may use, unpaged.
 	Images []ListImagesImagesImage `json:"images"`
 }
 
@@ -2581,9 +2583,15 @@ func (v *ListInstancesInstancesInstanceConnectionNodesInstance) __premarshalJSON
 }
 
 // ListInstancesInstancesInstanceConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
 type ListInstancesInstancesInstanceConnectionPageInfo struct {
-	HasNextPage bool    `json:"hasNextPage"`
-	EndCursor   *string `json:"endCursor"`
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor"`
 }
 
 // GetHasNextPage returns ListInstancesInstancesInstanceConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
@@ -2798,9 +2806,15 @@ func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandb
 }
 
 // ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
 type ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo struct {
-	HasNextPage bool    `json:"hasNextPage"`
-	EndCursor   *string `json:"endCursor"`
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor"`
 }
 
 // GetHasNextPage returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
@@ -2991,9 +3005,15 @@ func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandb
 }
 
 // ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
 type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo struct {
-	HasNextPage bool    `json:"hasNextPage"`
-	EndCursor   *string `json:"endCursor"`
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor"`
 }
 
 // GetHasNextPage returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
@@ -3167,9 +3187,15 @@ func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) __premarshalJSON()
 }
 
 // ListSandboxesSandboxesSandboxConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+// The GraphQL type's documentation follows.
+//
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
 type ListSandboxesSandboxesSandboxConnectionPageInfo struct {
-	HasNextPage bool    `json:"hasNextPage"`
-	EndCursor   *string `json:"endCursor"`
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor"`
 }
 
 // GetHasNextPage returns ListSandboxesSandboxesSandboxConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.

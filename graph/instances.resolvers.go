@@ -132,7 +132,7 @@ func (r *queryResolver) Instance(ctx context.Context, id string) (domain.Instanc
 }
 
 // Instances is the resolver for the instances field.
-func (r *queryResolver) Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error) {
+func (r *queryResolver) Instances(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.InstanceFilter) (model.InstanceConnection, error) {
 	f, err := instanceFilter(filter)
 	if err != nil {
 		return model.InstanceConnection{}, err

@@ -46,7 +46,7 @@ func (r *queryResolver) SandboxSnapshot(ctx context.Context, id string) (domain.
 }
 
 // SandboxSnapshots is the resolver for the sandboxSnapshots field.
-func (r *queryResolver) SandboxSnapshots(ctx context.Context, first *int, after *string, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error) {
+func (r *queryResolver) SandboxSnapshots(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error) {
 	f, err := snapshotFilter(filter)
 	if err != nil {
 		return model.SandboxSnapshotConnection{}, err

@@ -131,7 +131,7 @@ func (r *queryResolver) SandboxTemplate(ctx context.Context, id string) (domain.
 }
 
 // SandboxTemplates is the resolver for the sandboxTemplates field.
-func (r *queryResolver) SandboxTemplates(ctx context.Context, first *int, after *string) (model.SandboxTemplateConnection, error) {
+func (r *queryResolver) SandboxTemplates(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder) (model.SandboxTemplateConnection, error) {
 	page, err := pageOf(ids.SandboxTemplate, first, after)
 	if err != nil {
 		return model.SandboxTemplateConnection{}, err
@@ -165,7 +165,7 @@ func (r *queryResolver) Sandbox(ctx context.Context, id string) (domain.Sandbox,
 }
 
 // Sandboxes is the resolver for the sandboxes field.
-func (r *queryResolver) Sandboxes(ctx context.Context, first *int, after *string, filter *model.SandboxFilter) (model.SandboxConnection, error) {
+func (r *queryResolver) Sandboxes(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxFilter) (model.SandboxConnection, error) {
 	f, err := sandboxFilter(filter)
 	if err != nil {
 		return model.SandboxConnection{}, err

@@ -131,6 +131,18 @@ type ComplexityRoot struct {
 		Vcpus               func(childComplexity int) int
 	}
 
+	FlavorConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	FlavorEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	FlavorPayload struct {
 		Flavor func(childComplexity int) int
 	}
@@ -180,6 +192,18 @@ type ComplexityRoot struct {
 		Vcpus    func(childComplexity int) int
 	}
 
+	HostConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	HostEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	HostPayload struct {
 		Host func(childComplexity int) int
 	}
@@ -195,6 +219,18 @@ type ComplexityRoot struct {
 		Tenant         func(childComplexity int) int
 		Verified       func(childComplexity int) int
 		Visibility     func(childComplexity int) int
+	}
+
+	ImageConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	ImageEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	ImagePayload struct {
@@ -302,8 +338,10 @@ type ComplexityRoot struct {
 	}
 
 	PageInfo struct {
-		EndCursor   func(childComplexity int) int
-		HasNextPage func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
+		HasNextPage     func(childComplexity int) int
+		HasPreviousPage func(childComplexity int) int
+		StartCursor     func(childComplexity int) int
 	}
 
 	Pool struct {
@@ -320,6 +358,18 @@ type ComplexityRoot struct {
 		SharedSnapshotStore   func(childComplexity int) int
 		SingleTenant          func(childComplexity int) int
 		Tenant                func(childComplexity int) int
+	}
+
+	PoolConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	PoolEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	PoolPayload struct {
@@ -340,6 +390,18 @@ type ComplexityRoot struct {
 		Provider  func(childComplexity int) int
 		Settings  func(childComplexity int) int
 		Tenant    func(childComplexity int) int
+	}
+
+	ProviderAccountConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	ProviderAccountEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	ProviderAccountPayload struct {
@@ -374,27 +436,33 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AuditEvents        func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
-		Doctor             func(childComplexity int) int
-		Flavors            func(childComplexity int) int
-		Hosts              func(childComplexity int) int
-		Images             func(childComplexity int) int
-		Instance           func(childComplexity int, id string) int
-		Instances          func(childComplexity int, first *int, after *string, filter *model.InstanceFilter) int
-		Node               func(childComplexity int, id string) int
-		Pools              func(childComplexity int) int
-		ProviderAccounts   func(childComplexity int) int
-		ProviderBootstrap  func(childComplexity int, id string) int
-		ProviderBootstraps func(childComplexity int) int
-		Sandbox            func(childComplexity int, id string) int
-		SandboxSnapshot    func(childComplexity int, id string) int
-		SandboxSnapshots   func(childComplexity int, first *int, after *string, filter *model.SandboxSnapshotFilter) int
-		SandboxTemplate    func(childComplexity int, id string) int
-		SandboxTemplates   func(childComplexity int, first *int, after *string) int
-		Sandboxes          func(childComplexity int, first *int, after *string, filter *model.SandboxFilter) int
-		Tenants            func(childComplexity int) int
-		Usage              func(childComplexity int, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) int
-		Viewer             func(childComplexity int) int
+		AuditEvents                func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
+		Doctor                     func(childComplexity int) int
+		Flavors                    func(childComplexity int) int
+		FlavorsConnection          func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		Hosts                      func(childComplexity int) int
+		HostsConnection            func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		Images                     func(childComplexity int) int
+		ImagesConnection           func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		Instance                   func(childComplexity int, id string) int
+		Instances                  func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.InstanceFilter) int
+		Node                       func(childComplexity int, id string) int
+		Pools                      func(childComplexity int) int
+		PoolsConnection            func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		ProviderAccounts           func(childComplexity int) int
+		ProviderAccountsConnection func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		ProviderBootstrap          func(childComplexity int, id string) int
+		ProviderBootstraps         func(childComplexity int) int
+		Sandbox                    func(childComplexity int, id string) int
+		SandboxSnapshot            func(childComplexity int, id string) int
+		SandboxSnapshots           func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxSnapshotFilter) int
+		SandboxTemplate            func(childComplexity int, id string) int
+		SandboxTemplates           func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder) int
+		Sandboxes                  func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxFilter) int
+		Tenants                    func(childComplexity int) int
+		TenantsConnection          func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
+		Usage                      func(childComplexity int, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) int
+		Viewer                     func(childComplexity int) int
 	}
 
 	Quota struct {
@@ -580,6 +648,18 @@ type ComplexityRoot struct {
 		Quota     func(childComplexity int) int
 	}
 
+	TenantConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	TenantEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	TenantPayload struct {
 		Tenant func(childComplexity int) int
 	}
@@ -747,7 +827,7 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (model.Viewer, error)
 	Node(ctx context.Context, id string) (model.Node, error)
 	Instance(ctx context.Context, id string) (domain.Instance, error)
-	Instances(ctx context.Context, first *int, after *string, filter *model.InstanceFilter) (model.InstanceConnection, error)
+	Instances(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.InstanceFilter) (model.InstanceConnection, error)
 	Tenants(ctx context.Context) ([]domain.Tenant, error)
 	Pools(ctx context.Context) ([]domain.Pool, error)
 	Hosts(ctx context.Context) ([]domain.Host, error)
@@ -757,13 +837,19 @@ type QueryResolver interface {
 	ProviderBootstraps(ctx context.Context) ([]domain.ProviderBootstrap, error)
 	ProviderBootstrap(ctx context.Context, id string) (*domain.ProviderBootstrap, error)
 	Doctor(ctx context.Context) (model.Doctor, error)
+	HostsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.HostConnection, error)
+	TenantsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.TenantConnection, error)
+	ImagesConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.ImageConnection, error)
+	PoolsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.PoolConnection, error)
+	FlavorsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.FlavorConnection, error)
+	ProviderAccountsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.ProviderAccountConnection, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
-	SandboxSnapshots(ctx context.Context, first *int, after *string, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
+	SandboxSnapshots(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
 	SandboxTemplate(ctx context.Context, id string) (domain.SandboxTemplate, error)
-	SandboxTemplates(ctx context.Context, first *int, after *string) (model.SandboxTemplateConnection, error)
+	SandboxTemplates(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder) (model.SandboxTemplateConnection, error)
 	Sandbox(ctx context.Context, id string) (domain.Sandbox, error)
-	Sandboxes(ctx context.Context, first *int, after *string, filter *model.SandboxFilter) (model.SandboxConnection, error)
+	Sandboxes(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxFilter) (model.SandboxConnection, error)
 	Usage(ctx context.Context, from time.Time, to time.Time, groupBy []model.UsageGroup, tenantID *string) ([]control.UsageTotal, error)
 }
 type SandboxResolver interface {
@@ -1130,6 +1216,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Flavor.Vcpus(childComplexity), true
 
+	case "FlavorConnection.edges":
+		if e.ComplexityRoot.FlavorConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorConnection.Edges(childComplexity), true
+	case "FlavorConnection.nodes":
+		if e.ComplexityRoot.FlavorConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorConnection.Nodes(childComplexity), true
+	case "FlavorConnection.pageInfo":
+		if e.ComplexityRoot.FlavorConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorConnection.PageInfo(childComplexity), true
+	case "FlavorConnection.totalCount":
+		if e.ComplexityRoot.FlavorConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorConnection.TotalCount(childComplexity), true
+
+	case "FlavorEdge.cursor":
+		if e.ComplexityRoot.FlavorEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorEdge.Cursor(childComplexity), true
+	case "FlavorEdge.node":
+		if e.ComplexityRoot.FlavorEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FlavorEdge.Node(childComplexity), true
+
 	case "FlavorPayload.flavor":
 		if e.ComplexityRoot.FlavorPayload.Flavor == nil {
 			break
@@ -1339,6 +1463,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.HostCapacity.Vcpus(childComplexity), true
 
+	case "HostConnection.edges":
+		if e.ComplexityRoot.HostConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostConnection.Edges(childComplexity), true
+	case "HostConnection.nodes":
+		if e.ComplexityRoot.HostConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostConnection.Nodes(childComplexity), true
+	case "HostConnection.pageInfo":
+		if e.ComplexityRoot.HostConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostConnection.PageInfo(childComplexity), true
+	case "HostConnection.totalCount":
+		if e.ComplexityRoot.HostConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostConnection.TotalCount(childComplexity), true
+
+	case "HostEdge.cursor":
+		if e.ComplexityRoot.HostEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostEdge.Cursor(childComplexity), true
+	case "HostEdge.node":
+		if e.ComplexityRoot.HostEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostEdge.Node(childComplexity), true
+
 	case "HostPayload.host":
 		if e.ComplexityRoot.HostPayload.Host == nil {
 			break
@@ -1406,6 +1568,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Image.Visibility(childComplexity), true
+
+	case "ImageConnection.edges":
+		if e.ComplexityRoot.ImageConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageConnection.Edges(childComplexity), true
+	case "ImageConnection.nodes":
+		if e.ComplexityRoot.ImageConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageConnection.Nodes(childComplexity), true
+	case "ImageConnection.pageInfo":
+		if e.ComplexityRoot.ImageConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageConnection.PageInfo(childComplexity), true
+	case "ImageConnection.totalCount":
+		if e.ComplexityRoot.ImageConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageConnection.TotalCount(childComplexity), true
+
+	case "ImageEdge.cursor":
+		if e.ComplexityRoot.ImageEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageEdge.Cursor(childComplexity), true
+	case "ImageEdge.node":
+		if e.ComplexityRoot.ImageEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageEdge.Node(childComplexity), true
 
 	case "ImagePayload.image":
 		if e.ComplexityRoot.ImagePayload.Image == nil {
@@ -2070,6 +2270,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+	case "PageInfo.hasPreviousPage":
+		if e.ComplexityRoot.PageInfo.HasPreviousPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasPreviousPage(childComplexity), true
+	case "PageInfo.startCursor":
+		if e.ComplexityRoot.PageInfo.StartCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
 	case "Pool.class":
 		if e.ComplexityRoot.Pool.Class == nil {
@@ -2150,6 +2362,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Pool.Tenant(childComplexity), true
 
+	case "PoolConnection.edges":
+		if e.ComplexityRoot.PoolConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.Edges(childComplexity), true
+	case "PoolConnection.nodes":
+		if e.ComplexityRoot.PoolConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.Nodes(childComplexity), true
+	case "PoolConnection.pageInfo":
+		if e.ComplexityRoot.PoolConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.PageInfo(childComplexity), true
+	case "PoolConnection.totalCount":
+		if e.ComplexityRoot.PoolConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.TotalCount(childComplexity), true
+
+	case "PoolEdge.cursor":
+		if e.ComplexityRoot.PoolEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolEdge.Cursor(childComplexity), true
+	case "PoolEdge.node":
+		if e.ComplexityRoot.PoolEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolEdge.Node(childComplexity), true
+
 	case "PoolPayload.pool":
 		if e.ComplexityRoot.PoolPayload.Pool == nil {
 			break
@@ -2218,6 +2468,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProviderAccount.Tenant(childComplexity), true
+
+	case "ProviderAccountConnection.edges":
+		if e.ComplexityRoot.ProviderAccountConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountConnection.Edges(childComplexity), true
+	case "ProviderAccountConnection.nodes":
+		if e.ComplexityRoot.ProviderAccountConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountConnection.Nodes(childComplexity), true
+	case "ProviderAccountConnection.pageInfo":
+		if e.ComplexityRoot.ProviderAccountConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountConnection.PageInfo(childComplexity), true
+	case "ProviderAccountConnection.totalCount":
+		if e.ComplexityRoot.ProviderAccountConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountConnection.TotalCount(childComplexity), true
+
+	case "ProviderAccountEdge.cursor":
+		if e.ComplexityRoot.ProviderAccountEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountEdge.Cursor(childComplexity), true
+	case "ProviderAccountEdge.node":
+		if e.ComplexityRoot.ProviderAccountEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderAccountEdge.Node(childComplexity), true
 
 	case "ProviderAccountPayload.providerAccount":
 		if e.ComplexityRoot.ProviderAccountPayload.ProviderAccount == nil {
@@ -2360,18 +2648,51 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Flavors(childComplexity), true
+	case "Query.flavorsConnection":
+		if e.ComplexityRoot.Query.FlavorsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_flavorsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.FlavorsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.hosts":
 		if e.ComplexityRoot.Query.Hosts == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Hosts(childComplexity), true
+	case "Query.hostsConnection":
+		if e.ComplexityRoot.Query.HostsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_hostsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.HostsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.images":
 		if e.ComplexityRoot.Query.Images == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Images(childComplexity), true
+	case "Query.imagesConnection":
+		if e.ComplexityRoot.Query.ImagesConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_imagesConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ImagesConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.instance":
 		if e.ComplexityRoot.Query.Instance == nil {
 			break
@@ -2393,7 +2714,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Instances(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.InstanceFilter)), true
+		return e.ComplexityRoot.Query.Instances(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CreatedOrder), args["filter"].(*model.InstanceFilter)), true
 
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
@@ -2412,12 +2733,34 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Pools(childComplexity), true
+	case "Query.poolsConnection":
+		if e.ComplexityRoot.Query.PoolsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_poolsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PoolsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.providerAccounts":
 		if e.ComplexityRoot.Query.ProviderAccounts == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.ProviderAccounts(childComplexity), true
+	case "Query.providerAccountsConnection":
+		if e.ComplexityRoot.Query.ProviderAccountsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_providerAccountsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ProviderAccountsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.providerBootstrap":
 		if e.ComplexityRoot.Query.ProviderBootstrap == nil {
 			break
@@ -2467,7 +2810,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.SandboxSnapshots(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.SandboxSnapshotFilter)), true
+		return e.ComplexityRoot.Query.SandboxSnapshots(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CreatedOrder), args["filter"].(*model.SandboxSnapshotFilter)), true
 	case "Query.sandboxTemplate":
 		if e.ComplexityRoot.Query.SandboxTemplate == nil {
 			break
@@ -2489,7 +2832,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.SandboxTemplates(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.SandboxTemplates(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CreatedOrder)), true
 	case "Query.sandboxes":
 		if e.ComplexityRoot.Query.Sandboxes == nil {
 			break
@@ -2500,13 +2843,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Sandboxes(childComplexity, args["first"].(*int), args["after"].(*string), args["filter"].(*model.SandboxFilter)), true
+		return e.ComplexityRoot.Query.Sandboxes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CreatedOrder), args["filter"].(*model.SandboxFilter)), true
 	case "Query.tenants":
 		if e.ComplexityRoot.Query.Tenants == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Tenants(childComplexity), true
+	case "Query.tenantsConnection":
+		if e.ComplexityRoot.Query.TenantsConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tenantsConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.TenantsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.usage":
 		if e.ComplexityRoot.Query.Usage == nil {
 			break
@@ -3262,6 +3616,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Tenant.Quota(childComplexity), true
 
+	case "TenantConnection.edges":
+		if e.ComplexityRoot.TenantConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.Edges(childComplexity), true
+	case "TenantConnection.nodes":
+		if e.ComplexityRoot.TenantConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.Nodes(childComplexity), true
+	case "TenantConnection.pageInfo":
+		if e.ComplexityRoot.TenantConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.PageInfo(childComplexity), true
+	case "TenantConnection.totalCount":
+		if e.ComplexityRoot.TenantConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantConnection.TotalCount(childComplexity), true
+
+	case "TenantEdge.cursor":
+		if e.ComplexityRoot.TenantEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantEdge.Cursor(childComplexity), true
+	case "TenantEdge.node":
+		if e.ComplexityRoot.TenantEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantEdge.Node(childComplexity), true
+
 	case "TenantPayload.tenant":
 		if e.ComplexityRoot.TenantPayload.Tenant == nil {
 			break
@@ -3550,9 +3942,40 @@ interface Node {
   id: ID!
 }
 
+"""
+Where a page of a list is, in Relay's terms. Page forward with first and
+after (endCursor), backward with last and before (startCursor).
+"""
 type PageInfo {
+  "Whether items follow this page, in the list's order."
   hasNextPage: Boolean!
+  """
+  Whether items come before this page, in the list's order. Exact when
+  paging backward; when paging forward, true when after was given.
+  """
+  hasPreviousPage: Boolean!
+  "The cursor of the page's first item; null when the page is empty."
+  startCursor: String
+  "The cursor of the page's last item; null when the page is empty."
   endCursor: String
+}
+
+"The order of a list of things that have no name to sort by."
+enum CreatedOrder {
+  "The most recently created first (the default)."
+  NEWEST_FIRST
+  "The first created first."
+  OLDEST_FIRST
+}
+
+"The order of a catalog list."
+enum CatalogOrder {
+  "By name, A to Z, then by ID (the default)."
+  NAME
+  "The most recently created first."
+  NEWEST_FIRST
+  "The first created first."
+  OLDEST_FIRST
 }
 
 # The root types hold what belongs to no one domain; each schema file
@@ -3676,7 +4099,7 @@ type InstancePayload {
 
 extend type Query {
   instance(id: ID!): Instance!
-  instances(first: Int, after: String, filter: InstanceFilter): InstanceConnection!
+  instances(first: Int, after: String, last: Int, before: String, orderBy: CreatedOrder = NEWEST_FIRST, filter: InstanceFilter): InstanceConnection!
 }
 
 extend type Mutation {
@@ -3798,7 +4221,7 @@ type ApiTokenPayload {
 
 extend type Query {
   "Operators only."
-  tenants: [Tenant!]!
+  tenants: [Tenant!]! @deprecated(reason: "Use tenantsConnection, a Relay connection; this list goes in the next release.")
 }
 
 extend type Mutation {
@@ -4044,9 +4467,9 @@ type HostPayload {
 
 extend type Query {
   "The pools the caller may use."
-  pools: [Pool!]!
+  pools: [Pool!]! @deprecated(reason: "Use poolsConnection, a Relay connection; this list goes in the next release.")
   "Operators only."
-  hosts: [Host!]!
+  hosts: [Host!]! @deprecated(reason: "Use hostsConnection, a Relay connection; this list goes in the next release.")
 }
 
 extend type Mutation {
@@ -4150,8 +4573,10 @@ type ImagePayload {
 }
 
 extend type Query {
-  flavors: [Flavor!]!
-  images: [Image!]!
+  "Every flavor, unpaged."
+  flavors: [Flavor!]! @deprecated(reason: "Use flavorsConnection, a Relay connection; this list goes in the next release.")
+  "The images the caller may use, unpaged."
+  images: [Image!]! @deprecated(reason: "Use imagesConnection, a Relay connection; this list goes in the next release.")
 }
 
 extend type Mutation {
@@ -4339,6 +4764,162 @@ extend type Query {
   doctor: Doctor!
 }
 `, BuiltIn: false},
+	{Name: "../schema/lists.graphqls", Input: `# The catalog lists as Relay connections: held whole in memory (they are
+# small), paged forward or backward, in a stable order.
+
+"A page of hosts, operators only."
+type HostConnection {
+  "The page's items with their cursors."
+  edges: [HostEdge!]!
+  "The page's items."
+  nodes: [Host!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a HostConnection and its cursor."
+type HostEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: Host!
+}
+
+"A page of tenants, operators only."
+type TenantConnection {
+  "The page's items with their cursors."
+  edges: [TenantEdge!]!
+  "The page's items."
+  nodes: [Tenant!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a TenantConnection and its cursor."
+type TenantEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: Tenant!
+}
+
+"A page of the images the caller may use: public ones and its tenant's."
+type ImageConnection {
+  "The page's items with their cursors."
+  edges: [ImageEdge!]!
+  "The page's items."
+  nodes: [Image!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a ImageConnection and its cursor."
+type ImageEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: Image!
+}
+
+"A page of the pools the caller may use."
+type PoolConnection {
+  "The page's items with their cursors."
+  edges: [PoolEdge!]!
+  "The page's items."
+  nodes: [Pool!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a PoolConnection and its cursor."
+type PoolEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: Pool!
+}
+
+"A page of every flavor."
+type FlavorConnection {
+  "The page's items with their cursors."
+  edges: [FlavorEdge!]!
+  "The page's items."
+  nodes: [Flavor!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a FlavorConnection and its cursor."
+type FlavorEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: Flavor!
+}
+
+"A page of the provider accounts the caller may use: its tenant's and, for operators, the shared ones."
+type ProviderAccountConnection {
+  "The page's items with their cursors."
+  edges: [ProviderAccountEdge!]!
+  "The page's items."
+  nodes: [ProviderAccount!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of a ProviderAccountConnection and its cursor."
+type ProviderAccountEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: ProviderAccount!
+}
+
+extend type Query {
+  """
+  A page of hosts, operators only: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  hostsConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): HostConnection!
+  """
+  A page of tenants, operators only: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  tenantsConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): TenantConnection!
+  """
+  A page of the images the caller may use: public ones and its tenant's: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  imagesConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): ImageConnection!
+  """
+  A page of the pools the caller may use: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  poolsConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): PoolConnection!
+  """
+  A page of every flavor: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  flavorsConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): FlavorConnection!
+  """
+  A page of the provider accounts the caller may use: its tenant's and, for operators, the shared ones: first (default 20, at most 100) after a cursor, or
+  last before one, in orderBy's order (default NAME).
+  """
+  providerAccountsConnection(first: Int, after: String, last: Int, before: String, orderBy: CatalogOrder = NAME): ProviderAccountConnection!
+}
+`, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `extend type Subscription {
   """
   Changes of the instances the caller may see that match filter, in order,
@@ -4413,7 +4994,7 @@ type ProviderAccountPayload {
 
 extend type Query {
   "The provider accounts the caller may use."
-  providerAccounts: [ProviderAccount!]!
+  providerAccounts: [ProviderAccount!]! @deprecated(reason: "Use providerAccountsConnection, a Relay connection; this list goes in the next release.")
 }
 
 extend type Mutation {
@@ -4635,7 +5216,7 @@ extend type Sandbox {
 extend type Query {
   sandboxSnapshot(id: ID!): SandboxSnapshot!
   "Live (not deleted) snapshots, newest first."
-  sandboxSnapshots(first: Int, after: String, filter: SandboxSnapshotFilter): SandboxSnapshotConnection!
+  sandboxSnapshots(first: Int, after: String, last: Int, before: String, orderBy: CreatedOrder = NEWEST_FIRST, filter: SandboxSnapshotFilter): SandboxSnapshotConnection!
 }
 
 extend type Mutation {
@@ -4857,9 +5438,9 @@ type SandboxPayload {
 extend type Query {
   sandboxTemplate(id: ID!): SandboxTemplate!
   "The caller's tenant's templates and the public ones."
-  sandboxTemplates(first: Int, after: String): SandboxTemplateConnection!
+  sandboxTemplates(first: Int, after: String, last: Int, before: String, orderBy: CreatedOrder = NEWEST_FIRST): SandboxTemplateConnection!
   sandbox(id: ID!): Sandbox!
-  sandboxes(first: Int, after: String, filter: SandboxFilter): SandboxConnection!
+  sandboxes(first: Int, after: String, last: Int, before: String, orderBy: CreatedOrder = NEWEST_FIRST, filter: SandboxFilter): SandboxConnection!
 }
 
 extend type Mutation {
@@ -5079,6 +5660,30 @@ func (ec *executionContext) childFields_Flavor(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type Flavor", field.Name)
 }
 
+func (ec *executionContext) childFields_FlavorConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_FlavorConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_FlavorConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_FlavorConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_FlavorConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FlavorConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_FlavorEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_FlavorEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_FlavorEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FlavorEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_FlavorPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "flavor":
@@ -5177,6 +5782,30 @@ func (ec *executionContext) childFields_HostCapacity(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type HostCapacity", field.Name)
 }
 
+func (ec *executionContext) childFields_HostConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_HostConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_HostConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_HostConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_HostConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HostConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_HostEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_HostEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_HostEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HostEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_HostPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "host":
@@ -5209,6 +5838,30 @@ func (ec *executionContext) childFields_Image(ctx context.Context, field graphql
 		return ec.fieldContext_Image_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Image", field.Name)
+}
+
+func (ec *executionContext) childFields_ImageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ImageConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ImageConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ImageConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_ImageConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImageConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ImageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ImageEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ImageEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImageEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ImagePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5345,6 +5998,10 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	switch field.Name {
 	case "hasNextPage":
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	case "hasPreviousPage":
+		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "startCursor":
+		return ec.fieldContext_PageInfo_startCursor(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
@@ -5381,6 +6038,30 @@ func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.
 		return ec.fieldContext_Pool_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Pool", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_PoolConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_PoolConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_PoolConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_PoolConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_PoolEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_PoolEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_PoolPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5421,6 +6102,30 @@ func (ec *executionContext) childFields_ProviderAccount(ctx context.Context, fie
 		return ec.fieldContext_ProviderAccount_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProviderAccount", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderAccountConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ProviderAccountConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ProviderAccountConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ProviderAccountConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_ProviderAccountConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderAccountConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderAccountEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ProviderAccountEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ProviderAccountEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderAccountEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ProviderAccountPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5837,6 +6542,30 @@ func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphq
 		return ec.fieldContext_Tenant_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Tenant", field.Name)
+}
+
+func (ec *executionContext) childFields_TenantConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TenantConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_TenantConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TenantConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_TenantConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TenantEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TenantEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TenantEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_TenantPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6571,6 +7300,144 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_flavorsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_hostsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_imagesConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_instance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6604,14 +7471,38 @@ func (ec *executionContext) field_Query_instances_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CreatedOrder, error) {
+			return ec.unmarshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.InstanceFilter, error) {
 			return ec.unmarshalOInstanceFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
+	args["filter"] = arg5
 	return args, nil
 }
 
@@ -6626,6 +7517,98 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_poolsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_providerAccountsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -6676,14 +7659,38 @@ func (ec *executionContext) field_Query_sandboxSnapshots_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CreatedOrder, error) {
+			return ec.unmarshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.SandboxSnapshotFilter, error) {
 			return ec.unmarshalOSandboxSnapshotFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxSnapshotFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
+	args["filter"] = arg5
 	return args, nil
 }
 
@@ -6720,6 +7727,30 @@ func (ec *executionContext) field_Query_sandboxTemplates_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CreatedOrder, error) {
+			return ec.unmarshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -6756,14 +7787,84 @@ func (ec *executionContext) field_Query_sandboxes_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CreatedOrder, error) {
+			return ec.unmarshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.SandboxFilter, error) {
 			return ec.unmarshalOSandboxFilter2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSandboxFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg2
+	args["filter"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_tenantsConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -8149,6 +9250,180 @@ func (ec *executionContext) fieldContext_Flavor_providerServerTypes(_ context.Co
 	return graphql.NewScalarFieldContext("Flavor", field, true, true, "Map")
 }
 
+func (ec *executionContext) _FlavorConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.FlavorConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.FlavorEdge) graphql.Marshaler {
+			return ec.marshalNFlavorEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FlavorConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FlavorEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FlavorConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.FlavorConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FlavorConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Flavor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FlavorConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.FlavorConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FlavorConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FlavorConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.FlavorConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FlavorConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FlavorEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FlavorEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FlavorEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _FlavorEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.FlavorEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FlavorEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Flavor) graphql.Marshaler {
+			return ec.marshalNFlavor2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐFlavor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FlavorEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FlavorEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Flavor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _FlavorPayload_flavor(ctx context.Context, field graphql.CollectedField, obj *model.FlavorPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8976,6 +10251,180 @@ func (ec *executionContext) fieldContext_HostCapacity_diskGb(_ context.Context, 
 	return graphql.NewScalarFieldContext("HostCapacity", field, false, false, "Int")
 }
 
+func (ec *executionContext) _HostConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.HostConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.HostEdge) graphql.Marshaler {
+			return ec.marshalNHostEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HostConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _HostConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.HostConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Host) graphql.Marshaler {
+			return ec.marshalNHost2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHostᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HostConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Host(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _HostConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.HostConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HostConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _HostConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.HostConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HostEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.HostEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _HostEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.HostEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Host) graphql.Marshaler {
+			return ec.marshalNHost2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐHost(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HostEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Host(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _HostPayload_host(ctx context.Context, field graphql.CollectedField, obj *model.HostPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9245,6 +10694,180 @@ func (ec *executionContext) _Image_createdAt(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Image_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Image", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ImageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ImageEdge) graphql.Marshaler {
+			return ec.marshalNImageEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImageEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImageConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Image) graphql.Marshaler {
+			return ec.marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImageConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImageConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.ImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ImageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ImageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _ImageEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ImageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Image) graphql.Marshaler {
+			return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Image(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ImagePayload_image(ctx context.Context, field graphql.CollectedField, obj *model.ImagePayload) (ret graphql.Marshaler) {
@@ -11914,6 +13537,52 @@ func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context,
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasPreviousPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_startCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
+}
+
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12263,6 +13932,180 @@ func (ec *executionContext) fieldContext_Pool_createdAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Pool", field, false, false, "DateTime")
 }
 
+func (ec *executionContext) _PoolConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.PoolEdge) graphql.Marshaler {
+			return ec.marshalNPoolEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPoolᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PoolEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.PoolEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _PoolEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.PoolEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Pool) graphql.Marshaler {
+			return ec.marshalNPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐPool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PoolPayload_pool(ctx context.Context, field graphql.CollectedField, obj *model.PoolPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12541,6 +14384,180 @@ func (ec *executionContext) _ProviderAccount_createdAt(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_ProviderAccount_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ProviderAccount", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _ProviderAccountConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.ProviderAccountEdge) graphql.Marshaler {
+			return ec.marshalNProviderAccountEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccountConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccountEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderAccountConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccountConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderAccountConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccountConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderAccountConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccountConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ProviderAccountEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderAccountEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _ProviderAccountEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderAccountEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.ProviderAccount) graphql.Marshaler {
+			return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderAccountEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderAccountEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccount(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ProviderAccountPayload_providerAccount(ctx context.Context, field graphql.CollectedField, obj *model.ProviderAccountPayload) (ret graphql.Marshaler) {
@@ -13164,7 +15181,7 @@ func (ec *executionContext) _Query_instances(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Instances(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.InstanceFilter))
+			return ec.Resolvers.Query().Instances(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CreatedOrder), fc.Args["filter"].(*model.InstanceFilter))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v model.InstanceConnection) graphql.Marshaler {
@@ -13510,6 +15527,270 @@ func (ec *executionContext) fieldContext_Query_doctor(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_hostsConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hostsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().HostsConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostConnection) graphql.Marshaler {
+			return ec.marshalNHostConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hostsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_hostsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_tenantsConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_tenantsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().TenantsConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TenantConnection) graphql.Marshaler {
+			return ec.marshalNTenantConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_tenantsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TenantConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_tenantsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_imagesConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_imagesConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ImagesConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ImageConnection) graphql.Marshaler {
+			return ec.marshalNImageConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_imagesConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_imagesConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_poolsConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_poolsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PoolsConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PoolConnection) graphql.Marshaler {
+			return ec.marshalNPoolConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_poolsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_poolsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_flavorsConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_flavorsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().FlavorsConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FlavorConnection) graphql.Marshaler {
+			return ec.marshalNFlavorConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_flavorsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FlavorConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_flavorsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_providerAccountsConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_providerAccountsConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ProviderAccountsConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ProviderAccountConnection) graphql.Marshaler {
+			return ec.marshalNProviderAccountConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_providerAccountsConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderAccountConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_providerAccountsConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_providerAccounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13596,7 +15877,7 @@ func (ec *executionContext) _Query_sandboxSnapshots(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().SandboxSnapshots(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.SandboxSnapshotFilter))
+			return ec.Resolvers.Query().SandboxSnapshots(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CreatedOrder), fc.Args["filter"].(*model.SandboxSnapshotFilter))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxSnapshotConnection) graphql.Marshaler {
@@ -13684,7 +15965,7 @@ func (ec *executionContext) _Query_sandboxTemplates(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().SandboxTemplates(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().SandboxTemplates(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CreatedOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxTemplateConnection) graphql.Marshaler {
@@ -13772,7 +16053,7 @@ func (ec *executionContext) _Query_sandboxes(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Sandboxes(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["filter"].(*model.SandboxFilter))
+			return ec.Resolvers.Query().Sandboxes(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CreatedOrder), fc.Args["filter"].(*model.SandboxFilter))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v model.SandboxConnection) graphql.Marshaler {
@@ -16996,6 +19277,180 @@ func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Tenant_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Tenant", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _TenantConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TenantConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.TenantEdge) graphql.Marshaler {
+			return ec.marshalNTenantEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TenantEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TenantConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.TenantConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenantᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Tenant(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TenantConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.TenantConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TenantConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.TenantConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TenantEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.TenantEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _TenantEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TenantEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v domain.Tenant) graphql.Marshaler {
+			return ec.marshalNTenant2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐTenant(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Tenant(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TenantPayload_tenant(ctx context.Context, field graphql.CollectedField, obj *model.TenantPayload) (ret graphql.Marshaler) {
@@ -21705,6 +24160,92 @@ func (ec *executionContext) _Flavor(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var flavorConnectionImplementors = []string{"FlavorConnection"}
+
+func (ec *executionContext) _FlavorConnection(ctx context.Context, sel ast.SelectionSet, obj *model.FlavorConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, flavorConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FlavorConnection")
+		case "edges":
+			out.Values[i] = ec._FlavorConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._FlavorConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._FlavorConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._FlavorConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var flavorEdgeImplementors = []string{"FlavorEdge"}
+
+func (ec *executionContext) _FlavorEdge(ctx context.Context, sel ast.SelectionSet, obj *model.FlavorEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, flavorEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FlavorEdge")
+		case "cursor":
+			out.Values[i] = ec._FlavorEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._FlavorEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var flavorPayloadImplementors = []string{"FlavorPayload"}
 
 func (ec *executionContext) _FlavorPayload(ctx context.Context, sel ast.SelectionSet, obj *model.FlavorPayload) graphql.Marshaler {
@@ -22022,6 +24563,92 @@ func (ec *executionContext) _HostCapacity(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var hostConnectionImplementors = []string{"HostConnection"}
+
+func (ec *executionContext) _HostConnection(ctx context.Context, sel ast.SelectionSet, obj *model.HostConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hostConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HostConnection")
+		case "edges":
+			out.Values[i] = ec._HostConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._HostConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._HostConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._HostConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var hostEdgeImplementors = []string{"HostEdge"}
+
+func (ec *executionContext) _HostEdge(ctx context.Context, sel ast.SelectionSet, obj *model.HostEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hostEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HostEdge")
+		case "cursor":
+			out.Values[i] = ec._HostEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._HostEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var hostPayloadImplementors = []string{"HostPayload"}
 
 func (ec *executionContext) _HostPayload(ctx context.Context, sel ast.SelectionSet, obj *model.HostPayload) graphql.Marshaler {
@@ -22120,6 +24747,92 @@ func (ec *executionContext) _Image(ctx context.Context, sel ast.SelectionSet, ob
 			out.Values[i] = ec._Image_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var imageConnectionImplementors = []string{"ImageConnection"}
+
+func (ec *executionContext) _ImageConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ImageConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, imageConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImageConnection")
+		case "edges":
+			out.Values[i] = ec._ImageConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ImageConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ImageConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._ImageConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var imageEdgeImplementors = []string{"ImageEdge"}
+
+func (ec *executionContext) _ImageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ImageEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, imageEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImageEdge")
+		case "cursor":
+			out.Values[i] = ec._ImageEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ImageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -22881,6 +25594,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "hasPreviousPage":
+			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startCursor":
+			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -22983,6 +25706,92 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 			out.Values[i] = ec._Pool_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var poolConnectionImplementors = []string{"PoolConnection"}
+
+func (ec *executionContext) _PoolConnection(ctx context.Context, sel ast.SelectionSet, obj *model.PoolConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolConnection")
+		case "edges":
+			out.Values[i] = ec._PoolConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._PoolConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._PoolConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._PoolConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var poolEdgeImplementors = []string{"PoolEdge"}
+
+func (ec *executionContext) _PoolEdge(ctx context.Context, sel ast.SelectionSet, obj *model.PoolEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolEdge")
+		case "cursor":
+			out.Values[i] = ec._PoolEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._PoolEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -23129,6 +25938,92 @@ func (ec *executionContext) _ProviderAccount(ctx context.Context, sel ast.Select
 			out.Values[i] = ec._ProviderAccount_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var providerAccountConnectionImplementors = []string{"ProviderAccountConnection"}
+
+func (ec *executionContext) _ProviderAccountConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ProviderAccountConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerAccountConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderAccountConnection")
+		case "edges":
+			out.Values[i] = ec._ProviderAccountConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ProviderAccountConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ProviderAccountConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._ProviderAccountConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var providerAccountEdgeImplementors = []string{"ProviderAccountEdge"}
+
+func (ec *executionContext) _ProviderAccountEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ProviderAccountEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerAccountEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderAccountEdge")
+		case "cursor":
+			out.Values[i] = ec._ProviderAccountEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ProviderAccountEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -23455,6 +26350,42 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_doctor(ctx, field)
+				})
+		case "hostsConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_hostsConnection(ctx, field)
+				})
+		case "tenantsConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_tenantsConnection(ctx, field)
+				})
+		case "imagesConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_imagesConnection(ctx, field)
+				})
+		case "poolsConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_poolsConnection(ctx, field)
+				})
+		case "flavorsConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_flavorsConnection(ctx, field)
+				})
+		case "providerAccountsConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_providerAccountsConnection(ctx, field)
 				})
 		case "providerAccounts":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -24755,6 +27686,92 @@ func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var tenantConnectionImplementors = []string{"TenantConnection"}
+
+func (ec *executionContext) _TenantConnection(ctx context.Context, sel ast.SelectionSet, obj *model.TenantConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tenantConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TenantConnection")
+		case "edges":
+			out.Values[i] = ec._TenantConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._TenantConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._TenantConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._TenantConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var tenantEdgeImplementors = []string{"TenantEdge"}
+
+func (ec *executionContext) _TenantEdge(ctx context.Context, sel ast.SelectionSet, obj *model.TenantEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tenantEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TenantEdge")
+		case "cursor":
+			out.Values[i] = ec._TenantEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._TenantEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var tenantPayloadImplementors = []string{"TenantPayload"}
 
 func (ec *executionContext) _TenantPayload(ctx context.Context, sel ast.SelectionSet, obj *model.TenantPayload) graphql.Marshaler {
@@ -25590,6 +28607,30 @@ func (ec *executionContext) marshalNFlavor2ᚕgithubᚗcomᚋbetterᚑcomputeᚋ
 	return ret
 }
 
+func (ec *executionContext) marshalNFlavorConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorConnection(ctx context.Context, sel ast.SelectionSet, v model.FlavorConnection) graphql.Marshaler {
+	return ec._FlavorConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNFlavorEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorEdge(ctx context.Context, sel ast.SelectionSet, v model.FlavorEdge) graphql.Marshaler {
+	return ec._FlavorEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNFlavorEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.FlavorEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFlavorEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNFlavorPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorPayload(ctx context.Context, sel ast.SelectionSet, v model.FlavorPayload) graphql.Marshaler {
 	return ec._FlavorPayload(ctx, sel, &v)
 }
@@ -25657,6 +28698,30 @@ func (ec *executionContext) marshalNHostAllocation2githubᚗcomᚋbetterᚑcompu
 	return ec._HostAllocation(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNHostConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostConnection(ctx context.Context, sel ast.SelectionSet, v model.HostConnection) graphql.Marshaler {
+	return ec._HostConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNHostEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostEdge(ctx context.Context, sel ast.SelectionSet, v model.HostEdge) graphql.Marshaler {
+	return ec._HostEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNHostEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HostEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHostEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx context.Context, sel ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
 	return ec._HostPayload(ctx, sel, &v)
 }
@@ -25713,6 +28778,30 @@ func (ec *executionContext) marshalNImage2ᚕgithubᚗcomᚋbetterᚑcomputeᚋv
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNImage2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐImage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNImageConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageConnection(ctx context.Context, sel ast.SelectionSet, v model.ImageConnection) graphql.Marshaler {
+	return ec._ImageConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNImageEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageEdge(ctx context.Context, sel ast.SelectionSet, v model.ImageEdge) graphql.Marshaler {
+	return ec._ImageEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNImageEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ImageEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNImageEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐImageEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -25947,6 +29036,30 @@ func (ec *executionContext) marshalNPool2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvp
 	return ret
 }
 
+func (ec *executionContext) marshalNPoolConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolConnection(ctx context.Context, sel ast.SelectionSet, v model.PoolConnection) graphql.Marshaler {
+	return ec._PoolConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPoolEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolEdge(ctx context.Context, sel ast.SelectionSet, v model.PoolEdge) graphql.Marshaler {
+	return ec._PoolEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPoolEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PoolEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPoolEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNPoolPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPoolPayload(ctx context.Context, sel ast.SelectionSet, v model.PoolPayload) graphql.Marshaler {
 	return ec._PoolPayload(ctx, sel, &v)
 }
@@ -25964,6 +29077,30 @@ func (ec *executionContext) marshalNProviderAccount2ᚕgithubᚗcomᚋbetterᚑc
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNProviderAccount2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐProviderAccount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNProviderAccountConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountConnection(ctx context.Context, sel ast.SelectionSet, v model.ProviderAccountConnection) graphql.Marshaler {
+	return ec._ProviderAccountConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderAccountEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountEdge(ctx context.Context, sel ast.SelectionSet, v model.ProviderAccountEdge) graphql.Marshaler {
+	return ec._ProviderAccountEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderAccountEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ProviderAccountEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNProviderAccountEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐProviderAccountEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -26470,6 +29607,30 @@ func (ec *executionContext) marshalNTenant2ᚕgithubᚗcomᚋbetterᚑcomputeᚋ
 	return ret
 }
 
+func (ec *executionContext) marshalNTenantConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantConnection(ctx context.Context, sel ast.SelectionSet, v model.TenantConnection) graphql.Marshaler {
+	return ec._TenantConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTenantEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantEdge(ctx context.Context, sel ast.SelectionSet, v model.TenantEdge) graphql.Marshaler {
+	return ec._TenantEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTenantEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TenantEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTenantEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNTenantPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐTenantPayload(ctx context.Context, sel ast.SelectionSet, v model.TenantPayload) graphql.Marshaler {
 	return ec._TenantPayload(ctx, sel, &v)
 }
@@ -26710,6 +29871,38 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx context.Context, v any) (*model.CatalogOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.CatalogOrder)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx context.Context, sel ast.SelectionSet, v *model.CatalogOrder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx context.Context, v any) (*model.CreatedOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.CreatedOrder)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOCreatedOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatedOrder(ctx context.Context, sel ast.SelectionSet, v *model.CreatedOrder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalODateTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {

@@ -257,6 +257,26 @@ type EnvVarInput struct {
 	Value string `json:"value"`
 }
 
+// A page of every flavor.
+type FlavorConnection struct {
+	// The page's items with their cursors.
+	Edges []FlavorEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Flavor `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a FlavorConnection and its cursor.
+type FlavorEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Flavor `json:"node"`
+}
+
 type FlavorPayload struct {
 	Flavor domain.Flavor `json:"flavor"`
 }
@@ -298,8 +318,48 @@ type HostCapacity struct {
 	DiskGb   int `json:"diskGb"`
 }
 
+// A page of hosts, operators only.
+type HostConnection struct {
+	// The page's items with their cursors.
+	Edges []HostEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Host `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a HostConnection and its cursor.
+type HostEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Host `json:"node"`
+}
+
 type HostPayload struct {
 	Host domain.Host `json:"host"`
+}
+
+// A page of the images the caller may use: public ones and its tenant's.
+type ImageConnection struct {
+	// The page's items with their cursors.
+	Edges []ImageEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Image `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a ImageConnection and its cursor.
+type ImageEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Image `json:"node"`
 }
 
 type ImagePayload struct {
@@ -375,13 +435,62 @@ type NetworkPolicyInput struct {
 	DenyOut []string `json:"denyOut,omitempty"`
 }
 
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
 type PageInfo struct {
-	HasNextPage bool    `json:"hasNextPage"`
-	EndCursor   *string `json:"endCursor,omitempty"`
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// Whether items come before this page, in the list's order. Exact when
+	// paging backward; when paging forward, true when after was given.
+	HasPreviousPage bool `json:"hasPreviousPage"`
+	// The cursor of the page's first item; null when the page is empty.
+	StartCursor *string `json:"startCursor,omitempty"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor,omitempty"`
+}
+
+// A page of the pools the caller may use.
+type PoolConnection struct {
+	// The page's items with their cursors.
+	Edges []PoolEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Pool `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a PoolConnection and its cursor.
+type PoolEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Pool `json:"node"`
 }
 
 type PoolPayload struct {
 	Pool domain.Pool `json:"pool"`
+}
+
+// A page of the provider accounts the caller may use: its tenant's and, for operators, the shared ones.
+type ProviderAccountConnection struct {
+	// The page's items with their cursors.
+	Edges []ProviderAccountEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.ProviderAccount `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a ProviderAccountConnection and its cursor.
+type ProviderAccountEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.ProviderAccount `json:"node"`
 }
 
 type ProviderAccountPayload struct {
@@ -640,6 +749,26 @@ type SSHKey struct {
 type Subscription struct {
 }
 
+// A page of tenants, operators only.
+type TenantConnection struct {
+	// The page's items with their cursors.
+	Edges []TenantEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Tenant `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of a TenantConnection and its cursor.
+type TenantEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Tenant `json:"node"`
+}
+
 type TenantPayload struct {
 	Tenant domain.Tenant `json:"tenant"`
 }
@@ -678,6 +807,125 @@ type Viewer struct {
 	Principal domain.Principal `json:"principal"`
 	// The caller's tenant; null for operators.
 	Tenant *domain.Tenant `json:"tenant,omitempty"`
+}
+
+// The order of a catalog list.
+type CatalogOrder string
+
+const (
+	// By name, A to Z, then by ID (the default).
+	CatalogOrderName CatalogOrder = "NAME"
+	// The most recently created first.
+	CatalogOrderNewestFirst CatalogOrder = "NEWEST_FIRST"
+	// The first created first.
+	CatalogOrderOldestFirst CatalogOrder = "OLDEST_FIRST"
+)
+
+var AllCatalogOrder = []CatalogOrder{
+	CatalogOrderName,
+	CatalogOrderNewestFirst,
+	CatalogOrderOldestFirst,
+}
+
+func (e CatalogOrder) IsValid() bool {
+	switch e {
+	case CatalogOrderName, CatalogOrderNewestFirst, CatalogOrderOldestFirst:
+		return true
+	}
+	return false
+}
+
+func (e CatalogOrder) String() string {
+	return string(e)
+}
+
+func (e *CatalogOrder) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CatalogOrder(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CatalogOrder", str)
+	}
+	return nil
+}
+
+func (e CatalogOrder) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CatalogOrder) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CatalogOrder) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// The order of a list of things that have no name to sort by.
+type CreatedOrder string
+
+const (
+	// The most recently created first (the default).
+	CreatedOrderNewestFirst CreatedOrder = "NEWEST_FIRST"
+	// The first created first.
+	CreatedOrderOldestFirst CreatedOrder = "OLDEST_FIRST"
+)
+
+var AllCreatedOrder = []CreatedOrder{
+	CreatedOrderNewestFirst,
+	CreatedOrderOldestFirst,
+}
+
+func (e CreatedOrder) IsValid() bool {
+	switch e {
+	case CreatedOrderNewestFirst, CreatedOrderOldestFirst:
+		return true
+	}
+	return false
+}
+
+func (e CreatedOrder) String() string {
+	return string(e)
+}
+
+func (e *CreatedOrder) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CreatedOrder(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CreatedOrder", str)
+	}
+	return nil
+}
+
+func (e CreatedOrder) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CreatedOrder) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CreatedOrder) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 type DesiredState string

@@ -1,0 +1,160 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/better-compute/vps/apierr"
+	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/graph/model"
+)
+
+// relay is a page request as the Relay connection arguments give it.
+type relay struct {
+	first, last   *int
+	after, before *string
+}
+
+// size checks the request and returns how many items it asks for: first
+// (default 20) or last, each at most control.MaxPage, never both.
+func (r relay) size() (int, error) {
+	for _, a := range []struct {
+		name string
+		n    *int
+	}{{"first", r.first}, {"last", r.last}} {
+		if a.n != nil && (*a.n < 0 || *a.n > control.MaxPage) {
+			return 0, apierr.Invalid(a.name, "must be between 0 and %d", control.MaxPage)
+		}
+	}
+	switch {
+	case r.first != nil && r.last != nil:
+		return 0, apierr.Invalid("last", "give first or last, not both")
+	case r.last != nil:
+		return *r.last, nil
+	case r.first != nil:
+		return *r.first, nil
+	}
+	return 20, nil
+}
+
+// catalogKey is where an item of a catalog list sorts; a cursor holds it,
+// so a cursor keeps its place when its item is deleted.
+type catalogKey struct {
+	Name string    `json:"n"`
+	ID   uuid.UUID `json:"i"`
+}
+
+// compare orders a before b (negative), with b (zero) or after it in
+// order.
+func (a catalogKey) compare(b catalogKey, order model.CatalogOrder) int {
+	byID := bytes.Compare(a.ID[:], b.ID[:]) // IDs are UUIDv7: creation order
+	switch order {
+	case model.CatalogOrderNewestFirst:
+		return -byID
+	case model.CatalogOrderOldestFirst:
+		return byID
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return byID
+}
+
+// maxCursor bounds a cursor's length before it is decoded.
+const maxCursor = 512
+
+func (a catalogKey) cursor() string {
+	b, _ := json.Marshal(a)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(field, s string) (catalogKey, error) {
+	var k catalogKey
+	bad := apierr.Invalid(field, "not a cursor of this list")
+	if len(s) > maxCursor {
+		return k, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &k) != nil || k.ID == uuid.Nil {
+		return k, bad
+	}
+	return k, nil
+}
+
+// catalogPage is one page of a catalog list, with what its connection
+// needs beside the items.
+type catalogPage[T any] struct {
+	items   []T
+	cursors []string
+	info    model.PageInfo
+	total   int
+}
+
+// pageCatalog sorts a whole catalog list by order and cuts the page r asks
+// for out of it, as the Relay specification does: after and before narrow
+// the list, then first takes from its start or last from its end.
+func pageCatalog[T any](items []T, key func(T) catalogKey, order *model.CatalogOrder, r relay) (catalogPage[T], error) {
+	n, err := r.size()
+	if err != nil {
+		return catalogPage[T]{}, err
+	}
+	by := model.CatalogOrderName
+	if order != nil {
+		by = *order
+	}
+	items = slices.Clone(items)
+	slices.SortFunc(items, func(a, b T) int { return key(a).compare(key(b), by) })
+	lo, hi := 0, len(items)
+	if r.after != nil {
+		k, err := parseCursor("after", *r.after)
+		if err != nil {
+			return catalogPage[T]{}, err
+		}
+		lo, _ = slices.BinarySearchFunc(items, k, func(it T, k catalogKey) int {
+			if key(it).compare(k, by) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	if r.before != nil {
+		k, err := parseCursor("before", *r.before)
+		if err != nil {
+			return catalogPage[T]{}, err
+		}
+		hi, _ = slices.BinarySearchFunc(items, k, func(it T, k catalogKey) int {
+			if key(it).compare(k, by) < 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	hi = max(hi, lo)
+	start, end := lo, min(hi, lo+n)
+	if r.last != nil {
+		start, end = max(lo, hi-n), hi
+	}
+	p := catalogPage[T]{items: items[start:end], total: len(items),
+		info: model.PageInfo{HasPreviousPage: start > 0, HasNextPage: end < len(items)}}
+	for _, it := range p.items {
+		p.cursors = append(p.cursors, key(it).cursor())
+	}
+	if len(p.cursors) > 0 {
+		p.info.StartCursor, p.info.EndCursor = &p.cursors[0], &p.cursors[len(p.cursors)-1]
+	}
+	return p, nil
+}
+
+// edges pairs a page's items with their cursors as a connection's edges.
+func edges[T, E any](p catalogPage[T], edge func(cursor string, node T) E) []E {
+	out := make([]E, len(p.items))
+	for i, it := range p.items {
+		out[i] = edge(p.cursors[i], it)
+	}
+	return out
+}
