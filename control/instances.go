@@ -428,34 +428,6 @@ type InstanceFilter struct {
 	ExcludeDeleted bool
 }
 
-// Page asks for up to First items after a cursor.
-type Page[C any] struct {
-	First int
-	After *C
-}
-
-// MaxPage is the largest page a list returns.
-const MaxPage = 100
-
-func (p Page[C]) limit() (int32, error) {
-	switch {
-	case p.First < 0 || p.First > MaxPage:
-		return 0, apierr.Invalid("first", "must be between 0 and %d", MaxPage)
-	case p.First == 0:
-		return 20, nil
-	}
-	return int32(p.First), nil
-}
-
-// trim cuts a list read with one extra row back to lim, reporting whether
-// the extra row was there.
-func trim[T any](items []T, lim int32) ([]T, bool) {
-	if len(items) > int(lim) {
-		return items[:lim], true
-	}
-	return items, false
-}
-
 // list runs a list query limited to what the caller may see and maps its
 // rows with fromRow.
 func list[R, T any](ctx context.Context, what string, query func(context.Context, *uuid.UUID) ([]R, error), fromRow func(R) T) ([]T, error) {
@@ -472,25 +444,32 @@ func list[R, T any](ctx context.Context, what string, query func(context.Context
 
 // Instances lists the instances the caller may see, newest first. It reads
 // one more than asked so the caller knows whether there is a next page.
-func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) (items []domain.Instance, hasNext bool, err error) {
+func (s *Service) Instances(ctx context.Context, f InstanceFilter, page Page[uuid.UUID]) ([]domain.Instance, PageInfo, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
-	lim, err := page.limit()
-	if err != nil {
-		return nil, false, err
-	}
-	rows, err := s.q.ListInstances(ctx, sqlc.ListInstancesParams{
+	params := sqlc.ListInstancesParams{
 		Tenant: p.TenantFilter(), Pool: f.PoolID, State: f.State, DesiredState: f.DesiredState,
-		Name: f.Name, ExcludeDeleted: f.ExcludeDeleted, After: page.After, Lim: lim + 1,
+		Name: f.Name, ExcludeDeleted: f.ExcludeDeleted,
+	}
+	rows, info, err := keyset(ctx, page, func(ctx context.Context, asc bool, lo, hi *uuid.UUID, lim int32) (rows []sqlc.Instance, err error) {
+		params.Lo, params.Hi, params.Lim = lo, hi, lim
+		if asc {
+			rows, err = s.q.ListInstancesAsc(ctx, sqlc.ListInstancesAscParams(params))
+		} else {
+			rows, err = s.q.ListInstances(ctx, params)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
+		}
+		return rows, nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list instances: %w", err)
+		return nil, PageInfo{}, err
 	}
-	rows, hasNext = trim(rows, lim)
-	items, err = mapInstances(ctx, s.q, rows)
-	return items, hasNext, err
+	items, err := mapInstances(ctx, s.q, rows)
+	return items, info, err
 }
 
 // CountInstances counts the instances a list with f would page through.

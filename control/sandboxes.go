@@ -453,27 +453,32 @@ func (f SandboxFilter) params() (template *uuid.UUID, state *string, metadata []
 }
 
 // Sandboxes lists the sandboxes the caller may see, newest first.
-func (s *Service) Sandboxes(ctx context.Context, f SandboxFilter, page Page[uuid.UUID]) (items []domain.Sandbox, hasNext bool, err error) {
+func (s *Service) Sandboxes(ctx context.Context, f SandboxFilter, page Page[uuid.UUID]) ([]domain.Sandbox, PageInfo, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return nil, false, err
-	}
-	lim, err := page.limit()
-	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
 	template, state, metadata, err := f.params()
 	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
-	rows, err := s.q.ListSandboxes(ctx, sqlc.ListSandboxesParams{
-		Tenant: p.TenantFilter(), Template: template, State: state, Metadata: metadata, After: page.After, Lim: lim + 1,
+	params := sqlc.ListSandboxesParams{Tenant: p.TenantFilter(), Template: template, State: state, Metadata: metadata}
+	rows, info, err := keyset(ctx, page, func(ctx context.Context, asc bool, lo, hi *uuid.UUID, lim int32) (rows []sqlc.SandboxView, err error) {
+		params.Lo, params.Hi, params.Lim = lo, hi, lim
+		if asc {
+			rows, err = s.q.ListSandboxesAsc(ctx, sqlc.ListSandboxesAscParams(params))
+		} else {
+			rows, err = s.q.ListSandboxes(ctx, params)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list sandboxes: %w", err)
+		}
+		return rows, nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list sandboxes: %w", err)
+		return nil, PageInfo{}, err
 	}
-	rows, hasNext = trim(rows, lim)
-	return mapRows(rows, domain.SandboxFromRow), hasNext, nil
+	return mapRows(rows, domain.SandboxFromRow), info, nil
 }
 
 // CountSandboxes counts what Sandboxes with f pages through.

@@ -179,23 +179,28 @@ type SnapshotFilter struct {
 
 // SandboxSnapshots lists the live snapshots the caller may see, newest
 // first.
-func (s *Service) SandboxSnapshots(ctx context.Context, f SnapshotFilter, page Page[uuid.UUID]) (items []domain.SandboxSnapshot, hasNext bool, err error) {
+func (s *Service) SandboxSnapshots(ctx context.Context, f SnapshotFilter, page Page[uuid.UUID]) ([]domain.SandboxSnapshot, PageInfo, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
-	lim, err := page.limit()
-	if err != nil {
-		return nil, false, err
-	}
-	rows, err := s.q.ListSandboxSnapshots(ctx, sqlc.ListSandboxSnapshotsParams{
-		Tenant: p.TenantFilter(), Sandbox: f.SandboxID, State: f.State, After: page.After, Lim: lim + 1,
+	params := sqlc.ListSandboxSnapshotsParams{Tenant: p.TenantFilter(), Sandbox: f.SandboxID, State: f.State}
+	rows, info, err := keyset(ctx, page, func(ctx context.Context, asc bool, lo, hi *uuid.UUID, lim int32) (rows []sqlc.SandboxSnapshot, err error) {
+		params.Lo, params.Hi, params.Lim = lo, hi, lim
+		if asc {
+			rows, err = s.q.ListSandboxSnapshotsAsc(ctx, sqlc.ListSandboxSnapshotsAscParams(params))
+		} else {
+			rows, err = s.q.ListSandboxSnapshots(ctx, params)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list sandbox snapshots: %w", err)
+		}
+		return rows, nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list sandbox snapshots: %w", err)
+		return nil, PageInfo{}, err
 	}
-	rows, hasNext = trim(rows, lim)
-	return mapRows(rows, domain.SandboxSnapshotFromRow), hasNext, nil
+	return mapRows(rows, domain.SandboxSnapshotFromRow), info, nil
 }
 
 // CountSandboxSnapshots counts what SandboxSnapshots with f pages through.

@@ -471,21 +471,28 @@ func (s *Service) SandboxTemplate(ctx context.Context, id uuid.UUID) (domain.San
 
 // SandboxTemplates lists the live templates the caller may see, its
 // tenant's and the public ones, newest first.
-func (s *Service) SandboxTemplates(ctx context.Context, page Page[uuid.UUID]) (items []domain.SandboxTemplate, hasNext bool, err error) {
+func (s *Service) SandboxTemplates(ctx context.Context, page Page[uuid.UUID]) ([]domain.SandboxTemplate, PageInfo, error) {
 	p, err := caller(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
-	lim, err := page.limit()
+	params := sqlc.ListSandboxTemplatesParams{Tenant: p.TenantFilter()}
+	rows, info, err := keyset(ctx, page, func(ctx context.Context, asc bool, lo, hi *uuid.UUID, lim int32) (rows []sqlc.SandboxTemplate, err error) {
+		params.Lo, params.Hi, params.Lim = lo, hi, lim
+		if asc {
+			rows, err = s.q.ListSandboxTemplatesAsc(ctx, sqlc.ListSandboxTemplatesAscParams(params))
+		} else {
+			rows, err = s.q.ListSandboxTemplates(ctx, params)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list sandbox templates: %w", err)
+		}
+		return rows, nil
+	})
 	if err != nil {
-		return nil, false, err
+		return nil, PageInfo{}, err
 	}
-	rows, err := s.q.ListSandboxTemplates(ctx, sqlc.ListSandboxTemplatesParams{Tenant: p.TenantFilter(), After: page.After, Lim: lim + 1})
-	if err != nil {
-		return nil, false, fmt.Errorf("list sandbox templates: %w", err)
-	}
-	rows, hasNext = trim(rows, lim)
-	return mapRows(rows, domain.SandboxTemplateFromRow), hasNext, nil
+	return mapRows(rows, domain.SandboxTemplateFromRow), info, nil
 }
 
 // CountSandboxTemplates counts what SandboxTemplates pages through.

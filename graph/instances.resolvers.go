@@ -15,6 +15,7 @@ import (
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
 	"github.com/better-compute/vps/lifecycle"
+	"github.com/google/uuid"
 )
 
 // ID is the resolver for the id field.
@@ -137,21 +138,17 @@ func (r *queryResolver) Instances(ctx context.Context, first *int, after *string
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}
-	page, err := pageOf(ids.Instance, first, after)
+	page, err := pageOf(ids.Instance, relay{first, last, after, before}, orderBy)
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}
-	items, hasNext, err := r.svc.Instances(ctx, f, page)
+	items, info, err := r.svc.Instances(ctx, f, page)
 	if err != nil {
 		return model.InstanceConnection{}, err
 	}
-	conn := model.InstanceConnection{Nodes: items, Edges: make([]model.InstanceEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
-	for i, inst := range items {
-		conn.Edges[i] = model.InstanceEdge{Cursor: ids.Encode(ids.Instance, inst.ID), Node: inst}
-	}
-	if n := len(items); n > 0 {
-		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
-	}
+	conn := model.InstanceConnection{Nodes: items}
+	conn.Edges, conn.PageInfo = idEdges(ids.Instance, items, func(x domain.Instance) uuid.UUID { return x.ID }, info,
+		func(c string, x domain.Instance) model.InstanceEdge { return model.InstanceEdge{Cursor: c, Node: x} })
 	if wantsField(ctx, "totalCount") {
 		if conn.TotalCount, err = r.svc.CountInstances(ctx, f); err != nil {
 			return model.InstanceConnection{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/graph/model"
+	"github.com/better-compute/vps/ids"
 )
 
 // relay is a page request as the Relay connection arguments give it.
@@ -157,4 +158,45 @@ func edges[T, E any](p catalogPage[T], edge func(cursor string, node T) E) []E {
 		out[i] = edge(p.cursors[i], it)
 	}
 	return out
+}
+
+// pageOf decodes the Relay arguments of a list keyed by time-ordered IDs,
+// whose cursors are its items' API IDs of kind k.
+func pageOf(k ids.Kind, r relay, order *model.CreatedOrder) (control.Page[uuid.UUID], error) {
+	n, err := r.size()
+	if err != nil {
+		return control.Page[uuid.UUID]{}, err
+	}
+	page := control.Page[uuid.UUID]{First: n, Backward: r.last != nil, Oldest: order != nil && *order == model.CreatedOrderOldestFirst}
+	for _, c := range []struct {
+		field  string
+		cursor *string
+		to     **uuid.UUID
+	}{{"after", r.after, &page.After}, {"before", r.before, &page.Before}} {
+		if c.cursor == nil {
+			continue
+		}
+		id, ok := ids.Decode(k, *c.cursor)
+		if !ok {
+			return page, apierr.Invalid(c.field, "not a cursor of this list")
+		}
+		*c.to = &id
+	}
+	return page, nil
+}
+
+// idEdges makes a connection's edges and pageInfo of a page of a list
+// keyed by API IDs of kind k.
+func idEdges[T, E any](k ids.Kind, items []T, id func(T) uuid.UUID, info control.PageInfo, edge func(cursor string, node T) E) ([]E, model.PageInfo) {
+	out := make([]E, len(items))
+	pi := model.PageInfo{HasNextPage: info.HasNext, HasPreviousPage: info.HasPrevious}
+	for i, it := range items {
+		c := ids.Encode(k, id(it))
+		out[i] = edge(c, it)
+		if i == 0 {
+			pi.StartCursor = &c
+		}
+		pi.EndCursor = &c
+	}
+	return out, pi
 }

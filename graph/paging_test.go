@@ -6,121 +6,164 @@ import (
 	"testing"
 )
 
-// TestCatalogConnections pages forward and backward through every catalog
-// connection holding 0, 1, a page's and a page and one items: each way
-// yields every item once, in the list's order, with the page info Relay
-// asks for.
-func TestCatalogConnections(t *testing.T) {
-	t.Parallel()
-	const pageSize = 3
-	lists := []struct {
-		field string
-		// maker prepares e and returns what makes an item named name.
-		maker func(e *env) func(name string)
-	}{
-		{"tenantsConnection", func(e *env) func(string) { return func(name string) { e.tenant(name) } }},
-		{"poolsConnection", func(e *env) func(string) { return func(name string) { e.pool(name, "vps-host", nil) } }},
-		{"flavorsConnection", func(e *env) func(string) { return func(name string) { e.flavor(name, 1, 512) } }},
-		{"imagesConnection", func(e *env) func(string) { return func(name string) { e.image(name, "PUBLIC", nil, true) } }},
-		{"hostsConnection", func(e *env) func(string) {
-			pool := e.pool("hosts", "vps-host", nil)
-			return func(name string) {
-				e.must(e.operator, `mutation($p: ID!, $n: String!) { createHost(input: {poolId: $p, name: $n}) { host { id } } }`, map[string]any{"p": pool, "n": name}, nil)
-			}
-		}},
-		{"providerAccountsConnection", func(e *env) func(string) {
-			return func(name string) {
-				e.must(e.operator, createAccount, map[string]any{"in": map[string]any{"name": name, "provider": "HETZNER", "credentials": "token"}}, nil)
-			}
-		}},
-	}
+// pageSize is the page the connection tests ask for.
+const pageSize = 3
+
+// walk pages through a connection field as token, pageSize at a time,
+// forward from its start (or backward from its end) in order, checking
+// each page's info as Relay defines it, and returns the items' IDs in the
+// list's order.
+func walk(t *testing.T, e *env, token, field, orderType, order string, backward bool, n int) []string {
+	t.Helper()
+	query := `query($first: Int, $after: String, $last: Int, $before: String, $order: ` + orderType + `) {
+		` + field + `(first: $first, after: $after, last: $last, before: $before, orderBy: $order) {
+			totalCount nodes { id } edges { cursor } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`
 	type page struct {
 		TotalCount int
-		Nodes      []struct{ Name string }
+		Nodes      []struct{ ID string }
+		Edges      []struct{ Cursor string }
 		PageInfo   struct {
 			HasNextPage, HasPreviousPage bool
 			StartCursor, EndCursor       *string
 		}
+	}
+	vars := map[string]any{"order": order}
+	size := "first"
+	if backward {
+		size = "last"
+	}
+	vars[size] = pageSize
+	var seen []string
+	for pages := 1; ; pages++ {
+		var out map[string]page
+		e.must(token, query, vars, &out)
+		p := out[field]
+		if p.TotalCount != n {
+			t.Fatalf("totalCount %d, want %d", p.TotalCount, n)
+		}
+		if k := len(p.Nodes); k == 0 && (p.PageInfo.StartCursor != nil || p.PageInfo.EndCursor != nil) ||
+			k > 0 && (*p.PageInfo.StartCursor != p.Edges[0].Cursor || *p.PageInfo.EndCursor != p.Edges[k-1].Cursor) {
+			t.Fatalf("page %d: cursors %v, %v of edges %v", pages, p.PageInfo.StartCursor, p.PageInfo.EndCursor, p.Edges)
+		}
+		var ids []string
+		for _, x := range p.Nodes {
+			ids = append(ids, x.ID)
+		}
+		behind, ahead := p.PageInfo.HasPreviousPage, p.PageInfo.HasNextPage
+		if backward {
+			behind, ahead = ahead, behind
+		}
+		if behind != (len(seen) > 0) {
+			t.Fatalf("page %d (%s): items seen on the other side %v, want %v", pages, size, behind, len(seen) > 0)
+		}
+		if backward {
+			seen = append(ids, seen...)
+		} else {
+			seen = append(seen, ids...)
+		}
+		if ahead != (len(seen) < n) {
+			t.Fatalf("page %d (%s): more to come %v with %d of %d seen", pages, size, ahead, len(seen), n)
+		}
+		if !ahead {
+			return seen
+		}
+		if backward {
+			vars["before"] = *p.PageInfo.StartCursor
+		} else {
+			vars["after"] = *p.PageInfo.EndCursor
+		}
+	}
+}
+
+// connection is a list under test: its field, its order type and the
+// order whose sequence is the creation order's reverse (its default), and
+// what makes its items.
+type connection struct {
+	field, orderType, reverseOrder, creationOrder string
+	// maker prepares e and returns what makes an item named name (its ID
+	// returned) as token.
+	maker func(e *env) (token string, add func(name string) string)
+}
+
+// TestConnections pages forward and backward, in two orders, through every
+// Relay connection holding 0, 1, a page's and a page and one items: each
+// way yields every item once, in the list's order, with the page info
+// Relay asks for.
+func TestConnections(t *testing.T) {
+	t.Parallel()
+	operator := func(mk func(e *env, name string) string) func(e *env) (string, func(string) string) {
+		return func(e *env) (string, func(string) string) {
+			return e.operator, func(name string) string { return mk(e, name) }
+		}
+	}
+	// The catalog lists sort by name by default: items are created in the
+	// reverse of their names' order.
+	catalog := func(field string, mk func(e *env, name string) string) connection {
+		return connection{field, "CatalogOrder", "NAME", "OLDEST_FIRST", operator(mk)}
+	}
+	created := func(field string, maker func(e *env) (string, func(string) string)) connection {
+		return connection{field, "CreatedOrder", "NEWEST_FIRST", "OLDEST_FIRST", maker}
+	}
+	lists := []connection{
+		catalog("tenantsConnection", func(e *env, name string) string { id, _ := e.tenant(name); return id }),
+		catalog("poolsConnection", func(e *env, name string) string { return e.pool(name, "vps-host", nil) }),
+		catalog("flavorsConnection", func(e *env, name string) string { return e.flavor(name, 1, 512) }),
+		catalog("imagesConnection", func(e *env, name string) string { return e.image(name, "PUBLIC", nil, true) }),
+		{"hostsConnection", "CatalogOrder", "NAME", "OLDEST_FIRST", func(e *env) (string, func(string) string) {
+			pool := e.pool("hosts", "vps-host", nil)
+			return e.operator, func(name string) string {
+				return e.id(e.operator, `mutation($p: ID!, $n: String!) { createHost(input: {poolId: $p, name: $n}) { host { id } } }`,
+					map[string]any{"p": pool, "n": name}, "createHost", "host", "id")
+			}
+		}},
+		catalog("providerAccountsConnection", func(e *env, name string) string {
+			return e.id(e.operator, createAccount, map[string]any{"in": map[string]any{"name": name, "provider": "HETZNER", "credentials": "token"}},
+				"createProviderAccount", "providerAccount", "id")
+		}),
+		created("instances", func(e *env) (string, func(string) string) {
+			w := e.world("alpha")
+			return w.member, func(name string) string {
+				return e.id(w.member, createInstance, map[string]any{"in": w.input(name)}, "createInstance", "instance", "id")
+			}
+		}),
+		created("sandboxTemplates", func(e *env) (string, func(string) string) {
+			w := e.world("alpha")
+			return w.member, func(name string) string { return e.template(w, name, nil).ID }
+		}),
+		created("sandboxes", func(e *env) (string, func(string) string) {
+			w := e.world("alpha")
+			tmpl := e.template(w, "py", nil).ID
+			return w.member, func(string) string { return e.sandbox(w.member, map[string]any{"templateId": tmpl}).ID }
+		}),
+		created("sandboxSnapshots", func(e *env) (string, func(string) string) {
+			w := e.snapshotWorld("alpha")
+			sbx := e.running(w)
+			return w.member, func(name string) string { return e.snapshot(w.member, sbx.ID, name).ID }
+		}),
 	}
 	for _, l := range lists {
 		for _, n := range []int{0, 1, pageSize, pageSize + 1} {
 			t.Run(fmt.Sprintf("%s of %d", l.field, n), func(t *testing.T) {
 				t.Parallel()
 				e := setup(t)
-				add := l.maker(e)
-				var byName []string
+				token, add := l.maker(e)
+				var made []string
 				for i := range n {
-					add(fmt.Sprintf("item-%02d", n-i)) // created in the reverse of their names' order
-					byName = append(byName, fmt.Sprintf("item-%02d", i+1))
+					made = append(made, add(fmt.Sprintf("item-%02d", n-i)))
 				}
-				query := `query($first: Int, $after: String, $last: Int, $before: String, $order: CatalogOrder) {
-					` + l.field + `(first: $first, after: $after, last: $last, before: $before, orderBy: $order) {
-						totalCount nodes { name } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`
-				get := func(vars map[string]any) page {
-					t.Helper()
-					var out map[string]page
-					e.must(e.operator, query, vars, &out)
-					p := out[l.field]
-					if p.TotalCount != n {
-						t.Fatalf("totalCount %d, want %d", p.TotalCount, n)
+				reverse := slices.Clone(made)
+				slices.Reverse(reverse)
+				for _, c := range []struct {
+					order    string
+					backward bool
+					want     []string
+				}{
+					{l.reverseOrder, false, reverse}, {l.reverseOrder, true, reverse},
+					{l.creationOrder, false, made}, {l.creationOrder, true, made},
+				} {
+					if got := walk(t, e, token, l.field, l.orderType, c.order, c.backward, n); !slices.Equal(got, c.want) {
+						t.Errorf("%s backward=%v: %v, want %v", c.order, c.backward, got, c.want)
 					}
-					if (len(p.Nodes) == 0) != (p.PageInfo.StartCursor == nil) || (len(p.Nodes) == 0) != (p.PageInfo.EndCursor == nil) {
-						t.Fatalf("%d items with cursors %v, %v", len(p.Nodes), p.PageInfo.StartCursor, p.PageInfo.EndCursor)
-					}
-					return p
-				}
-				names := func(p page) []string {
-					var out []string
-					for _, x := range p.Nodes {
-						out = append(out, x.Name)
-					}
-					return out
-				}
-				forward := func(order string) []string {
-					t.Helper()
-					var seen []string
-					vars := map[string]any{"first": pageSize, "order": order}
-					for pages := 1; ; pages++ {
-						p := get(vars)
-						if p.PageInfo.HasPreviousPage != (len(seen) > 0) {
-							t.Fatalf("page %d forward: hasPreviousPage %v after %d items", pages, p.PageInfo.HasPreviousPage, len(seen))
-						}
-						seen = append(seen, names(p)...)
-						if p.PageInfo.HasNextPage != (len(seen) < n) {
-							t.Fatalf("page %d forward: hasNextPage %v with %d of %d seen", pages, p.PageInfo.HasNextPage, len(seen), n)
-						}
-						if !p.PageInfo.HasNextPage {
-							return seen
-						}
-						vars["after"] = *p.PageInfo.EndCursor
-					}
-				}
-				if got := forward("NAME"); !slices.Equal(got, byName) {
-					t.Errorf("forward by name: %v, want %v", got, byName)
-				}
-				created := slices.Clone(byName)
-				slices.Reverse(created)
-				if got := forward("OLDEST_FIRST"); !slices.Equal(got, created) {
-					t.Errorf("forward oldest first: %v, want %v", got, created)
-				}
-				var seen []string
-				vars := map[string]any{"last": pageSize}
-				for pages := 1; ; pages++ {
-					p := get(vars)
-					if p.PageInfo.HasNextPage != (len(seen) > 0) {
-						t.Fatalf("page %d backward: hasNextPage %v after %d items", pages, p.PageInfo.HasNextPage, len(seen))
-					}
-					seen = append(names(p), seen...)
-					if p.PageInfo.HasPreviousPage != (len(seen) < n) {
-						t.Fatalf("page %d backward: hasPreviousPage %v with %d of %d seen", pages, p.PageInfo.HasPreviousPage, len(seen), n)
-					}
-					if !p.PageInfo.HasPreviousPage {
-						break
-					}
-					vars["before"] = *p.PageInfo.StartCursor
-				}
-				if !slices.Equal(seen, byName) {
-					t.Errorf("backward by name: %v, want %v", seen, byName)
 				}
 			})
 		}
@@ -128,13 +171,15 @@ func TestCatalogConnections(t *testing.T) {
 	t.Run("bad arguments are refused with their field", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t)
-		for _, c := range []struct{ args, field string }{
-			{"first: 101", "first"}, {"last: -1", "last"}, {"first: 1, last: 1", "last"},
-			{`after: "nope"`, "after"}, {`before: "eyJuIjoiIn0"`, "before"},
-		} {
-			r := e.do(e.operator, `{ flavorsConnection(`+c.args+`) { totalCount } }`, nil)
-			if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != c.field {
-				t.Errorf("%s: %+v", c.args, r.Errors)
+		for _, field := range []string{"flavorsConnection", "instances"} {
+			for _, c := range []struct{ args, field string }{
+				{"first: 101", "first"}, {"last: -1", "last"}, {"first: 1, last: 1", "last"},
+				{`after: "nope"`, "after"}, {`before: "eyJuIjoiIn0"`, "before"},
+			} {
+				r := e.do(e.operator, `{ `+field+`(`+c.args+`) { totalCount } }`, nil)
+				if r.code() != "INVALID_INPUT" || r.Errors[0].Extensions.Field != c.field {
+					t.Errorf("%s(%s): %+v", field, c.args, r.Errors)
+				}
 			}
 		}
 	})

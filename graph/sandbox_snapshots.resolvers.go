@@ -14,6 +14,7 @@ import (
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
+	"github.com/google/uuid"
 )
 
 // CreateSandboxSnapshot is the resolver for the createSandboxSnapshot field.
@@ -51,21 +52,19 @@ func (r *queryResolver) SandboxSnapshots(ctx context.Context, first *int, after 
 	if err != nil {
 		return model.SandboxSnapshotConnection{}, err
 	}
-	page, err := pageOf(ids.SandboxSnapshot, first, after)
+	page, err := pageOf(ids.SandboxSnapshot, relay{first, last, after, before}, orderBy)
 	if err != nil {
 		return model.SandboxSnapshotConnection{}, err
 	}
-	items, hasNext, err := r.svc.SandboxSnapshots(ctx, f, page)
+	items, info, err := r.svc.SandboxSnapshots(ctx, f, page)
 	if err != nil {
 		return model.SandboxSnapshotConnection{}, err
 	}
-	conn := model.SandboxSnapshotConnection{Nodes: items, Edges: make([]model.SandboxSnapshotEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
-	for i, snap := range items {
-		conn.Edges[i] = model.SandboxSnapshotEdge{Cursor: ids.Encode(ids.SandboxSnapshot, snap.ID), Node: snap}
-	}
-	if n := len(items); n > 0 {
-		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
-	}
+	conn := model.SandboxSnapshotConnection{Nodes: items}
+	conn.Edges, conn.PageInfo = idEdges(ids.SandboxSnapshot, items, func(x domain.SandboxSnapshot) uuid.UUID { return x.ID }, info,
+		func(c string, x domain.SandboxSnapshot) model.SandboxSnapshotEdge {
+			return model.SandboxSnapshotEdge{Cursor: c, Node: x}
+		})
 	if wantsField(ctx, "totalCount") {
 		if conn.TotalCount, err = r.svc.CountSandboxSnapshots(ctx, f); err != nil {
 			return model.SandboxSnapshotConnection{}, err

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
 	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/model"
@@ -55,19 +54,6 @@ func snapshotFilter(in *model.SandboxSnapshotFilter) (control.SnapshotFilter, er
 	f.SandboxID = d.ptrID(ids.Sandbox, "filter.sandboxId", in.SandboxID)
 	f.State = (*string)(in.State)
 	return f, d.err
-}
-
-// pageOf decodes a list's page arguments, whose cursors are IDs of kind k.
-func pageOf(k ids.Kind, first *int, after *string) (control.Page[uuid.UUID], error) {
-	page := control.Page[uuid.UUID]{First: deref(first)}
-	if after != nil {
-		id, ok := ids.Decode(k, *after)
-		if !ok {
-			return page, apierr.Invalid("after", "not a cursor of this list")
-		}
-		page.After = &id
-	}
-	return page, nil
 }
 
 // envVars takes environment variables as given.

@@ -14,6 +14,7 @@ import (
 	"github.com/better-compute/vps/graph/generated"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/ids"
+	"github.com/google/uuid"
 )
 
 // CreateSandboxTemplate is the resolver for the createSandboxTemplate field.
@@ -132,21 +133,19 @@ func (r *queryResolver) SandboxTemplate(ctx context.Context, id string) (domain.
 
 // SandboxTemplates is the resolver for the sandboxTemplates field.
 func (r *queryResolver) SandboxTemplates(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder) (model.SandboxTemplateConnection, error) {
-	page, err := pageOf(ids.SandboxTemplate, first, after)
+	page, err := pageOf(ids.SandboxTemplate, relay{first, last, after, before}, orderBy)
 	if err != nil {
 		return model.SandboxTemplateConnection{}, err
 	}
-	items, hasNext, err := r.svc.SandboxTemplates(ctx, page)
+	items, info, err := r.svc.SandboxTemplates(ctx, page)
 	if err != nil {
 		return model.SandboxTemplateConnection{}, err
 	}
-	conn := model.SandboxTemplateConnection{Nodes: items, Edges: make([]model.SandboxTemplateEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
-	for i, t := range items {
-		conn.Edges[i] = model.SandboxTemplateEdge{Cursor: ids.Encode(ids.SandboxTemplate, t.ID), Node: t}
-	}
-	if n := len(items); n > 0 {
-		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
-	}
+	conn := model.SandboxTemplateConnection{Nodes: items}
+	conn.Edges, conn.PageInfo = idEdges(ids.SandboxTemplate, items, func(x domain.SandboxTemplate) uuid.UUID { return x.ID }, info,
+		func(c string, x domain.SandboxTemplate) model.SandboxTemplateEdge {
+			return model.SandboxTemplateEdge{Cursor: c, Node: x}
+		})
 	if wantsField(ctx, "totalCount") {
 		if conn.TotalCount, err = r.svc.CountSandboxTemplates(ctx); err != nil {
 			return model.SandboxTemplateConnection{}, err
@@ -170,21 +169,17 @@ func (r *queryResolver) Sandboxes(ctx context.Context, first *int, after *string
 	if err != nil {
 		return model.SandboxConnection{}, err
 	}
-	page, err := pageOf(ids.Sandbox, first, after)
+	page, err := pageOf(ids.Sandbox, relay{first, last, after, before}, orderBy)
 	if err != nil {
 		return model.SandboxConnection{}, err
 	}
-	items, hasNext, err := r.svc.Sandboxes(ctx, f, page)
+	items, info, err := r.svc.Sandboxes(ctx, f, page)
 	if err != nil {
 		return model.SandboxConnection{}, err
 	}
-	conn := model.SandboxConnection{Nodes: items, Edges: make([]model.SandboxEdge, len(items)), PageInfo: model.PageInfo{HasNextPage: hasNext}}
-	for i, sbx := range items {
-		conn.Edges[i] = model.SandboxEdge{Cursor: ids.Encode(ids.Sandbox, sbx.ID), Node: sbx}
-	}
-	if n := len(items); n > 0 {
-		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
-	}
+	conn := model.SandboxConnection{Nodes: items}
+	conn.Edges, conn.PageInfo = idEdges(ids.Sandbox, items, func(x domain.Sandbox) uuid.UUID { return x.ID }, info,
+		func(c string, x domain.Sandbox) model.SandboxEdge { return model.SandboxEdge{Cursor: c, Node: x} })
 	if wantsField(ctx, "totalCount") {
 		if conn.TotalCount, err = r.svc.CountSandboxes(ctx, f); err != nil {
 			return model.SandboxConnection{}, err

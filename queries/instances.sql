@@ -30,7 +30,8 @@ SELECT * FROM instances WHERE id = $1 FOR NO KEY UPDATE;
 -- name: GetInstanceByIdempotencyKey :one
 SELECT * FROM instances WHERE tenant_id = $1 AND idempotency_key = $2;
 
--- ListInstances pages newest first. A NULL argument does not filter.
+-- ListInstances reads a page between the IDs lo and hi, newest first;
+-- ListInstancesAsc the same page oldest first (control.keyset).
 -- name: ListInstances :many
 SELECT * FROM instances
 WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
@@ -39,8 +40,22 @@ WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
   AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name))
   AND (NOT @exclude_deleted::boolean OR state <> 'DELETED')
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
 ORDER BY id DESC
+LIMIT @lim;
+
+-- name: ListInstancesAsc :many
+SELECT * FROM instances
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(pool)::uuid IS NULL OR pool_id = sqlc.narg(pool))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(desired_state)::text IS NULL OR desired_state = sqlc.narg(desired_state))
+  AND (sqlc.narg(name)::text IS NULL OR name = sqlc.narg(name))
+  AND (NOT @exclude_deleted::boolean OR state <> 'DELETED')
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
+ORDER BY id
 LIMIT @lim;
 
 -- name: CountInstances :one

@@ -12,14 +12,28 @@ SELECT * FROM sandbox_snapshots WHERE id = $1 FOR UPDATE;
 
 -- ListSandboxSnapshots pages live snapshots newest first. A NULL argument
 -- does not filter.
+-- It reads a page between the IDs lo and hi; ListSandboxSnapshotsAsc reads the same
+-- page oldest first (control.keyset).
 -- name: ListSandboxSnapshots :many
 SELECT * FROM sandbox_snapshots
 WHERE deleted_at IS NULL
   AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (sqlc.narg(sandbox)::uuid IS NULL OR sandbox_id = sqlc.narg(sandbox))
   AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
 ORDER BY id DESC
+LIMIT @lim;
+
+-- name: ListSandboxSnapshotsAsc :many
+SELECT * FROM sandbox_snapshots
+WHERE deleted_at IS NULL
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(sandbox)::uuid IS NULL OR sandbox_id = sqlc.narg(sandbox))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
+ORDER BY id
 LIMIT @lim;
 
 -- name: CountSandboxSnapshots :one

@@ -22,12 +22,24 @@ SELECT * FROM sandbox_templates WHERE id = ANY(@ids::uuid[]);
 
 -- ListSandboxTemplates pages newest first through the live templates a
 -- tenant sees: its own and the public ones; a NULL tenant sees all.
+-- It reads a page between the IDs lo and hi; ListSandboxTemplatesAsc reads the same
+-- page oldest first (control.keyset).
 -- name: ListSandboxTemplates :many
 SELECT * FROM sandbox_templates
 WHERE deleted_at IS NULL
   AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant) OR public)
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
 ORDER BY id DESC
+LIMIT @lim;
+
+-- name: ListSandboxTemplatesAsc :many
+SELECT * FROM sandbox_templates
+WHERE deleted_at IS NULL
+  AND (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant) OR public)
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
+ORDER BY id
 LIMIT @lim;
 
 -- name: CountSandboxTemplates :one

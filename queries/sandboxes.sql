@@ -23,14 +23,28 @@ SELECT * FROM sandbox_views WHERE tenant_id = $1 AND idempotency_key = $2;
 
 -- ListSandboxes pages newest first. A NULL argument does not filter;
 -- metadata filters by containment (every pair given).
+-- It reads a page between the IDs lo and hi; ListSandboxesAsc reads the same
+-- page oldest first (control.keyset).
 -- name: ListSandboxes :many
 SELECT * FROM sandbox_views
 WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
   AND (sqlc.narg(template)::uuid IS NULL OR template_id = sqlc.narg(template))
   AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (sqlc.narg(metadata)::jsonb IS NULL OR metadata @> sqlc.narg(metadata))
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
 ORDER BY id DESC
+LIMIT @lim;
+
+-- name: ListSandboxesAsc :many
+SELECT * FROM sandbox_views
+WHERE (sqlc.narg(tenant)::uuid IS NULL OR tenant_id = sqlc.narg(tenant))
+  AND (sqlc.narg(template)::uuid IS NULL OR template_id = sqlc.narg(template))
+  AND (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
+  AND (sqlc.narg(metadata)::jsonb IS NULL OR metadata @> sqlc.narg(metadata))
+  AND (sqlc.narg(lo)::uuid IS NULL OR id > sqlc.narg(lo))
+  AND (sqlc.narg(hi)::uuid IS NULL OR id < sqlc.narg(hi))
+ORDER BY id
 LIMIT @lim;
 
 -- name: CountSandboxes :one

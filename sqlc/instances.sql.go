@@ -435,9 +435,10 @@ WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($4::text IS NULL OR desired_state = $4)
   AND ($5::text IS NULL OR name = $5)
   AND (NOT $6::boolean OR state <> 'DELETED')
-  AND ($7::uuid IS NULL OR id < $7)
+  AND ($7::uuid IS NULL OR id > $7)
+  AND ($8::uuid IS NULL OR id < $8)
 ORDER BY id DESC
-LIMIT $8
+LIMIT $9
 `
 
 type ListInstancesParams struct {
@@ -447,11 +448,13 @@ type ListInstancesParams struct {
 	DesiredState   *string
 	Name           *string
 	ExcludeDeleted bool
-	After          *uuid.UUID
+	Lo             *uuid.UUID
+	Hi             *uuid.UUID
 	Lim            int32
 }
 
-// ListInstances pages newest first. A NULL argument does not filter.
+// ListInstances reads a page between the IDs lo and hi, newest first;
+// ListInstancesAsc the same page oldest first (control.keyset).
 func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([]Instance, error) {
 	rows, err := q.db.Query(ctx, listInstances,
 		arg.Tenant,
@@ -460,7 +463,111 @@ func (q *Queries) ListInstances(ctx context.Context, arg ListInstancesParams) ([
 		arg.DesiredState,
 		arg.Name,
 		arg.ExcludeDeleted,
-		arg.After,
+		arg.Lo,
+		arg.Hi,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Instance{}
+	for rows.Next() {
+		var i Instance
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.ImageUrl,
+			&i.ImageSha256,
+			&i.ImageFormat,
+			&i.ImageVerified,
+			&i.Name,
+			&i.SshKeys,
+			&i.Vcpus,
+			&i.MemoryMb,
+			&i.DiskGb,
+			&i.GpuModel,
+			&i.GpuCount,
+			&i.DesiredState,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SpecPower,
+			&i.SpecGeneration,
+			&i.Mac,
+			&i.ObservedState,
+			&i.ObservedReason,
+			&i.ObservedAt,
+			&i.AvoidHostID,
+			&i.ProviderServerID,
+			&i.ProviderServerAt,
+			&i.ProviderStatus,
+			&i.ProviderAddresses,
+			&i.UserDataSealed,
+			&i.SandboxID,
+			&i.WarmTemplateID,
+			&i.RestoreFrom,
+			&i.ClaimedAt,
+			&i.NetworkPolicy,
+			&i.WarmTemplateVersion,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
+			&i.EnvSealed,
+			&i.RebootCommandID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listInstancesAsc = `-- name: ListInstancesAsc :many
+SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances
+WHERE ($1::uuid IS NULL OR tenant_id = $1)
+  AND ($2::uuid IS NULL OR pool_id = $2)
+  AND ($3::text IS NULL OR state = $3)
+  AND ($4::text IS NULL OR desired_state = $4)
+  AND ($5::text IS NULL OR name = $5)
+  AND (NOT $6::boolean OR state <> 'DELETED')
+  AND ($7::uuid IS NULL OR id > $7)
+  AND ($8::uuid IS NULL OR id < $8)
+ORDER BY id
+LIMIT $9
+`
+
+type ListInstancesAscParams struct {
+	Tenant         *uuid.UUID
+	Pool           *uuid.UUID
+	State          *string
+	DesiredState   *string
+	Name           *string
+	ExcludeDeleted bool
+	Lo             *uuid.UUID
+	Hi             *uuid.UUID
+	Lim            int32
+}
+
+func (q *Queries) ListInstancesAsc(ctx context.Context, arg ListInstancesAscParams) ([]Instance, error) {
+	rows, err := q.db.Query(ctx, listInstancesAsc,
+		arg.Tenant,
+		arg.Pool,
+		arg.State,
+		arg.DesiredState,
+		arg.Name,
+		arg.ExcludeDeleted,
+		arg.Lo,
+		arg.Hi,
 		arg.Lim,
 	)
 	if err != nil {

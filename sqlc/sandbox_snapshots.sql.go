@@ -189,27 +189,102 @@ WHERE deleted_at IS NULL
   AND ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR sandbox_id = $2)
   AND ($3::text IS NULL OR state = $3)
-  AND ($4::uuid IS NULL OR id < $4)
+  AND ($4::uuid IS NULL OR id > $4)
+  AND ($5::uuid IS NULL OR id < $5)
 ORDER BY id DESC
-LIMIT $5
+LIMIT $6
 `
 
 type ListSandboxSnapshotsParams struct {
 	Tenant  *uuid.UUID
 	Sandbox *uuid.UUID
 	State   *string
-	After   *uuid.UUID
+	Lo      *uuid.UUID
+	Hi      *uuid.UUID
 	Lim     int32
 }
 
 // ListSandboxSnapshots pages live snapshots newest first. A NULL argument
 // does not filter.
+// It reads a page between the IDs lo and hi; ListSandboxSnapshotsAsc reads the same
+// page oldest first (control.keyset).
 func (q *Queries) ListSandboxSnapshots(ctx context.Context, arg ListSandboxSnapshotsParams) ([]SandboxSnapshot, error) {
 	rows, err := q.db.Query(ctx, listSandboxSnapshots,
 		arg.Tenant,
 		arg.Sandbox,
 		arg.State,
-		arg.After,
+		arg.Lo,
+		arg.Hi,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SandboxSnapshot{}
+	for rows.Next() {
+		var i SandboxSnapshot
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.SandboxID,
+			&i.TemplateID,
+			&i.Name,
+			&i.State,
+			&i.StateReason,
+			&i.HostID,
+			&i.SizeBytes,
+			&i.Sha256,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.SettledAt,
+			&i.DeletedAt,
+			&i.PrincipalInstanceID,
+			&i.Purged,
+			&i.HostCertified,
+			&i.HostCertValidBefore,
+			&i.CommandID,
+			&i.PurgeCommandID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSandboxSnapshotsAsc = `-- name: ListSandboxSnapshotsAsc :many
+SELECT id, tenant_id, sandbox_id, template_id, name, state, state_reason, host_id, size_bytes, sha256, version, created_at, updated_at, settled_at, deleted_at, principal_instance_id, purged, host_certified, host_cert_valid_before, command_id, purge_command_id FROM sandbox_snapshots
+WHERE deleted_at IS NULL
+  AND ($1::uuid IS NULL OR tenant_id = $1)
+  AND ($2::uuid IS NULL OR sandbox_id = $2)
+  AND ($3::text IS NULL OR state = $3)
+  AND ($4::uuid IS NULL OR id > $4)
+  AND ($5::uuid IS NULL OR id < $5)
+ORDER BY id
+LIMIT $6
+`
+
+type ListSandboxSnapshotsAscParams struct {
+	Tenant  *uuid.UUID
+	Sandbox *uuid.UUID
+	State   *string
+	Lo      *uuid.UUID
+	Hi      *uuid.UUID
+	Lim     int32
+}
+
+func (q *Queries) ListSandboxSnapshotsAsc(ctx context.Context, arg ListSandboxSnapshotsAscParams) ([]SandboxSnapshot, error) {
+	rows, err := q.db.Query(ctx, listSandboxSnapshotsAsc,
+		arg.Tenant,
+		arg.Sandbox,
+		arg.State,
+		arg.Lo,
+		arg.Hi,
 		arg.Lim,
 	)
 	if err != nil {

@@ -172,21 +172,92 @@ const listSandboxTemplates = `-- name: ListSandboxTemplates :many
 SELECT id, tenant_id, public, name, pool_id, flavor_id, image_id, ssh_keys, default_timeout_s, max_timeout_s, warm_count, version, created_at, updated_at, deleted_at, env, env_names, network, instance_version FROM sandbox_templates
 WHERE deleted_at IS NULL
   AND ($1::uuid IS NULL OR tenant_id = $1 OR public)
-  AND ($2::uuid IS NULL OR id < $2)
+  AND ($2::uuid IS NULL OR id > $2)
+  AND ($3::uuid IS NULL OR id < $3)
 ORDER BY id DESC
-LIMIT $3
+LIMIT $4
 `
 
 type ListSandboxTemplatesParams struct {
 	Tenant *uuid.UUID
-	After  *uuid.UUID
+	Lo     *uuid.UUID
+	Hi     *uuid.UUID
 	Lim    int32
 }
 
 // ListSandboxTemplates pages newest first through the live templates a
 // tenant sees: its own and the public ones; a NULL tenant sees all.
+// It reads a page between the IDs lo and hi; ListSandboxTemplatesAsc reads the same
+// page oldest first (control.keyset).
 func (q *Queries) ListSandboxTemplates(ctx context.Context, arg ListSandboxTemplatesParams) ([]SandboxTemplate, error) {
-	rows, err := q.db.Query(ctx, listSandboxTemplates, arg.Tenant, arg.After, arg.Lim)
+	rows, err := q.db.Query(ctx, listSandboxTemplates,
+		arg.Tenant,
+		arg.Lo,
+		arg.Hi,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SandboxTemplate{}
+	for rows.Next() {
+		var i SandboxTemplate
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Public,
+			&i.Name,
+			&i.PoolID,
+			&i.FlavorID,
+			&i.ImageID,
+			&i.SshKeys,
+			&i.DefaultTimeoutS,
+			&i.MaxTimeoutS,
+			&i.WarmCount,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Env,
+			&i.EnvNames,
+			&i.Network,
+			&i.InstanceVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSandboxTemplatesAsc = `-- name: ListSandboxTemplatesAsc :many
+SELECT id, tenant_id, public, name, pool_id, flavor_id, image_id, ssh_keys, default_timeout_s, max_timeout_s, warm_count, version, created_at, updated_at, deleted_at, env, env_names, network, instance_version FROM sandbox_templates
+WHERE deleted_at IS NULL
+  AND ($1::uuid IS NULL OR tenant_id = $1 OR public)
+  AND ($2::uuid IS NULL OR id > $2)
+  AND ($3::uuid IS NULL OR id < $3)
+ORDER BY id
+LIMIT $4
+`
+
+type ListSandboxTemplatesAscParams struct {
+	Tenant *uuid.UUID
+	Lo     *uuid.UUID
+	Hi     *uuid.UUID
+	Lim    int32
+}
+
+func (q *Queries) ListSandboxTemplatesAsc(ctx context.Context, arg ListSandboxTemplatesAscParams) ([]SandboxTemplate, error) {
+	rows, err := q.db.Query(ctx, listSandboxTemplatesAsc,
+		arg.Tenant,
+		arg.Lo,
+		arg.Hi,
+		arg.Lim,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -175,9 +175,10 @@ WHERE ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::uuid IS NULL OR template_id = $2)
   AND ($3::text IS NULL OR state = $3)
   AND ($4::jsonb IS NULL OR metadata @> $4)
-  AND ($5::uuid IS NULL OR id < $5)
+  AND ($5::uuid IS NULL OR id > $5)
+  AND ($6::uuid IS NULL OR id < $6)
 ORDER BY id DESC
-LIMIT $6
+LIMIT $7
 `
 
 type ListSandboxesParams struct {
@@ -185,19 +186,90 @@ type ListSandboxesParams struct {
 	Template *uuid.UUID
 	State    *string
 	Metadata []byte
-	After    *uuid.UUID
+	Lo       *uuid.UUID
+	Hi       *uuid.UUID
 	Lim      int32
 }
 
 // ListSandboxes pages newest first. A NULL argument does not filter;
 // metadata filters by containment (every pair given).
+// It reads a page between the IDs lo and hi; ListSandboxesAsc reads the same
+// page oldest first (control.keyset).
 func (q *Queries) ListSandboxes(ctx context.Context, arg ListSandboxesParams) ([]SandboxView, error) {
 	rows, err := q.db.Query(ctx, listSandboxes,
 		arg.Tenant,
 		arg.Template,
 		arg.State,
 		arg.Metadata,
-		arg.After,
+		arg.Lo,
+		arg.Hi,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SandboxView{}
+	for rows.Next() {
+		var i SandboxView
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.TemplateID,
+			&i.TemplateVersion,
+			&i.StartedFrom,
+			&i.Metadata,
+			&i.ExpiresAt,
+			&i.EndedAs,
+			&i.EndedAt,
+			&i.IdempotencyKey,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FromSnapshot,
+			&i.InstanceID,
+			&i.State,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSandboxesAsc = `-- name: ListSandboxesAsc :many
+SELECT id, tenant_id, template_id, template_version, started_from, metadata, expires_at, ended_as, ended_at, idempotency_key, version, created_at, updated_at, from_snapshot, instance_id, state FROM sandbox_views
+WHERE ($1::uuid IS NULL OR tenant_id = $1)
+  AND ($2::uuid IS NULL OR template_id = $2)
+  AND ($3::text IS NULL OR state = $3)
+  AND ($4::jsonb IS NULL OR metadata @> $4)
+  AND ($5::uuid IS NULL OR id > $5)
+  AND ($6::uuid IS NULL OR id < $6)
+ORDER BY id
+LIMIT $7
+`
+
+type ListSandboxesAscParams struct {
+	Tenant   *uuid.UUID
+	Template *uuid.UUID
+	State    *string
+	Metadata []byte
+	Lo       *uuid.UUID
+	Hi       *uuid.UUID
+	Lim      int32
+}
+
+func (q *Queries) ListSandboxesAsc(ctx context.Context, arg ListSandboxesAscParams) ([]SandboxView, error) {
+	rows, err := q.db.Query(ctx, listSandboxesAsc,
+		arg.Tenant,
+		arg.Template,
+		arg.State,
+		arg.Metadata,
+		arg.Lo,
+		arg.Hi,
 		arg.Lim,
 	)
 	if err != nil {
