@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: dev build test check generate tools bench screenshots fuzz campaign
+.PHONY: dev build test check generate tools bench screenshots fuzz campaign release image
 
 DEV_FLAGS ?= --sim 3
 
@@ -15,6 +15,15 @@ dev:
 build:
 	$(GO) build -o $(BIN)/better-compute ./cmd/better-compute
 	$(GO) build -o $(BIN)/bcctl ./cmd/bcctl
+
+# Archives of the static binaries with the version stamped in, and their
+# checksums, in dist/ (VERSION=v0.5.0 make release; scripts/release.sh).
+release:
+	bash scripts/release.sh
+
+# The container image of the one binary (packaging/Dockerfile), with podman.
+image:
+	bash scripts/image.sh
 
 # Tests talk to real Postgres and Redis: scripts/services.sh starts them
 # (installing Debian's packages first when root and they are missing).

@@ -80,8 +80,14 @@ fi
 # The console's end-to-end tests (e2e/console_test.go) drive Debian's
 # headless Chromium; they fail, loudly, without it.
 command -v chromium >/dev/null || install chromium
+# The packaging tests (packaging/): systemd-analyze verifies the units,
+# podman builds and runs the container image, with runc (crun refuses the
+# hybrid cgroup hierarchy some machines have).
+command -v systemd-analyze >/dev/null || install systemd
+command -v podman >/dev/null || install podman
+command -v runc >/dev/null || install runc
 # The real-guest test builds its image from Debian packages (scripts/guest).
 if [ "$(id -u)" = 0 ] && ! ls /var/lib/apt/lists/*_Packages* >/dev/null 2>&1; then
 	apt-get update -qq
 fi
-echo "services: Postgres, Redis and libvirtd are up; chromium is installed"
+echo "services: Postgres, Redis and libvirtd are up; chromium, podman and systemd-analyze are installed"

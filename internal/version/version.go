@@ -4,8 +4,19 @@ package version
 
 import "runtime/debug"
 
-// Get returns the running binary's module version and commit.
-func Get() (version, commit string) { return FromBuildInfo(debug.ReadBuildInfo()) }
+// Stamped is the version a release build stamps in at link time
+// (make release: -ldflags "-X …/internal/version.Stamped=v0.5.0"); it wins
+// over the module version, which a build from a checkout does not have.
+var Stamped string
+
+// Get returns the running binary's version and commit.
+func Get() (version, commit string) {
+	version, commit = FromBuildInfo(debug.ReadBuildInfo())
+	if Stamped != "" {
+		version = Stamped
+	}
+	return version, commit
+}
 
 // FromBuildInfo returns the module version and VCS commit that
 // debug.ReadBuildInfo reported, the commit suffixed +dirty when the tree
