@@ -12,7 +12,11 @@ import (
 )
 
 // CreateInstanceCreateInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+// The GraphQL type's documentation follows.
+//
+// What an instance mutation answers.
 type CreateInstanceCreateInstanceInstancePayload struct {
+	// The instance as the mutation left it.
 	Instance CreateInstanceCreateInstanceInstancePayloadInstance `json:"instance"`
 }
 
@@ -22,6 +26,9 @@ func (v *CreateInstanceCreateInstanceInstancePayload) GetInstance() CreateInstan
 }
 
 // CreateInstanceCreateInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type CreateInstanceCreateInstanceInstancePayloadInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -163,13 +170,18 @@ func (v *CreateInstanceCreateInstanceInstancePayloadInstance) __premarshalJSON()
 	return &retval, nil
 }
 
+// What createInstance makes.
 type CreateInstanceInput struct {
 	// Operators name the tenant; members may leave it out.
 	TenantId *string `json:"tenantId"`
-	PoolId   string  `json:"poolId"`
-	FlavorId string  `json:"flavorId"`
-	ImageId  string  `json:"imageId"`
-	Name     string  `json:"name"`
+	// The pool to run in: a hosted or provider pool the tenant may use.
+	PoolId string `json:"poolId"`
+	// Its size.
+	FlavorId string `json:"flavorId"`
+	// The image it boots from: a public one or the tenant's.
+	ImageId string `json:"imageId"`
+	// 1-63 lowercase letters, digits or hyphens, unique in the tenant; the guest's hostname.
+	Name string `json:"name"`
 	// authorized_keys lines; at least one.
 	SshKeys []string `json:"sshKeys"`
 	// Up to 64 KiB; sealed at rest and never readable back.
@@ -209,6 +221,7 @@ func (v *CreateInstanceInput) GetIdempotencyKey() *string { return v.Idempotency
 
 // CreateInstanceResponse is returned by CreateInstance on success.
 type CreateInstanceResponse struct {
+	// Asks for an instance: PENDING until placed, then brought to its desiredState. Counts against the tenant's quota.
 	CreateInstance CreateInstanceCreateInstanceInstancePayload `json:"createInstance"`
 }
 
@@ -218,7 +231,11 @@ func (v *CreateInstanceResponse) GetCreateInstance() CreateInstanceCreateInstanc
 }
 
 // CreateSandboxCreateSandboxSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
+// The GraphQL type's documentation follows.
+//
+// What a sandbox mutation answers.
 type CreateSandboxCreateSandboxSandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox CreateSandboxCreateSandboxSandboxPayloadSandbox `json:"sandbox"`
 }
 
@@ -228,6 +245,9 @@ func (v *CreateSandboxCreateSandboxSandboxPayload) GetSandbox() CreateSandboxCre
 }
 
 // CreateSandboxCreateSandboxSandboxPayloadSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type CreateSandboxCreateSandboxSandboxPayloadSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -359,6 +379,7 @@ func (v *CreateSandboxCreateSandboxSandboxPayloadSandbox) __premarshalJSON() (*_
 	return &retval, nil
 }
 
+// What createSandbox makes: from a template, or restored from a snapshot.
 type CreateSandboxInput struct {
 	// Operators name the tenant; members may leave it out.
 	TenantId *string `json:"tenantId"`
@@ -404,6 +425,7 @@ func (v *CreateSandboxInput) GetIdempotencyKey() *string { return v.IdempotencyK
 
 // CreateSandboxResponse is returned by CreateSandbox on success.
 type CreateSandboxResponse struct {
+	// Makes a sandbox and its instance: a free warm instance of its template when there is one (WARM), else one of its own (COLD).
 	CreateSandbox CreateSandboxCreateSandboxSandboxPayload `json:"createSandbox"`
 }
 
@@ -413,7 +435,11 @@ func (v *CreateSandboxResponse) GetCreateSandbox() CreateSandboxCreateSandboxSan
 }
 
 // CreateSandboxSnapshotCreateSandboxSnapshotSandboxSnapshotPayload includes the requested fields of the GraphQL type SandboxSnapshotPayload.
+// The GraphQL type's documentation follows.
+//
+// What a snapshot mutation answers.
 type CreateSandboxSnapshotCreateSandboxSnapshotSandboxSnapshotPayload struct {
+	// The snapshot as the mutation left it.
 	SandboxSnapshot CreateSandboxSnapshotCreateSandboxSnapshotSandboxSnapshotPayloadSandboxSnapshot `json:"sandboxSnapshot"`
 }
 
@@ -557,7 +583,11 @@ func (v *CreateSandboxSnapshotResponse) GetCreateSandboxSnapshot() CreateSandbox
 }
 
 // CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayload includes the requested fields of the GraphQL type SandboxTemplatePayload.
+// The GraphQL type's documentation follows.
+//
+// What a template mutation answers.
 type CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayload struct {
+	// The template as the mutation left it.
 	SandboxTemplate CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayloadSandboxTemplate `json:"sandboxTemplate"`
 }
 
@@ -567,6 +597,9 @@ func (v *CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayload) GetSa
 }
 
 // CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayloadSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayloadSandboxTemplate struct {
 	TemplateFields `json:"-"`
 }
@@ -716,16 +749,20 @@ func (v *CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayloadSandbox
 	return &retval, nil
 }
 
+// What createSandboxTemplate makes.
 type CreateSandboxTemplateInput struct {
 	// Operators name the owning tenant, or leave it out for a public template of no tenant; members may leave it out.
 	TenantId *string `json:"tenantId"`
 	// Operators only.
-	Public *bool  `json:"public"`
-	Name   string `json:"name"`
+	Public *bool `json:"public"`
+	// 1-63 lowercase letters, digits or hyphens, unique in its tenant and among public templates.
+	Name string `json:"name"`
 	// A hosted pool; a public template's must be shared.
-	PoolId   string `json:"poolId"`
+	PoolId string `json:"poolId"`
+	// The size of its instances.
 	FlavorId string `json:"flavorId"`
-	ImageId  string `json:"imageId"`
+	// The image its instances boot from; a public template's must be public.
+	ImageId string `json:"imageId"`
 	// authorized_keys lines; none is allowed.
 	SshKeys []string `json:"sshKeys"`
 	// At most 64 variables and 32 KiB; sealed at rest, never readable back.
@@ -778,6 +815,7 @@ func (v *CreateSandboxTemplateInput) GetWarmCount() *int { return v.WarmCount }
 
 // CreateSandboxTemplateResponse is returned by CreateSandboxTemplate on success.
 type CreateSandboxTemplateResponse struct {
+	// Makes a template of the caller's tenant (operators: of any tenant, or public); its warm instances boot in the background.
 	CreateSandboxTemplate CreateSandboxTemplateCreateSandboxTemplateSandboxTemplatePayload `json:"createSandboxTemplate"`
 }
 
@@ -787,7 +825,11 @@ func (v *CreateSandboxTemplateResponse) GetCreateSandboxTemplate() CreateSandbox
 }
 
 // DeleteInstanceDeleteInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+// The GraphQL type's documentation follows.
+//
+// What an instance mutation answers.
 type DeleteInstanceDeleteInstanceInstancePayload struct {
+	// The instance as the mutation left it.
 	Instance DeleteInstanceDeleteInstanceInstancePayloadInstance `json:"instance"`
 }
 
@@ -797,6 +839,9 @@ func (v *DeleteInstanceDeleteInstanceInstancePayload) GetInstance() DeleteInstan
 }
 
 // DeleteInstanceDeleteInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type DeleteInstanceDeleteInstanceInstancePayloadInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -940,6 +985,7 @@ func (v *DeleteInstanceDeleteInstanceInstancePayloadInstance) __premarshalJSON()
 
 // DeleteInstanceResponse is returned by DeleteInstance on success.
 type DeleteInstanceResponse struct {
+	// Asks for an instance to be deleted: DELETING, then DELETED once what it held is released.
 	DeleteInstance DeleteInstanceDeleteInstanceInstancePayload `json:"deleteInstance"`
 }
 
@@ -949,7 +995,11 @@ func (v *DeleteInstanceResponse) GetDeleteInstance() DeleteInstanceDeleteInstanc
 }
 
 // DeleteSandboxDeleteSandboxSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
+// The GraphQL type's documentation follows.
+//
+// What a sandbox mutation answers.
 type DeleteSandboxDeleteSandboxSandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox DeleteSandboxDeleteSandboxSandboxPayloadSandbox `json:"sandbox"`
 }
 
@@ -959,6 +1009,9 @@ func (v *DeleteSandboxDeleteSandboxSandboxPayload) GetSandbox() DeleteSandboxDel
 }
 
 // DeleteSandboxDeleteSandboxSandboxPayloadSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type DeleteSandboxDeleteSandboxSandboxPayloadSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -1092,6 +1145,7 @@ func (v *DeleteSandboxDeleteSandboxSandboxPayloadSandbox) __premarshalJSON() (*_
 
 // DeleteSandboxResponse is returned by DeleteSandbox on success.
 type DeleteSandboxResponse struct {
+	// Ends a sandbox (DELETED) and deletes its instance; deleting an ended one changes nothing.
 	DeleteSandbox DeleteSandboxDeleteSandboxSandboxPayload `json:"deleteSandbox"`
 }
 
@@ -1101,7 +1155,11 @@ func (v *DeleteSandboxResponse) GetDeleteSandbox() DeleteSandboxDeleteSandboxSan
 }
 
 // DeleteSandboxSnapshotDeleteSandboxSnapshotSandboxSnapshotPayload includes the requested fields of the GraphQL type SandboxSnapshotPayload.
+// The GraphQL type's documentation follows.
+//
+// What a snapshot mutation answers.
 type DeleteSandboxSnapshotDeleteSandboxSnapshotSandboxSnapshotPayload struct {
+	// The snapshot as the mutation left it.
 	SandboxSnapshot DeleteSandboxSnapshotDeleteSandboxSnapshotSandboxSnapshotPayloadSandboxSnapshot `json:"sandboxSnapshot"`
 }
 
@@ -1245,7 +1303,11 @@ func (v *DeleteSandboxSnapshotResponse) GetDeleteSandboxSnapshot() DeleteSandbox
 }
 
 // DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayload includes the requested fields of the GraphQL type SandboxTemplatePayload.
+// The GraphQL type's documentation follows.
+//
+// What a template mutation answers.
 type DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayload struct {
+	// The template as the mutation left it.
 	SandboxTemplate DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayloadSandboxTemplate `json:"sandboxTemplate"`
 }
 
@@ -1255,6 +1317,9 @@ func (v *DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayload) GetSa
 }
 
 // DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayloadSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type DeleteSandboxTemplateDeleteSandboxTemplateSandboxTemplatePayloadSandboxTemplate struct {
 	TemplateFields `json:"-"`
 }
@@ -1415,12 +1480,17 @@ func (v *DeleteSandboxTemplateResponse) GetDeleteSandboxTemplate() DeleteSandbox
 	return v.DeleteSandboxTemplate
 }
 
+// The state an instance was asked to be in; the reconciler brings its state there.
 type DesiredState string
 
 const (
+	// Running (createInstance's default, startInstance).
 	DesiredStateRunning DesiredState = "RUNNING"
+	// Shut down (stopInstance).
 	DesiredStateStopped DesiredState = "STOPPED"
-	DesiredStatePaused  DesiredState = "PAUSED"
+	// Suspended in memory; for sandboxes (pauseSandbox) and warm instances only.
+	DesiredStatePaused DesiredState = "PAUSED"
+	// Deleted (deleteInstance).
 	DesiredStateDeleted DesiredState = "DELETED"
 )
 
@@ -1431,9 +1501,11 @@ var AllDesiredState = []DesiredState{
 	DesiredStateDeleted,
 }
 
+// An environment variable of a sandbox's instance.
 type EnvVarInput struct {
 	// A variable name: letters, digits and underscores, not starting with a digit.
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Its value; sealed at rest and never readable back.
 	Value string `json:"value"`
 }
 
@@ -1443,11 +1515,15 @@ func (v *EnvVarInput) GetName() string { return v.Name }
 // GetValue returns EnvVarInput.Value, and is useful for accessing the field via an interface.
 func (v *EnvVarInput) GetValue() string { return v.Value }
 
+// What happened to an instance.
 type EventType string
 
 const (
+	// It was created (createInstance, a sandbox, a warm pool).
 	EventTypeCreated EventType = "CREATED"
+	// It changed: its state, addresses, certification or anything else; also the type of a current state sent (snapshot).
 	EventTypeUpdated EventType = "UPDATED"
+	// It reached DELETED.
 	EventTypeDeleted EventType = "DELETED"
 )
 
@@ -1458,6 +1534,9 @@ var AllEventType = []EventType{
 }
 
 // GetInstanceInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type GetInstanceInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -1577,6 +1656,7 @@ func (v *GetInstanceInstance) __premarshalJSON() (*__premarshalGetInstanceInstan
 
 // GetInstanceResponse is returned by GetInstance on success.
 type GetInstanceResponse struct {
+	// An instance the caller may see; another tenant's is NOT_FOUND.
 	Instance GetInstanceInstance `json:"instance"`
 }
 
@@ -1585,6 +1665,7 @@ func (v *GetInstanceResponse) GetInstance() GetInstanceInstance { return v.Insta
 
 // GetSandboxResponse is returned by GetSandbox on success.
 type GetSandboxResponse struct {
+	// A sandbox of the caller's tenant (any tenant's, for operators), live or ended.
 	Sandbox GetSandboxSandbox `json:"sandbox"`
 }
 
@@ -1592,6 +1673,9 @@ type GetSandboxResponse struct {
 func (v *GetSandboxResponse) GetSandbox() GetSandboxSandbox { return v.Sandbox }
 
 // GetSandboxSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type GetSandboxSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -1707,6 +1791,7 @@ func (v *GetSandboxSandbox) __premarshalJSON() (*__premarshalGetSandboxSandbox, 
 
 // GetSandboxSnapshotResponse is returned by GetSandboxSnapshot on success.
 type GetSandboxSnapshotResponse struct {
+	// A live snapshot of the caller's tenant (any tenant's, for operators); a deleted one is NOT_FOUND.
 	SandboxSnapshot GetSandboxSnapshotSandboxSnapshot `json:"sandboxSnapshot"`
 }
 
@@ -1832,6 +1917,7 @@ func (v *GetSandboxSnapshotSandboxSnapshot) __premarshalJSON() (*__premarshalGet
 
 // GetSandboxTemplateResponse is returned by GetSandboxTemplate on success.
 type GetSandboxTemplateResponse struct {
+	// A live template the caller may see: its tenant's or a public one (any, for operators).
 	SandboxTemplate GetSandboxTemplateSandboxTemplate `json:"sandboxTemplate"`
 }
 
@@ -1841,6 +1927,9 @@ func (v *GetSandboxTemplateResponse) GetSandboxTemplate() GetSandboxTemplateSand
 }
 
 // GetSandboxTemplateSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type GetSandboxTemplateSandboxTemplate struct {
 	TemplateFields `json:"-"`
 }
@@ -1976,12 +2065,16 @@ func (v *GetSandboxTemplateSandboxTemplate) __premarshalJSON() (*__premarshalGet
 	return &retval, nil
 }
 
+// An image's disk format.
 type ImageFormat string
 
 const (
-	ImageFormatRaw   ImageFormat = "RAW"
+	// A raw disk image.
+	ImageFormatRaw ImageFormat = "RAW"
+	// A QEMU copy-on-write (qcow2) disk image.
 	ImageFormatQcow2 ImageFormat = "QCOW2"
-	ImageFormatIso   ImageFormat = "ISO"
+	// An ISO 9660 image, such as an installer.
+	ImageFormatIso ImageFormat = "ISO"
 )
 
 var AllImageFormat = []ImageFormat{
@@ -1990,10 +2083,14 @@ var AllImageFormat = []ImageFormat{
 	ImageFormatIso,
 }
 
+// Which instances instanceEvents follows; every field given must match.
 type InstanceEventFilter struct {
-	Ids    []string       `json:"ids"`
-	PoolId *string        `json:"poolId"`
-	State  *InstanceState `json:"state"`
+	// Only these instances.
+	Ids []string `json:"ids"`
+	// Only instances of this pool.
+	PoolId *string `json:"poolId"`
+	// Only events that leave an instance in this state.
+	State *InstanceState `json:"state"`
 }
 
 // GetIds returns InstanceEventFilter.Ids, and is useful for accessing the field via an interface.
@@ -2006,11 +2103,17 @@ func (v *InstanceEventFilter) GetPoolId() *string { return v.PoolId }
 func (v *InstanceEventFilter) GetState() *InstanceState { return v.State }
 
 // InstanceEventsInstanceEventsInstanceEvent includes the requested fields of the GraphQL type InstanceEvent.
+// The GraphQL type's documentation follows.
+//
+// A change of an instance, as instanceEvents sends it.
 type InstanceEventsInstanceEventsInstanceEvent struct {
-	Type    EventType `json:"type"`
-	Version int       `json:"version"`
+	// What happened.
+	Type EventType `json:"type"`
+	// The instance's version after the change: order and dedupe by it.
+	Version int `json:"version"`
 	// True for the current state sent on subscribing (includeCurrent) or after a resync.
-	Snapshot bool                                              `json:"snapshot"`
+	Snapshot bool `json:"snapshot"`
+	// The instance as the change left it.
 	Instance InstanceEventsInstanceEventsInstanceEventInstance `json:"instance"`
 }
 
@@ -2029,6 +2132,9 @@ func (v *InstanceEventsInstanceEventsInstanceEvent) GetInstance() InstanceEvents
 }
 
 // InstanceEventsInstanceEventsInstanceEventInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type InstanceEventsInstanceEventsInstanceEventInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -2186,20 +2292,30 @@ func (v *InstanceEventsResponse) GetInstanceEvents() InstanceEventsInstanceEvent
 
 // An instance as the client shows it.
 type InstanceFields struct {
-	Id           string        `json:"id"`
-	Name         string        `json:"name"`
-	State        InstanceState `json:"state"`
-	DesiredState DesiredState  `json:"desiredState"`
+	// Its ID (ins_…).
+	Id string `json:"id"`
+	// Its name, unique in its tenant; the guest's hostname.
+	Name string `json:"name"`
+	// The state it is in.
+	State InstanceState `json:"state"`
+	// The state it was asked to be in.
+	DesiredState DesiredState `json:"desiredState"`
 	// Why it is in its state (an error, what it waits for); null when there is nothing to say.
-	StateReason *string  `json:"stateReason"`
-	Addresses   []string `json:"addresses"`
+	StateReason *string `json:"stateReason"`
+	// Its IP addresses: those its provider gave its server, then those leased from its pool's IP ranges.
+	Addresses []string `json:"addresses"`
 	// Increases with every change; clients order and dedupe by it.
-	Version   int                  `json:"version"`
-	CreatedAt time.Time            `json:"createdAt"`
-	UpdatedAt time.Time            `json:"updatedAt"`
-	Pool      InstanceFieldsPool   `json:"pool"`
-	Flavor    InstanceFieldsFlavor `json:"flavor"`
-	Image     *InstanceFieldsImage `json:"image"`
+	Version int `json:"version"`
+	// When it was asked for.
+	CreatedAt time.Time `json:"createdAt"`
+	// When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// The pool it runs in.
+	Pool InstanceFieldsPool `json:"pool"`
+	// Its size: vCPUs, memory, disk and GPUs.
+	Flavor InstanceFieldsFlavor `json:"flavor"`
+	// The image it was made from; null only if that image is no longer on record.
+	Image *InstanceFieldsImage `json:"image"`
 }
 
 // GetId returns InstanceFields.Id, and is useful for accessing the field via an interface.
@@ -2239,8 +2355,13 @@ func (v *InstanceFields) GetFlavor() InstanceFieldsFlavor { return v.Flavor }
 func (v *InstanceFields) GetImage() *InstanceFieldsImage { return v.Image }
 
 // InstanceFieldsFlavor includes the requested fields of the GraphQL type Flavor.
+// The GraphQL type's documentation follows.
+//
+// A size of instance: what each instance of it holds of its host.
 type InstanceFieldsFlavor struct {
-	Id   string `json:"id"`
+	// Its ID (flv_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
 	Name string `json:"name"`
 }
 
@@ -2251,8 +2372,13 @@ func (v *InstanceFieldsFlavor) GetId() string { return v.Id }
 func (v *InstanceFieldsFlavor) GetName() string { return v.Name }
 
 // InstanceFieldsImage includes the requested fields of the GraphQL type Image.
+// The GraphQL type's documentation follows.
+//
+// A registered disk image instances boot from.
 type InstanceFieldsImage struct {
-	Id   string `json:"id"`
+	// Its ID (img_…).
+	Id string `json:"id"`
+	// 1-100 characters, unique in its tenant and among public images.
 	Name string `json:"name"`
 }
 
@@ -2263,8 +2389,13 @@ func (v *InstanceFieldsImage) GetId() string { return v.Id }
 func (v *InstanceFieldsImage) GetName() string { return v.Name }
 
 // InstanceFieldsPool includes the requested fields of the GraphQL type Pool.
+// The GraphQL type's documentation follows.
+//
+// Where instances are placed: on adopted hosts (class vps-host), at a cloud provider (class provider), or by another module's class.
 type InstanceFieldsPool struct {
-	Id   string `json:"id"`
+	// Its ID (pool_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
 	Name string `json:"name"`
 }
 
@@ -2274,11 +2405,16 @@ func (v *InstanceFieldsPool) GetId() string { return v.Id }
 // GetName returns InstanceFieldsPool.Name, and is useful for accessing the field via an interface.
 func (v *InstanceFieldsPool) GetName() string { return v.Name }
 
+// Which instances a list holds; every field given must match.
 type InstanceFilter struct {
-	PoolId       *string        `json:"poolId"`
-	State        *InstanceState `json:"state"`
-	DesiredState *DesiredState  `json:"desiredState"`
-	Name         *string        `json:"name"`
+	// Only instances of this pool.
+	PoolId *string `json:"poolId"`
+	// Only instances in this state.
+	State *InstanceState `json:"state"`
+	// Only instances asked to be in this state.
+	DesiredState *DesiredState `json:"desiredState"`
+	// Only the instance of exactly this name.
+	Name *string `json:"name"`
 	// Leave DELETED instances out (the console's lists do).
 	ExcludeDeleted *bool `json:"excludeDeleted"`
 }
@@ -2298,21 +2434,34 @@ func (v *InstanceFilter) GetName() *string { return v.Name }
 // GetExcludeDeleted returns InstanceFilter.ExcludeDeleted, and is useful for accessing the field via an interface.
 func (v *InstanceFilter) GetExcludeDeleted() *bool { return v.ExcludeDeleted }
 
+// Where an instance is in its life, as its host or provider reports it.
 type InstanceState string
 
 const (
-	InstanceStatePending      InstanceState = "PENDING"
+	// Waiting to be placed on a host or made at its provider; stateReason says what it waits for.
+	InstanceStatePending InstanceState = "PENDING"
+	// Placed on a host, or its server is being made at its provider.
 	InstanceStateProvisioning InstanceState = "PROVISIONING"
-	InstanceStateStarting     InstanceState = "STARTING"
-	InstanceStateRunning      InstanceState = "RUNNING"
-	InstanceStateStopping     InstanceState = "STOPPING"
-	InstanceStateStopped      InstanceState = "STOPPED"
-	InstanceStatePaused       InstanceState = "PAUSED"
-	InstanceStateRebooting    InstanceState = "REBOOTING"
-	InstanceStateDeleting     InstanceState = "DELETING"
-	InstanceStateDeleted      InstanceState = "DELETED"
-	InstanceStateError        InstanceState = "ERROR"
-	InstanceStateLost         InstanceState = "LOST"
+	// Booting, or starting again after a stop.
+	InstanceStateStarting InstanceState = "STARTING"
+	// Up and running.
+	InstanceStateRunning InstanceState = "RUNNING"
+	// Shutting down.
+	InstanceStateStopping InstanceState = "STOPPING"
+	// Shut down; its disk is kept.
+	InstanceStateStopped InstanceState = "STOPPED"
+	// Suspended in memory (a paused sandbox, or a warm instance waiting to be claimed).
+	InstanceStatePaused InstanceState = "PAUSED"
+	// Its host is rebooting it (rebootInstance); RUNNING again once done.
+	InstanceStateRebooting InstanceState = "REBOOTING"
+	// Being removed from its host or provider.
+	InstanceStateDeleting InstanceState = "DELETING"
+	// Gone, with what it held released; kept for its history.
+	InstanceStateDeleted InstanceState = "DELETED"
+	// Failed; stateReason says why.
+	InstanceStateError InstanceState = "ERROR"
+	// Its host went silent or its server disappeared at its provider; it returns once seen again.
+	InstanceStateLost InstanceState = "LOST"
 )
 
 var AllInstanceState = []InstanceState{
@@ -2331,14 +2480,24 @@ var AllInstanceState = []InstanceState{
 }
 
 // ListFlavorsFlavorsFlavor includes the requested fields of the GraphQL type Flavor.
+// The GraphQL type's documentation follows.
+//
+// A size of instance: what each instance of it holds of its host.
 type ListFlavorsFlavorsFlavor struct {
-	Id       string  `json:"id"`
-	Name     string  `json:"name"`
-	Vcpus    int     `json:"vcpus"`
-	MemoryMb int     `json:"memoryMb"`
-	DiskGb   int     `json:"diskGb"`
+	// Its ID (flv_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
+	Name string `json:"name"`
+	// vCPUs.
+	Vcpus int `json:"vcpus"`
+	// Memory, in MiB.
+	MemoryMb int `json:"memoryMb"`
+	// Disk, in GiB.
+	DiskGb int `json:"diskGb"`
+	// The model of GPU it passes through; null when it has none.
 	GpuModel *string `json:"gpuModel"`
-	GpuCount int     `json:"gpuCount"`
+	// How many GPUs of gpuModel it passes through; 0 for none.
+	GpuCount int `json:"gpuCount"`
 }
 
 // GetId returns ListFlavorsFlavorsFlavor.Id, and is useful for accessing the field via an interface.
@@ -2372,14 +2531,24 @@ type ListFlavorsResponse struct {
 func (v *ListFlavorsResponse) GetFlavors() []ListFlavorsFlavorsFlavor { return v.Flavors }
 
 // ListImagesImagesImage includes the requested fields of the GraphQL type Image.
+// The GraphQL type's documentation follows.
+//
+// A registered disk image instances boot from.
 type ListImagesImagesImage struct {
-	Id         string                       `json:"id"`
-	Name       string                       `json:"name"`
-	Format     ImageFormat                  `json:"format"`
-	Visibility Visibility                   `json:"visibility"`
-	Verified   bool                         `json:"verified"`
-	Tenant     *ListImagesImagesImageTenant `json:"tenant"`
-	CreatedAt  time.Time                    `json:"createdAt"`
+	// Its ID (img_…).
+	Id string `json:"id"`
+	// 1-100 characters, unique in its tenant and among public images.
+	Name string `json:"name"`
+	// Its disk format.
+	Format ImageFormat `json:"format"`
+	// Who may use it.
+	Visibility Visibility `json:"visibility"`
+	// Whether an operator vouched for it; a pool with requireVerifiedImage takes only verified images.
+	Verified bool `json:"verified"`
+	// The owning tenant, for visibility TENANT; null for a public image.
+	Tenant *ListImagesImagesImageTenant `json:"tenant"`
+	// When it was registered.
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // GetId returns ListImagesImagesImage.Id, and is useful for accessing the field via an interface.
@@ -2404,8 +2573,13 @@ func (v *ListImagesImagesImage) GetTenant() *ListImagesImagesImageTenant { retur
 func (v *ListImagesImagesImage) GetCreatedAt() time.Time { return v.CreatedAt }
 
 // ListImagesImagesImageTenant includes the requested fields of the GraphQL type Tenant.
+// The GraphQL type's documentation follows.
+//
+// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
 type ListImagesImagesImageTenant struct {
-	Id   string `json:"id"`
+	// Its ID (tnt_…).
+	Id string `json:"id"`
+	// 1-100 characters.
 	Name string `json:"name"`
 }
 
@@ -2425,9 +2599,14 @@ type ListImagesResponse struct {
 func (v *ListImagesResponse) GetImages() []ListImagesImagesImage { return v.Images }
 
 // ListInstancesInstancesInstanceConnection includes the requested fields of the GraphQL type InstanceConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of instances.
 type ListInstancesInstancesInstanceConnection struct {
-	Nodes    []ListInstancesInstancesInstanceConnectionNodesInstance `json:"nodes"`
-	PageInfo ListInstancesInstancesInstanceConnectionPageInfo        `json:"pageInfo"`
+	// The page's items.
+	Nodes []ListInstancesInstancesInstanceConnectionNodesInstance `json:"nodes"`
+	// Where the page is.
+	PageInfo ListInstancesInstancesInstanceConnectionPageInfo `json:"pageInfo"`
 }
 
 // GetNodes returns ListInstancesInstancesInstanceConnection.Nodes, and is useful for accessing the field via an interface.
@@ -2441,6 +2620,9 @@ func (v *ListInstancesInstancesInstanceConnection) GetPageInfo() ListInstancesIn
 }
 
 // ListInstancesInstancesInstanceConnectionNodesInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type ListInstancesInstancesInstanceConnectionNodesInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -2604,6 +2786,7 @@ func (v *ListInstancesInstancesInstanceConnectionPageInfo) GetEndCursor() *strin
 
 // ListInstancesResponse is returned by ListInstances on success.
 type ListInstancesResponse struct {
+	// The instances the caller may see: its tenant's, or every tenant's for operators.
 	Instances ListInstancesInstancesInstanceConnection `json:"instances"`
 }
 
@@ -2613,8 +2796,13 @@ func (v *ListInstancesResponse) GetInstances() ListInstancesInstancesInstanceCon
 }
 
 // ListPoolsPoolsPool includes the requested fields of the GraphQL type Pool.
+// The GraphQL type's documentation follows.
+//
+// Where instances are placed: on adopted hosts (class vps-host), at a cloud provider (class provider), or by another module's class.
 type ListPoolsPoolsPool struct {
-	Id   string `json:"id"`
+	// Its ID (pool_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
 	Name string `json:"name"`
 	// vps-host (hosted), provider, or another module's class.
 	Class string `json:"class"`
@@ -2635,8 +2823,13 @@ func (v *ListPoolsPoolsPool) GetClass() string { return v.Class }
 func (v *ListPoolsPoolsPool) GetTenant() *ListPoolsPoolsPoolTenant { return v.Tenant }
 
 // ListPoolsPoolsPoolTenant includes the requested fields of the GraphQL type Tenant.
+// The GraphQL type's documentation follows.
+//
+// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
 type ListPoolsPoolsPoolTenant struct {
-	Id   string `json:"id"`
+	// Its ID (tnt_…).
+	Id string `json:"id"`
+	// 1-100 characters.
 	Name string `json:"name"`
 }
 
@@ -2667,9 +2860,14 @@ func (v *ListSandboxSnapshotsResponse) GetSandboxSnapshots() ListSandboxSnapshot
 }
 
 // ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection includes the requested fields of the GraphQL type SandboxSnapshotConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of sandbox snapshots.
 type ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection struct {
-	Nodes    []ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot `json:"nodes"`
-	PageInfo ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo               `json:"pageInfo"`
+	// The page's items.
+	Nodes []ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot `json:"nodes"`
+	// Where the page is.
+	PageInfo ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection.Nodes, and is useful for accessing the field via an interface.
@@ -2839,9 +3037,14 @@ func (v *ListSandboxTemplatesResponse) GetSandboxTemplates() ListSandboxTemplate
 }
 
 // ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection includes the requested fields of the GraphQL type SandboxTemplateConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of sandbox templates.
 type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection struct {
-	Nodes    []ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate `json:"nodes"`
-	PageInfo ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo               `json:"pageInfo"`
+	// The page's items.
+	Nodes []ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate `json:"nodes"`
+	// Where the page is.
+	PageInfo ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection.Nodes, and is useful for accessing the field via an interface.
@@ -2855,6 +3058,9 @@ func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection) GetPageI
 }
 
 // ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate struct {
 	TemplateFields `json:"-"`
 }
@@ -3028,6 +3234,7 @@ func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo) 
 
 // ListSandboxesResponse is returned by ListSandboxes on success.
 type ListSandboxesResponse struct {
+	// The sandboxes the caller may see, ended ones included.
 	Sandboxes ListSandboxesSandboxesSandboxConnection `json:"sandboxes"`
 }
 
@@ -3037,9 +3244,14 @@ func (v *ListSandboxesResponse) GetSandboxes() ListSandboxesSandboxesSandboxConn
 }
 
 // ListSandboxesSandboxesSandboxConnection includes the requested fields of the GraphQL type SandboxConnection.
+// The GraphQL type's documentation follows.
+//
+// A page of sandboxes.
 type ListSandboxesSandboxesSandboxConnection struct {
-	Nodes    []ListSandboxesSandboxesSandboxConnectionNodesSandbox `json:"nodes"`
-	PageInfo ListSandboxesSandboxesSandboxConnectionPageInfo       `json:"pageInfo"`
+	// The page's items.
+	Nodes []ListSandboxesSandboxesSandboxConnectionNodesSandbox `json:"nodes"`
+	// Where the page is.
+	PageInfo ListSandboxesSandboxesSandboxConnectionPageInfo `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxesSandboxesSandboxConnection.Nodes, and is useful for accessing the field via an interface.
@@ -3053,6 +3265,9 @@ func (v *ListSandboxesSandboxesSandboxConnection) GetPageInfo() ListSandboxesSan
 }
 
 // ListSandboxesSandboxesSandboxConnectionNodesSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type ListSandboxesSandboxesSandboxConnectionNodesSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -3204,6 +3419,7 @@ func (v *ListSandboxesSandboxesSandboxConnectionPageInfo) GetHasNextPage() bool 
 // GetEndCursor returns ListSandboxesSandboxesSandboxConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
 func (v *ListSandboxesSandboxesSandboxConnectionPageInfo) GetEndCursor() *string { return v.EndCursor }
 
+// The egress a template's instances are allowed; see NetworkPolicy.
 type NetworkPolicyInput struct {
 	// Default true.
 	AllowInternetAccess *bool `json:"allowInternetAccess"`
@@ -3223,7 +3439,11 @@ func (v *NetworkPolicyInput) GetAllowOut() []string { return v.AllowOut }
 func (v *NetworkPolicyInput) GetDenyOut() []string { return v.DenyOut }
 
 // PauseSandboxPauseSandboxSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
+// The GraphQL type's documentation follows.
+//
+// What a sandbox mutation answers.
 type PauseSandboxPauseSandboxSandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox PauseSandboxPauseSandboxSandboxPayloadSandbox `json:"sandbox"`
 }
 
@@ -3233,6 +3453,9 @@ func (v *PauseSandboxPauseSandboxSandboxPayload) GetSandbox() PauseSandboxPauseS
 }
 
 // PauseSandboxPauseSandboxSandboxPayloadSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type PauseSandboxPauseSandboxSandboxPayloadSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -3376,7 +3599,11 @@ func (v *PauseSandboxResponse) GetPauseSandbox() PauseSandboxPauseSandboxSandbox
 }
 
 // RebootInstanceRebootInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+// The GraphQL type's documentation follows.
+//
+// What an instance mutation answers.
 type RebootInstanceRebootInstanceInstancePayload struct {
+	// The instance as the mutation left it.
 	Instance RebootInstanceRebootInstanceInstancePayloadInstance `json:"instance"`
 }
 
@@ -3386,6 +3613,9 @@ func (v *RebootInstanceRebootInstanceInstancePayload) GetInstance() RebootInstan
 }
 
 // RebootInstanceRebootInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type RebootInstanceRebootInstanceInstancePayloadInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -3543,6 +3773,7 @@ func (v *RebootInstanceResponse) GetRebootInstance() RebootInstanceRebootInstanc
 
 // ResumeSandboxResponse is returned by ResumeSandbox on success.
 type ResumeSandboxResponse struct {
+	// Runs a paused sandbox's instance again; its deadline stays as it was.
 	ResumeSandbox ResumeSandboxResumeSandboxSandboxPayload `json:"resumeSandbox"`
 }
 
@@ -3552,7 +3783,11 @@ func (v *ResumeSandboxResponse) GetResumeSandbox() ResumeSandboxResumeSandboxSan
 }
 
 // ResumeSandboxResumeSandboxSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
+// The GraphQL type's documentation follows.
+//
+// What a sandbox mutation answers.
 type ResumeSandboxResumeSandboxSandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox ResumeSandboxResumeSandboxSandboxPayloadSandbox `json:"sandbox"`
 }
 
@@ -3562,6 +3797,9 @@ func (v *ResumeSandboxResumeSandboxSandboxPayload) GetSandbox() ResumeSandboxRes
 }
 
 // ResumeSandboxResumeSandboxSandboxPayloadSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type ResumeSandboxResumeSandboxSandboxPayloadSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -3693,11 +3931,14 @@ func (v *ResumeSandboxResumeSandboxSandboxPayloadSandbox) __premarshalJSON() (*_
 	return &retval, nil
 }
 
+// What a principal may do.
 type Role string
 
 const (
+	// Runs the platform: sees and changes every tenant's objects, and the platform's own.
 	RoleOperator Role = "OPERATOR"
-	RoleMember   Role = "MEMBER"
+	// Acts within its one tenant.
+	RoleMember Role = "MEMBER"
 )
 
 var AllRole = []Role{
@@ -3705,9 +3946,12 @@ var AllRole = []Role{
 	RoleMember,
 }
 
+// Which sandboxes sandboxEvents follows; every field given must match.
 type SandboxEventFilter struct {
-	Ids        []string `json:"ids"`
-	TemplateId *string  `json:"templateId"`
+	// Only these sandboxes.
+	Ids []string `json:"ids"`
+	// Only sandboxes of this template.
+	TemplateId *string `json:"templateId"`
 }
 
 // GetIds returns SandboxEventFilter.Ids, and is useful for accessing the field via an interface.
@@ -3720,6 +3964,7 @@ func (v *SandboxEventFilter) GetTemplateId() *string { return v.TemplateId }
 type SandboxEventType string
 
 const (
+	// It was created (createSandbox).
 	SandboxEventTypeCreated SandboxEventType = "CREATED"
 	// Its instance first reached RUNNING; the sandbox's startedFrom says from a warm or a cold start.
 	SandboxEventTypeStarted SandboxEventType = "STARTED"
@@ -3765,13 +4010,18 @@ func (v *SandboxEventsResponse) GetSandboxEvents() SandboxEventsSandboxEventsSan
 }
 
 // SandboxEventsSandboxEventsSandboxEvent includes the requested fields of the GraphQL type SandboxEvent.
+// The GraphQL type's documentation follows.
+//
+// A step of a sandbox's life, as sandboxEvents and a sandbox's events give it.
 type SandboxEventsSandboxEventsSandboxEvent struct {
+	// What step it was.
 	Type SandboxEventType `json:"type"`
 	// The event's number in its sandbox's events, from 1: order and dedupe by it.
 	Version int `json:"version"`
 	// Why, for FAILED (its instance's state reason) and EXPIRED; empty otherwise.
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	Reason string `json:"reason"`
+	// When it happened.
+	At time.Time `json:"at"`
 	// True for the current state sent on subscribing (includeCurrent) or after a resync.
 	Snapshot bool `json:"snapshot"`
 	// The sandbox as the step left it.
@@ -3799,6 +4049,9 @@ func (v *SandboxEventsSandboxEventsSandboxEvent) GetSandbox() SandboxEventsSandb
 }
 
 // SandboxEventsSandboxEventsSandboxEventSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type SandboxEventsSandboxEventsSandboxEventSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -3932,19 +4185,25 @@ func (v *SandboxEventsSandboxEventsSandboxEventSandbox) __premarshalJSON() (*__p
 
 // A sandbox as the client shows it.
 type SandboxFields struct {
-	Id          string       `json:"id"`
-	State       SandboxState `json:"state"`
-	StartedFrom StartedFrom  `json:"startedFrom"`
+	// Its ID (sbx_…).
+	Id string `json:"id"`
+	// Where it is in its life.
+	State SandboxState `json:"state"`
+	// Whether it claimed a warm instance or booted one of its own.
+	StartedFrom StartedFrom `json:"startedFrom"`
 	// A map of strings.
 	Metadata map[string]interface{} `json:"metadata"`
 	// When it is deleted unless its timeout is set again; the clock runs while it is paused.
 	ExpiresAt time.Time `json:"expiresAt"`
 	// When it expired or was deleted.
-	EndedAt   *time.Time `json:"endedAt"`
-	CreatedAt time.Time  `json:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt"`
+	EndedAt *time.Time `json:"endedAt"`
+	// When it was made.
+	CreatedAt time.Time `json:"createdAt"`
+	// When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
 	// Increases with every change of the sandbox's own.
-	Version  int                                  `json:"version"`
+	Version int `json:"version"`
+	// The template it was made from.
 	Template SandboxFieldsTemplateSandboxTemplate `json:"template"`
 	// The instance that runs it.
 	Instance SandboxFieldsInstance `json:"instance"`
@@ -3984,13 +4243,20 @@ func (v *SandboxFields) GetTemplate() SandboxFieldsTemplateSandboxTemplate { ret
 func (v *SandboxFields) GetInstance() SandboxFieldsInstance { return v.Instance }
 
 // SandboxFieldsInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type SandboxFieldsInstance struct {
-	Id    string        `json:"id"`
-	Name  string        `json:"name"`
+	// Its ID (ins_…).
+	Id string `json:"id"`
+	// Its name, unique in its tenant; the guest's hostname.
+	Name string `json:"name"`
+	// The state it is in.
 	State InstanceState `json:"state"`
 	// Why it is in its state (an error, what it waits for); null when there is nothing to say.
-	StateReason *string  `json:"stateReason"`
-	Addresses   []string `json:"addresses"`
+	StateReason *string `json:"stateReason"`
+	// Its IP addresses: those its provider gave its server, then those leased from its pool's IP ranges.
+	Addresses []string `json:"addresses"`
 }
 
 // GetId returns SandboxFieldsInstance.Id, and is useful for accessing the field via an interface.
@@ -4009,8 +4275,13 @@ func (v *SandboxFieldsInstance) GetStateReason() *string { return v.StateReason 
 func (v *SandboxFieldsInstance) GetAddresses() []string { return v.Addresses }
 
 // SandboxFieldsTemplateSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type SandboxFieldsTemplateSandboxTemplate struct {
-	Id   string `json:"id"`
+	// Its ID (sbt_…).
+	Id string `json:"id"`
+	// Its name, unique in its tenant and among public templates.
 	Name string `json:"name"`
 }
 
@@ -4020,9 +4291,12 @@ func (v *SandboxFieldsTemplateSandboxTemplate) GetId() string { return v.Id }
 // GetName returns SandboxFieldsTemplateSandboxTemplate.Name, and is useful for accessing the field via an interface.
 func (v *SandboxFieldsTemplateSandboxTemplate) GetName() string { return v.Name }
 
+// Which sandboxes a list holds; every field given must match.
 type SandboxFilter struct {
-	TemplateId *string       `json:"templateId"`
-	State      *SandboxState `json:"state"`
+	// Only sandboxes of this template.
+	TemplateId *string `json:"templateId"`
+	// Only sandboxes in this state.
+	State *SandboxState `json:"state"`
 	// Sandboxes having every one of these pairs (a map of strings).
 	Metadata *map[string]interface{} `json:"metadata"`
 }
@@ -4036,9 +4310,12 @@ func (v *SandboxFilter) GetState() *SandboxState { return v.State }
 // GetMetadata returns SandboxFilter.Metadata, and is useful for accessing the field via an interface.
 func (v *SandboxFilter) GetMetadata() *map[string]interface{} { return v.Metadata }
 
+// Which snapshots a list holds; every field given must match.
 type SandboxSnapshotFilter struct {
-	SandboxId *string               `json:"sandboxId"`
-	State     *SandboxSnapshotState `json:"state"`
+	// Only snapshots of this sandbox.
+	SandboxId *string `json:"sandboxId"`
+	// Only snapshots in this state.
+	State *SandboxSnapshotState `json:"state"`
 }
 
 // GetSandboxId returns SandboxSnapshotFilter.SandboxId, and is useful for accessing the field via an interface.
@@ -4052,9 +4329,12 @@ func (v *SandboxSnapshotFilter) GetState() *SandboxSnapshotState { return v.Stat
 type SandboxSnapshotState string
 
 const (
+	// Its host has not reported taking it yet.
 	SandboxSnapshotStatePending SandboxSnapshotState = "PENDING"
-	SandboxSnapshotStateReady   SandboxSnapshotState = "READY"
-	SandboxSnapshotStateFailed  SandboxSnapshotState = "FAILED"
+	// Taken, with its size and sha256: sandboxes may be restored from it.
+	SandboxSnapshotStateReady SandboxSnapshotState = "READY"
+	// Not taken; stateReason says why.
+	SandboxSnapshotStateFailed SandboxSnapshotState = "FAILED"
 )
 
 var AllSandboxSnapshotState = []SandboxSnapshotState{
@@ -4068,13 +4348,20 @@ var AllSandboxSnapshotState = []SandboxSnapshotState{
 type SandboxState string
 
 const (
+	// Its instance is on its way to running: placed, booting, or a claimed warm instance resuming.
 	SandboxStateStarting SandboxState = "STARTING"
-	SandboxStateRunning  SandboxState = "RUNNING"
-	SandboxStatePaused   SandboxState = "PAUSED"
-	SandboxStateError    SandboxState = "ERROR"
-	SandboxStateLost     SandboxState = "LOST"
-	SandboxStateExpired  SandboxState = "EXPIRED"
-	SandboxStateDeleted  SandboxState = "DELETED"
+	// Its instance runs (or reboots).
+	SandboxStateRunning SandboxState = "RUNNING"
+	// Its instance is paused (pauseSandbox); the timeout clock runs on.
+	SandboxStatePaused SandboxState = "PAUSED"
+	// Its instance failed; the instance's stateReason says why.
+	SandboxStateError SandboxState = "ERROR"
+	// Its instance's host went silent.
+	SandboxStateLost SandboxState = "LOST"
+	// It reached its expiresAt and ended.
+	SandboxStateExpired SandboxState = "EXPIRED"
+	// It was deleted (deleteSandbox, or its tenant's deletion).
+	SandboxStateDeleted SandboxState = "DELETED"
 )
 
 var AllSandboxState = []SandboxState{
@@ -4099,7 +4386,11 @@ func (v *SetSandboxTimeoutResponse) GetSetSandboxTimeout() SetSandboxTimeoutSetS
 }
 
 // SetSandboxTimeoutSetSandboxTimeoutSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
+// The GraphQL type's documentation follows.
+//
+// What a sandbox mutation answers.
 type SetSandboxTimeoutSetSandboxTimeoutSandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox SetSandboxTimeoutSetSandboxTimeoutSandboxPayloadSandbox `json:"sandbox"`
 }
 
@@ -4109,6 +4400,9 @@ func (v *SetSandboxTimeoutSetSandboxTimeoutSandboxPayload) GetSandbox() SetSandb
 }
 
 // SetSandboxTimeoutSetSandboxTimeoutSandboxPayloadSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type SetSandboxTimeoutSetSandboxTimeoutSandboxPayloadSandbox struct {
 	SandboxFields `json:"-"`
 }
@@ -4244,15 +4538,19 @@ func (v *SetSandboxTimeoutSetSandboxTimeoutSandboxPayloadSandbox) __premarshalJS
 
 // A sandbox snapshot as the client shows it.
 type SnapshotFields struct {
-	Id    string               `json:"id"`
-	Name  string               `json:"name"`
+	// Its ID (snp_…).
+	Id string `json:"id"`
+	// Its name, unique among its tenant's live snapshots.
+	Name string `json:"name"`
+	// Whether it is taken yet.
 	State SandboxSnapshotState `json:"state"`
 	// Why it FAILED; null otherwise.
 	StateReason *string `json:"stateReason"`
 	// Set once READY.
 	SizeBytes *int64 `json:"sizeBytes"`
 	// The hex SHA-256 of its content, set once READY.
-	Sha256    *string   `json:"sha256"`
+	Sha256 *string `json:"sha256"`
+	// When it was asked for.
 	CreatedAt time.Time `json:"createdAt"`
 	// When it became READY or FAILED.
 	SettledAt *time.Time `json:"settledAt"`
@@ -4288,7 +4586,11 @@ func (v *SnapshotFields) GetSettledAt() *time.Time { return v.SettledAt }
 func (v *SnapshotFields) GetSandbox() SnapshotFieldsSandbox { return v.Sandbox }
 
 // SnapshotFieldsSandbox includes the requested fields of the GraphQL type Sandbox.
+// The GraphQL type's documentation follows.
+//
+// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
 type SnapshotFieldsSandbox struct {
+	// Its ID (sbx_…).
 	Id string `json:"id"`
 }
 
@@ -4297,6 +4599,7 @@ func (v *SnapshotFieldsSandbox) GetId() string { return v.Id }
 
 // StartInstanceResponse is returned by StartInstance on success.
 type StartInstanceResponse struct {
+	// Asks for a stopped instance to run again (desiredState RUNNING).
 	StartInstance StartInstanceStartInstanceInstancePayload `json:"startInstance"`
 }
 
@@ -4306,7 +4609,11 @@ func (v *StartInstanceResponse) GetStartInstance() StartInstanceStartInstanceIns
 }
 
 // StartInstanceStartInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+// The GraphQL type's documentation follows.
+//
+// What an instance mutation answers.
 type StartInstanceStartInstanceInstancePayload struct {
+	// The instance as the mutation left it.
 	Instance StartInstanceStartInstanceInstancePayloadInstance `json:"instance"`
 }
 
@@ -4316,6 +4623,9 @@ func (v *StartInstanceStartInstanceInstancePayload) GetInstance() StartInstanceS
 }
 
 // StartInstanceStartInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type StartInstanceStartInstanceInstancePayloadInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -4462,7 +4772,9 @@ func (v *StartInstanceStartInstanceInstancePayloadInstance) __premarshalJSON() (
 type StartedFrom string
 
 const (
+	// It claimed a warm instance of its template, booted and paused before: the fast start.
 	StartedFromWarm StartedFrom = "WARM"
+	// It booted an instance of its own.
 	StartedFromCold StartedFrom = "COLD"
 )
 
@@ -4473,6 +4785,7 @@ var AllStartedFrom = []StartedFrom{
 
 // StopInstanceResponse is returned by StopInstance on success.
 type StopInstanceResponse struct {
+	// Asks for an instance to shut down (desiredState STOPPED); its disk is kept.
 	StopInstance StopInstanceStopInstanceInstancePayload `json:"stopInstance"`
 }
 
@@ -4482,7 +4795,11 @@ func (v *StopInstanceResponse) GetStopInstance() StopInstanceStopInstanceInstanc
 }
 
 // StopInstanceStopInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
+// The GraphQL type's documentation follows.
+//
+// What an instance mutation answers.
 type StopInstanceStopInstanceInstancePayload struct {
+	// The instance as the mutation left it.
 	Instance StopInstanceStopInstanceInstancePayloadInstance `json:"instance"`
 }
 
@@ -4492,6 +4809,9 @@ func (v *StopInstanceStopInstanceInstancePayload) GetInstance() StopInstanceStop
 }
 
 // StopInstanceStopInstanceInstancePayloadInstance includes the requested fields of the GraphQL type Instance.
+// The GraphQL type's documentation follows.
+//
+// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
 type StopInstanceStopInstanceInstancePayloadInstance struct {
 	InstanceFields `json:"-"`
 }
@@ -4633,7 +4953,9 @@ func (v *StopInstanceStopInstanceInstancePayloadInstance) __premarshalJSON() (*_
 
 // A sandbox template as the client shows it.
 type TemplateFields struct {
-	Id   string `json:"id"`
+	// Its ID (sbt_…).
+	Id string `json:"id"`
+	// Its name, unique in its tenant and among public templates.
 	Name string `json:"name"`
 	// Visible to every tenant.
 	Public bool `json:"public"`
@@ -4644,14 +4966,19 @@ type TemplateFields struct {
 	// How many instances of it wait booted and paused, ready to be claimed.
 	WarmCount int `json:"warmCount"`
 	// The names of its environment variables; the values are sealed and never shown.
-	EnvNames  []string  `json:"envNames"`
+	EnvNames []string `json:"envNames"`
+	// When it was made.
 	CreatedAt time.Time `json:"createdAt"`
+	// When it last changed.
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Increases with every change.
-	Version int                  `json:"version"`
-	Pool    TemplateFieldsPool   `json:"pool"`
-	Flavor  TemplateFieldsFlavor `json:"flavor"`
-	Image   *TemplateFieldsImage `json:"image"`
+	Version int `json:"version"`
+	// The hosted pool its sandboxes and warm instances run in.
+	Pool TemplateFieldsPool `json:"pool"`
+	// The size of its instances.
+	Flavor TemplateFieldsFlavor `json:"flavor"`
+	// The image its instances boot from; null only if that image is no longer on record.
+	Image *TemplateFieldsImage `json:"image"`
 }
 
 // GetId returns TemplateFields.Id, and is useful for accessing the field via an interface.
@@ -4694,8 +5021,13 @@ func (v *TemplateFields) GetFlavor() TemplateFieldsFlavor { return v.Flavor }
 func (v *TemplateFields) GetImage() *TemplateFieldsImage { return v.Image }
 
 // TemplateFieldsFlavor includes the requested fields of the GraphQL type Flavor.
+// The GraphQL type's documentation follows.
+//
+// A size of instance: what each instance of it holds of its host.
 type TemplateFieldsFlavor struct {
-	Id   string `json:"id"`
+	// Its ID (flv_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
 	Name string `json:"name"`
 }
 
@@ -4706,8 +5038,13 @@ func (v *TemplateFieldsFlavor) GetId() string { return v.Id }
 func (v *TemplateFieldsFlavor) GetName() string { return v.Name }
 
 // TemplateFieldsImage includes the requested fields of the GraphQL type Image.
+// The GraphQL type's documentation follows.
+//
+// A registered disk image instances boot from.
 type TemplateFieldsImage struct {
-	Id   string `json:"id"`
+	// Its ID (img_…).
+	Id string `json:"id"`
+	// 1-100 characters, unique in its tenant and among public images.
 	Name string `json:"name"`
 }
 
@@ -4718,8 +5055,13 @@ func (v *TemplateFieldsImage) GetId() string { return v.Id }
 func (v *TemplateFieldsImage) GetName() string { return v.Name }
 
 // TemplateFieldsPool includes the requested fields of the GraphQL type Pool.
+// The GraphQL type's documentation follows.
+//
+// Where instances are placed: on adopted hosts (class vps-host), at a cloud provider (class provider), or by another module's class.
 type TemplateFieldsPool struct {
-	Id   string `json:"id"`
+	// Its ID (pool_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
 	Name string `json:"name"`
 }
 
@@ -4731,16 +5073,26 @@ func (v *TemplateFieldsPool) GetName() string { return v.Name }
 
 // Fields left out stay as they are; env, sshKeys and network given replace the old.
 type UpdateSandboxTemplateInput struct {
-	Id             string              `json:"id"`
-	Name           *string             `json:"name"`
-	FlavorId       *string             `json:"flavorId"`
-	ImageId        *string             `json:"imageId"`
-	SshKeys        []string            `json:"sshKeys"`
-	Env            []EnvVarInput       `json:"env"`
-	Network        *NetworkPolicyInput `json:"network"`
-	DefaultTimeout *int                `json:"defaultTimeout"`
-	MaxTimeout     *int                `json:"maxTimeout"`
-	WarmCount      *int                `json:"warmCount"`
+	// The template's ID (sbt_…).
+	Id string `json:"id"`
+	// A new name.
+	Name *string `json:"name"`
+	// A new size for its instances.
+	FlavorId *string `json:"flavorId"`
+	// A new image for its instances.
+	ImageId *string `json:"imageId"`
+	// authorized_keys lines replacing the old.
+	SshKeys []string `json:"sshKeys"`
+	// Variables replacing the old; at most 64 and 32 KiB.
+	Env []EnvVarInput `json:"env"`
+	// A policy replacing the old; it applies to instances made after.
+	Network *NetworkPolicyInput `json:"network"`
+	// Seconds, at most maxTimeout.
+	DefaultTimeout *int `json:"defaultTimeout"`
+	// Seconds, at most 86400.
+	MaxTimeout *int `json:"maxTimeout"`
+	// At most 100; the warm instances count against the owner's quota.
+	WarmCount *int `json:"warmCount"`
 }
 
 // GetId returns UpdateSandboxTemplateInput.Id, and is useful for accessing the field via an interface.
@@ -4775,6 +5127,7 @@ func (v *UpdateSandboxTemplateInput) GetWarmCount() *int { return v.WarmCount }
 
 // UpdateSandboxTemplateResponse is returned by UpdateSandboxTemplate on success.
 type UpdateSandboxTemplateResponse struct {
+	// Changes what it is given; a change to what an instance holds raises instanceVersion, and older warm instances are never claimed.
 	UpdateSandboxTemplate UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayload `json:"updateSandboxTemplate"`
 }
 
@@ -4784,7 +5137,11 @@ func (v *UpdateSandboxTemplateResponse) GetUpdateSandboxTemplate() UpdateSandbox
 }
 
 // UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayload includes the requested fields of the GraphQL type SandboxTemplatePayload.
+// The GraphQL type's documentation follows.
+//
+// What a template mutation answers.
 type UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayload struct {
+	// The template as the mutation left it.
 	SandboxTemplate UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayloadSandboxTemplate `json:"sandboxTemplate"`
 }
 
@@ -4794,6 +5151,9 @@ func (v *UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayload) GetSa
 }
 
 // UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayloadSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
+// The GraphQL type's documentation follows.
+//
+// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
 type UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayloadSandboxTemplate struct {
 	TemplateFields `json:"-"`
 }
@@ -4947,11 +5307,16 @@ func (v *UpdateSandboxTemplateUpdateSandboxTemplateSandboxTemplatePayloadSandbox
 type UsageGroup string
 
 const (
-	UsageGroupTenant   UsageGroup = "TENANT"
-	UsageGroupPool     UsageGroup = "POOL"
-	UsageGroupFlavor   UsageGroup = "FLAVOR"
+	// One total per tenant (tenantId).
+	UsageGroupTenant UsageGroup = "TENANT"
+	// One total per pool (poolId).
+	UsageGroupPool UsageGroup = "POOL"
+	// One total per flavor (flavorId).
+	UsageGroupFlavor UsageGroup = "FLAVOR"
+	// One total per instance (instanceId).
 	UsageGroupInstance UsageGroup = "INSTANCE"
-	UsageGroupDay      UsageGroup = "DAY"
+	// One total per UTC day (day).
+	UsageGroupDay UsageGroup = "DAY"
 )
 
 var AllUsageGroup = []UsageGroup{
@@ -4983,19 +5348,32 @@ func (v *UsageResponse) GetUsage() []UsageUsageUsageTotal { return v.Usage }
 // (PENDING, PROVISIONING, STARTING, STOPPING, REBOOTING, DELETING, ERROR, LOST)
 // bill nothing.
 type UsageUsageUsageTotal struct {
-	TenantId       *string    `json:"tenantId"`
-	PoolId         *string    `json:"poolId"`
-	FlavorId       *string    `json:"flavorId"`
-	InstanceId     *string    `json:"instanceId"`
-	Day            *time.Time `json:"day"`
-	RunningSeconds float64    `json:"runningSeconds"`
-	PausedSeconds  float64    `json:"pausedSeconds"`
-	StoppedSeconds float64    `json:"stoppedSeconds"`
-	OtherSeconds   float64    `json:"otherSeconds"`
-	VcpuHours      float64    `json:"vcpuHours"`
-	MemoryGibHours float64    `json:"memoryGibHours"`
-	DiskGibHours   float64    `json:"diskGibHours"`
-	GpuHours       float64    `json:"gpuHours"`
+	// The tenant, when grouped by TENANT; null otherwise.
+	TenantId *string `json:"tenantId"`
+	// The pool, when grouped by POOL; null otherwise.
+	PoolId *string `json:"poolId"`
+	// The flavor, when grouped by FLAVOR; null otherwise.
+	FlavorId *string `json:"flavorId"`
+	// The instance, when grouped by INSTANCE; null otherwise.
+	InstanceId *string `json:"instanceId"`
+	// The UTC day (its midnight), when grouped by DAY; null otherwise.
+	Day *time.Time `json:"day"`
+	// Seconds spent RUNNING, summed over instances.
+	RunningSeconds float64 `json:"runningSeconds"`
+	// Seconds spent PAUSED, summed over instances.
+	PausedSeconds float64 `json:"pausedSeconds"`
+	// Seconds spent STOPPED, summed over instances.
+	StoppedSeconds float64 `json:"stoppedSeconds"`
+	// Seconds spent in every other state, summed over instances; they bill nothing.
+	OtherSeconds float64 `json:"otherSeconds"`
+	// vCPUs times hours RUNNING.
+	VcpuHours float64 `json:"vcpuHours"`
+	// GiB of memory times hours RUNNING or PAUSED.
+	MemoryGibHours float64 `json:"memoryGibHours"`
+	// GiB of disk times hours RUNNING, PAUSED or STOPPED.
+	DiskGibHours float64 `json:"diskGibHours"`
+	// GPUs times hours RUNNING or PAUSED.
+	GpuHours float64 `json:"gpuHours"`
 }
 
 // GetTenantId returns UsageUsageUsageTotal.TenantId, and is useful for accessing the field via an interface.
@@ -5047,7 +5425,11 @@ type ViewerResponse struct {
 func (v *ViewerResponse) GetViewer() ViewerViewer { return v.Viewer }
 
 // ViewerViewer includes the requested fields of the GraphQL type Viewer.
+// The GraphQL type's documentation follows.
+//
+// The caller: the principal behind the request's bearer token.
 type ViewerViewer struct {
+	// The principal whose token made the request.
 	Principal ViewerViewerPrincipal `json:"principal"`
 }
 
@@ -5055,10 +5437,17 @@ type ViewerViewer struct {
 func (v *ViewerViewer) GetPrincipal() ViewerViewerPrincipal { return v.Principal }
 
 // ViewerViewerPrincipal includes the requested fields of the GraphQL type Principal.
+// The GraphQL type's documentation follows.
+//
+// Who acts: an operator, or a member of one tenant. createApiToken makes one with its token.
 type ViewerViewerPrincipal struct {
-	Id     string                       `json:"id"`
-	Name   string                       `json:"name"`
-	Role   Role                         `json:"role"`
+	// Its ID (prn_…).
+	Id string `json:"id"`
+	// Its name, as createApiToken was given it.
+	Name string `json:"name"`
+	// Operator or member.
+	Role Role `json:"role"`
+	// A member's tenant; null for operators.
 	Tenant *ViewerViewerPrincipalTenant `json:"tenant"`
 }
 
@@ -5075,8 +5464,13 @@ func (v *ViewerViewerPrincipal) GetRole() Role { return v.Role }
 func (v *ViewerViewerPrincipal) GetTenant() *ViewerViewerPrincipalTenant { return v.Tenant }
 
 // ViewerViewerPrincipalTenant includes the requested fields of the GraphQL type Tenant.
+// The GraphQL type's documentation follows.
+//
+// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
 type ViewerViewerPrincipalTenant struct {
-	Id   string `json:"id"`
+	// Its ID (tnt_…).
+	Id string `json:"id"`
+	// 1-100 characters.
 	Name string `json:"name"`
 }
 
@@ -5086,10 +5480,13 @@ func (v *ViewerViewerPrincipalTenant) GetId() string { return v.Id }
 // GetName returns ViewerViewerPrincipalTenant.Name, and is useful for accessing the field via an interface.
 func (v *ViewerViewerPrincipalTenant) GetName() string { return v.Name }
 
+// Who may use an image.
 type Visibility string
 
 const (
+	// Every tenant.
 	VisibilityPublic Visibility = "PUBLIC"
+	// Its own tenant only.
 	VisibilityTenant Visibility = "TENANT"
 )
 

@@ -36,7 +36,10 @@ func (c *Client) Wait(ctx context.Context, id string, state InstanceState, onSta
 	for {
 		select {
 		case <-ctx.Done():
-			return last, ctx.Err()
+			if last.Id == "" {
+				last = got.Instance.InstanceFields
+			}
+			return last, &StateError{Instance: last, Want: state, Err: ctx.Err()}
 		case err := <-errs:
 			return last, fmt.Errorf("follow instance %s: %w", id, err)
 		case ev, ok := <-events:
@@ -83,10 +86,13 @@ func ended(state, want InstanceState) bool {
 }
 
 // StateError is Wait's failure: the instance ended in a state the wanted
-// one cannot follow.
+// one cannot follow, or was still in another when ctx ended (Err).
 type StateError struct {
 	Instance InstanceFields
 	Want     InstanceState
+	// Err is why the wait stopped early (ctx's error); nil when the
+	// instance ended.
+	Err error
 }
 
 func (e *StateError) Error() string {
@@ -94,5 +100,10 @@ func (e *StateError) Error() string {
 	if e.Instance.StateReason != nil {
 		msg += ": " + *e.Instance.StateReason
 	}
+	if e.Err != nil {
+		msg += " (stopped waiting: " + e.Err.Error() + ")"
+	}
 	return msg
 }
+
+func (e *StateError) Unwrap() error { return e.Err }

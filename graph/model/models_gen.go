@@ -12,43 +12,67 @@ import (
 	"github.com/better-compute/vps/domain"
 )
 
+// A principal's bearer token, without its secret (shown once, by createApiToken).
 type APIToken struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	Role      Role           `json:"role"`
-	Tenant    *domain.Tenant `json:"tenant,omitempty"`
-	CreatedAt time.Time      `json:"createdAt"`
-	ExpiresAt *time.Time     `json:"expiresAt,omitempty"`
-	RevokedAt *time.Time     `json:"revokedAt,omitempty"`
+	// Its ID (tok_…).
+	ID string `json:"id"`
+	// Its name, which is its principal's.
+	Name string `json:"name"`
+	// Its principal's role.
+	Role Role `json:"role"`
+	// Its principal's tenant; null for an operator's token.
+	Tenant *domain.Tenant `json:"tenant,omitempty"`
+	// When it was made.
+	CreatedAt time.Time `json:"createdAt"`
+	// When it stops working; null: never.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// When it was revoked; null while it was not.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
 }
 
 func (APIToken) IsNode() {}
 
+// What revokeApiToken answers.
 type APITokenPayload struct {
+	// The token as the mutation left it.
 	APIToken APIToken `json:"apiToken"`
 }
 
+// A page of audit events, newest first.
 type AuditEventConnection struct {
-	Edges      []AuditEventEdge    `json:"edges"`
-	Nodes      []domain.AuditEvent `json:"nodes"`
-	PageInfo   PageInfo            `json:"pageInfo"`
-	TotalCount int                 `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []AuditEventEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.AuditEvent `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of an AuditEventConnection and its cursor.
 type AuditEventEdge struct {
-	Cursor string            `json:"cursor"`
-	Node   domain.AuditEvent `json:"node"`
+	// Where the item is, for after.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.AuditEvent `json:"node"`
 }
 
+// Which audit events a list holds; every field given must match.
 type AuditEventFilter struct {
 	// Operators only; members always see their own tenant.
-	TenantID *string  `json:"tenantId,omitempty"`
-	Action   *string  `json:"action,omitempty"`
-	TargetID *string  `json:"targetId,omitempty"`
-	Outcome  *Outcome `json:"outcome,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Only events of this action, such as instance.create.
+	Action *string `json:"action,omitempty"`
+	// Only events about this object.
+	TargetID *string `json:"targetId,omitempty"`
+	// Only successes, or only failures.
+	Outcome *Outcome `json:"outcome,omitempty"`
 }
 
+// Names the GPU whose unhealthy mark clearGpuHealth clears.
 type ClearGpuHealthInput struct {
+	// The host's ID (host_…).
 	HostID string `json:"hostId"`
 	// The GPU's PCI address, such as 0000:65:00.0.
 	Address string `json:"address"`
@@ -56,41 +80,61 @@ type ClearGpuHealthInput struct {
 
 // Without tenantId the token belongs to a new operator; with it, to a new member of that tenant.
 type CreateAPITokenInput struct {
-	Name      string     `json:"name"`
-	TenantID  *string    `json:"tenantId,omitempty"`
+	// The new principal's and its token's name: 1-100 characters.
+	Name string `json:"name"`
+	// The tenant the new member belongs to; left out: a new operator.
+	TenantID *string `json:"tenantId,omitempty"`
+	// When the token stops working, in the future; left out: never.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
+// What createApiToken answers: the token, and its secret once.
 type CreateAPITokenPayload struct {
+	// The new token.
 	APIToken APIToken `json:"apiToken"`
 	// The bearer token. Shown once; only its hash is stored.
 	Token string `json:"token"`
 }
 
+// What createFlavor makes.
 type CreateFlavorInput struct {
-	Name                string         `json:"name"`
-	Vcpus               int            `json:"vcpus"`
-	MemoryMb            int            `json:"memoryMb"`
-	DiskGb              int            `json:"diskGb"`
-	GpuModel            *string        `json:"gpuModel,omitempty"`
-	GpuCount            *int           `json:"gpuCount,omitempty"`
+	// A lowercase slug of at most 63 characters, unique on the platform.
+	Name string `json:"name"`
+	// vCPUs; positive.
+	Vcpus int `json:"vcpus"`
+	// Memory, in MiB; positive.
+	MemoryMb int `json:"memoryMb"`
+	// Disk, in GiB; positive.
+	DiskGb int `json:"diskGb"`
+	// The model of GPU to pass through, given exactly when gpuCount is positive.
+	GpuModel *string `json:"gpuModel,omitempty"`
+	// How many GPUs to pass through (default 0).
+	GpuCount *int `json:"gpuCount,omitempty"`
+	// Its server type at each provider, by provider kind: {hetzner: "cx22"}; a provider pool refuses a flavor its provider has none for.
 	ProviderServerTypes map[string]any `json:"providerServerTypes,omitempty"`
 }
 
+// What createHost adopts.
 type CreateHostInput struct {
+	// The hosted pool (class vps-host) it joins.
 	PoolID string `json:"poolId"`
-	Name   string `json:"name"`
+	// A lowercase slug of at most 63 characters, unique on the platform.
+	Name string `json:"name"`
 	// Also give it a bearer credential (default true): the fallback for a
 	// deployment that terminates TLS in front of serve. False: it proves itself by
 	// its certificate alone, got with the join token.
 	BearerCredential *bool `json:"bearerCredential,omitempty"`
 }
 
+// Names the host createHostJoinToken gives a new join token.
 type CreateHostJoinTokenInput struct {
+	// The host's ID (host_…).
 	HostID string `json:"hostId"`
 }
 
+// What createHost and createHostJoinToken answer: the host and, once, what it joins with.
 type CreateHostPayload struct {
+	// The host.
 	Host domain.Host `json:"host"`
 	// The host daemon's bearer credential; null when bearerCredential was false.
 	// Shown once; only its hash is stored.
@@ -104,13 +148,18 @@ type CreateHostPayload struct {
 	JoinCommand *string `json:"joinCommand,omitempty"`
 }
 
+// What createInstance makes.
 type CreateInstanceInput struct {
 	// Operators name the tenant; members may leave it out.
 	TenantID *string `json:"tenantId,omitempty"`
-	PoolID   string  `json:"poolId"`
-	FlavorID string  `json:"flavorId"`
-	ImageID  string  `json:"imageId"`
-	Name     string  `json:"name"`
+	// The pool to run in: a hosted or provider pool the tenant may use.
+	PoolID string `json:"poolId"`
+	// Its size.
+	FlavorID string `json:"flavorId"`
+	// The image it boots from: a public one or the tenant's.
+	ImageID string `json:"imageId"`
+	// 1-63 lowercase letters, digits or hyphens, unique in the tenant; the guest's hostname.
+	Name string `json:"name"`
 	// authorized_keys lines; at least one.
 	SSHKeys []string `json:"sshKeys"`
 	// Up to 64 KiB; sealed at rest and never readable back.
@@ -121,22 +170,36 @@ type CreateInstanceInput struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 }
 
+// What createIpPool adds: an IPv4 range of a pool.
 type CreateIPPoolInput struct {
-	PoolID     string   `json:"poolId"`
-	Cidr       string   `json:"cidr"`
-	Gateway    string   `json:"gateway"`
-	RangeStart string   `json:"rangeStart"`
-	RangeEnd   string   `json:"rangeEnd"`
-	DNS        []string `json:"dns,omitempty"`
+	// The pool whose instances lease from it.
+	PoolID string `json:"poolId"`
+	// An IPv4 network such as 10.0.0.0/24.
+	Cidr string `json:"cidr"`
+	// The gateway: an address of the network outside the range.
+	Gateway string `json:"gateway"`
+	// The first address to lease, in the network.
+	RangeStart string `json:"rangeStart"`
+	// The last address to lease, not before rangeStart; the range holds at most 65536.
+	RangeEnd string `json:"rangeEnd"`
+	// The DNS servers' addresses its instances are given; left out: none.
+	DNS []string `json:"dns,omitempty"`
 }
 
+// What createPool makes.
 type CreatePoolInput struct {
-	Name                 string     `json:"name"`
-	Class                string     `json:"class"`
-	TenantID             *string    `json:"tenantId,omitempty"`
-	Placement            *Placement `json:"placement,omitempty"`
-	SingleTenant         *bool      `json:"singleTenant,omitempty"`
-	RequireVerifiedImage *bool      `json:"requireVerifiedImage,omitempty"`
+	// A lowercase slug of at most 63 characters, unique on the platform.
+	Name string `json:"name"`
+	// vps-host (hosted), provider, or another module's class; a lowercase slug.
+	Class string `json:"class"`
+	// Dedicates the pool to this tenant; left out: shared by every tenant.
+	TenantID *string `json:"tenantId,omitempty"`
+	// How it picks a host: SPREAD (default) or PACK.
+	Placement *Placement `json:"placement,omitempty"`
+	// Place an instance only on a host serving no other tenant (default false).
+	SingleTenant *bool `json:"singleTenant,omitempty"`
+	// Take only verified images (default false).
+	RequireVerifiedImage *bool `json:"requireVerifiedImage,omitempty"`
 	// Required for class provider: the account its instances are created with.
 	ProviderAccountID *string `json:"providerAccountId,omitempty"`
 	// Every host of the pool mounts the same snapshot store (default false); class vps-host only.
@@ -147,16 +210,21 @@ type CreatePoolInput struct {
 	RequireCertifiedHosts *bool `json:"requireCertifiedHosts,omitempty"`
 }
 
+// What createProviderAccount registers.
 type CreateProviderAccountInput struct {
-	Name     string       `json:"name"`
+	// 1-100 characters.
+	Name string `json:"name"`
+	// The provider; one the deployment allows (BC_PROVIDERS).
 	Provider ProviderKind `json:"provider"`
 	// Members may leave it out for their own tenant; operators leave it out for a shared account.
 	TenantID *string `json:"tenantId,omitempty"`
 	// The Hetzner API token, or the Proxmox API token (USER@REALM!TOKENID=SECRET). Sealed at rest; never returned.
-	Credentials string         `json:"credentials"`
-	Settings    map[string]any `json:"settings,omitempty"`
+	Credentials string `json:"credentials"`
+	// Hetzner: location (and endpoint, for another API). Proxmox: endpoint, node, storage, template, insecure. A tenant's endpoint must be one the operator lists.
+	Settings map[string]any `json:"settings,omitempty"`
 }
 
+// What createProviderBootstrap rents.
 type CreateProviderBootstrapInput struct {
 	// An operators' (shared) provider account; a tenant's is refused.
 	ProviderAccountID string `json:"providerAccountId"`
@@ -170,6 +238,7 @@ type CreateProviderBootstrapInput struct {
 	Name string `json:"name"`
 }
 
+// What createSandbox makes: from a template, or restored from a snapshot.
 type CreateSandboxInput struct {
 	// Operators name the tenant; members may leave it out.
 	TenantID *string `json:"tenantId,omitempty"`
@@ -189,6 +258,7 @@ type CreateSandboxInput struct {
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 }
 
+// What createSandboxSnapshot takes.
 type CreateSandboxSnapshotInput struct {
 	// A RUNNING sandbox.
 	SandboxID string `json:"sandboxId"`
@@ -196,16 +266,20 @@ type CreateSandboxSnapshotInput struct {
 	Name string `json:"name"`
 }
 
+// What createSandboxTemplate makes.
 type CreateSandboxTemplateInput struct {
 	// Operators name the owning tenant, or leave it out for a public template of no tenant; members may leave it out.
 	TenantID *string `json:"tenantId,omitempty"`
 	// Operators only.
-	Public *bool  `json:"public,omitempty"`
-	Name   string `json:"name"`
+	Public *bool `json:"public,omitempty"`
+	// 1-63 lowercase letters, digits or hyphens, unique in its tenant and among public templates.
+	Name string `json:"name"`
 	// A hosted pool; a public template's must be shared.
-	PoolID   string `json:"poolId"`
+	PoolID string `json:"poolId"`
+	// The size of its instances.
 	FlavorID string `json:"flavorId"`
-	ImageID  string `json:"imageId"`
+	// The image its instances boot from; a public template's must be public.
+	ImageID string `json:"imageId"`
 	// authorized_keys lines; none is allowed.
 	SSHKeys []string `json:"sshKeys,omitempty"`
 	// At most 64 variables and 32 KiB; sealed at rest, never readable back.
@@ -220,15 +294,21 @@ type CreateSandboxTemplateInput struct {
 	WarmCount *int `json:"warmCount,omitempty"`
 }
 
+// What createTenant makes.
 type CreateTenantInput struct {
+	// 1-100 characters.
 	Name string `json:"name"`
 }
 
+// Names the account deleteProviderAccount deletes.
 type DeleteProviderAccountInput struct {
+	// The account's ID (pa_…).
 	ID string `json:"id"`
 }
 
+// Names the tenant deleteTenant deletes.
 type DeleteTenantInput struct {
+	// The tenant's ID (tnt_…).
 	ID string `json:"id"`
 }
 
@@ -241,7 +321,8 @@ type Doctor struct {
 // One situation the doctor found (docs/operations.md lists every code).
 type DoctorFinding struct {
 	// The kind of finding, such as vps.pools.ipam.
-	Code  string      `json:"code"`
+	Code string `json:"code"`
+	// How urgent it is.
 	Level DoctorLevel `json:"level"`
 	// The API IDs of the objects it is about.
 	Objects []string `json:"objects"`
@@ -251,9 +332,11 @@ type DoctorFinding struct {
 	Remedy string `json:"remedy"`
 }
 
+// An environment variable of a sandbox's instance.
 type EnvVarInput struct {
 	// A variable name: letters, digits and underscores, not starting with a digit.
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Its value; sealed at rest and never readable back.
 	Value string `json:"value"`
 }
 
@@ -277,14 +360,20 @@ type FlavorEdge struct {
 	Node domain.Flavor `json:"node"`
 }
 
+// What createFlavor answers.
 type FlavorPayload struct {
+	// The new flavor.
 	Flavor domain.Flavor `json:"flavor"`
 }
 
+// A GPU of a host, passed through whole to one instance at a time.
 type Gpu struct {
+	// Its PCI address, such as 0000:65:00.0.
 	Address string `json:"address"`
-	Vendor  string `json:"vendor"`
-	Model   string `json:"model"`
+	// Its vendor, such as NVIDIA.
+	Vendor string `json:"vendor"`
+	// Its model, which a flavor's gpuModel asks for.
+	Model string `json:"model"`
 	// False once a fatal Xid (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) its host
 	// reported marked it unhealthy: nothing new is placed on it until an operator
 	// clears the mark (clearGpuHealth).
@@ -294,28 +383,43 @@ type Gpu struct {
 	// The Xid that made the mark, such as "Xid 79: GPU has fallen off the bus."; null while healthy.
 	HealthReason *string `json:"healthReason,omitempty"`
 	// The newest Xid its host reported of it, fatal or not; null for none.
-	LastXid   *int       `json:"lastXid,omitempty"`
+	LastXid *int `json:"lastXid,omitempty"`
+	// When its host read lastXid; null for none.
 	LastXidAt *time.Time `json:"lastXidAt,omitempty"`
 }
 
+// A GPU of a host's inventory, for setHostCapacity.
 type GpuInput struct {
+	// Its PCI address, such as 0000:65:00.0.
 	Address string `json:"address"`
-	Vendor  string `json:"vendor"`
-	Model   string `json:"model"`
+	// Its vendor, such as NVIDIA.
+	Vendor string `json:"vendor"`
+	// Its model, which a flavor's gpuModel asks for; required.
+	Model string `json:"model"`
 }
 
+// What live instances hold on a host.
 type HostAllocation struct {
+	// How many live instances are placed on it.
 	Instances int `json:"instances"`
-	Vcpus     int `json:"vcpus"`
-	MemoryMb  int `json:"memoryMb"`
-	DiskGb    int `json:"diskGb"`
-	Gpus      int `json:"gpus"`
+	// The vCPUs they hold.
+	Vcpus int `json:"vcpus"`
+	// The memory they hold, in MiB.
+	MemoryMb int `json:"memoryMb"`
+	// The disk they hold, in GiB.
+	DiskGb int `json:"diskGb"`
+	// The GPUs they hold.
+	Gpus int `json:"gpus"`
 }
 
+// What a host can give to instances: placement fills it and no more.
 type HostCapacity struct {
-	Vcpus    int `json:"vcpus"`
+	// vCPUs.
+	Vcpus int `json:"vcpus"`
+	// Memory, in MiB.
 	MemoryMb int `json:"memoryMb"`
-	DiskGb   int `json:"diskGb"`
+	// Disk, in GiB.
+	DiskGb int `json:"diskGb"`
 }
 
 // A page of hosts, operators only.
@@ -338,7 +442,9 @@ type HostEdge struct {
 	Node domain.Host `json:"node"`
 }
 
+// What a host mutation answers.
 type HostPayload struct {
+	// The host as the mutation left it.
 	Host domain.Host `json:"host"`
 }
 
@@ -362,70 +468,107 @@ type ImageEdge struct {
 	Node domain.Image `json:"node"`
 }
 
+// What registerImage answers.
 type ImagePayload struct {
+	// The new image.
 	Image domain.Image `json:"image"`
 }
 
+// A page of instances.
 type InstanceConnection struct {
-	Edges      []InstanceEdge    `json:"edges"`
-	Nodes      []domain.Instance `json:"nodes"`
-	PageInfo   PageInfo          `json:"pageInfo"`
-	TotalCount int               `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []InstanceEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Instance `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of an InstanceConnection and its cursor.
 type InstanceEdge struct {
-	Cursor string          `json:"cursor"`
-	Node   domain.Instance `json:"node"`
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Instance `json:"node"`
 }
 
+// A change of an instance, as instanceEvents sends it.
 type InstanceEvent struct {
-	Type     EventType       `json:"type"`
+	// What happened.
+	Type EventType `json:"type"`
+	// The instance as the change left it.
 	Instance domain.Instance `json:"instance"`
-	Version  int             `json:"version"`
+	// The instance's version after the change: order and dedupe by it.
+	Version int `json:"version"`
 	// True for the current state sent on subscribing (includeCurrent) or after a resync.
 	Snapshot bool `json:"snapshot"`
 }
 
+// Which instances instanceEvents follows; every field given must match.
 type InstanceEventFilter struct {
-	Ids    []string       `json:"ids,omitempty"`
-	PoolID *string        `json:"poolId,omitempty"`
-	State  *InstanceState `json:"state,omitempty"`
+	// Only these instances.
+	Ids []string `json:"ids,omitempty"`
+	// Only instances of this pool.
+	PoolID *string `json:"poolId,omitempty"`
+	// Only events that leave an instance in this state.
+	State *InstanceState `json:"state,omitempty"`
 }
 
+// Which instances a list holds; every field given must match.
 type InstanceFilter struct {
-	PoolID       *string        `json:"poolId,omitempty"`
-	State        *InstanceState `json:"state,omitempty"`
-	DesiredState *DesiredState  `json:"desiredState,omitempty"`
-	Name         *string        `json:"name,omitempty"`
+	// Only instances of this pool.
+	PoolID *string `json:"poolId,omitempty"`
+	// Only instances in this state.
+	State *InstanceState `json:"state,omitempty"`
+	// Only instances asked to be in this state.
+	DesiredState *DesiredState `json:"desiredState,omitempty"`
+	// Only the instance of exactly this name.
+	Name *string `json:"name,omitempty"`
 	// Leave DELETED instances out (the console's lists do).
 	ExcludeDeleted *bool `json:"excludeDeleted,omitempty"`
 }
 
+// Names the instance a mutation acts on.
 type InstanceIDInput struct {
+	// The instance's ID (ins_…).
 	ID string `json:"id"`
 }
 
+// What an instance mutation answers.
 type InstancePayload struct {
+	// The instance as the mutation left it.
 	Instance domain.Instance `json:"instance"`
 }
 
+// An IPv4 range of a pool that its instances lease addresses from.
 type IPPool struct {
-	ID         string   `json:"id"`
-	Cidr       string   `json:"cidr"`
-	Gateway    string   `json:"gateway"`
-	RangeStart string   `json:"rangeStart"`
-	RangeEnd   string   `json:"rangeEnd"`
-	DNS        []string `json:"dns"`
-	Size       int      `json:"size"`
+	// Its ID (ipp_…).
+	ID string `json:"id"`
+	// Its network, such as 10.0.0.0/24.
+	Cidr string `json:"cidr"`
+	// The gateway its instances route through.
+	Gateway string `json:"gateway"`
+	// The first address it leases.
+	RangeStart string `json:"rangeStart"`
+	// The last address it leases.
+	RangeEnd string `json:"rangeEnd"`
+	// The DNS servers its instances are given.
+	DNS []string `json:"dns"`
+	// How many addresses the range holds, from rangeStart to rangeEnd.
+	Size int `json:"size"`
 	// Addresses leased to live instances: all of them for operators, the caller's tenant's for members.
 	Leased int `json:"leased"`
 }
 
 func (IPPool) IsNode() {}
 
+// What a caller may change (never over GET); auditEvents records each attempt.
 type Mutation struct {
 }
 
+// The egress a template's instances are allowed; see NetworkPolicy.
 type NetworkPolicyInput struct {
 	// Default true.
 	AllowInternetAccess *bool `json:"allowInternetAccess,omitempty"`
@@ -440,8 +583,10 @@ type NetworkPolicyInput struct {
 type PageInfo struct {
 	// Whether items follow this page, in the list's order.
 	HasNextPage bool `json:"hasNextPage"`
-	// Whether items come before this page, in the list's order. Exact when
-	// paging backward; when paging forward, true when after was given.
+	// Whether items come before this page, in the list's order. Exact for the
+	// catalog connections and when paging backward; paging forward through a
+	// list read by keyset (instances, sandboxes, templates, snapshots), true
+	// when after was given.
 	HasPreviousPage bool `json:"hasPreviousPage"`
 	// The cursor of the page's first item; null when the page is empty.
 	StartCursor *string `json:"startCursor,omitempty"`
@@ -469,7 +614,9 @@ type PoolEdge struct {
 	Node domain.Pool `json:"node"`
 }
 
+// What a pool mutation answers.
 type PoolPayload struct {
+	// The pool as the mutation left it.
 	Pool domain.Pool `json:"pool"`
 }
 
@@ -493,11 +640,15 @@ type ProviderAccountEdge struct {
 	Node domain.ProviderAccount `json:"node"`
 }
 
+// What a provider account mutation answers.
 type ProviderAccountPayload struct {
+	// The account as the mutation left it.
 	ProviderAccount domain.ProviderAccount `json:"providerAccount"`
 }
 
+// A change of a provider bootstrap, as providerBootstrapEvents sends it.
 type ProviderBootstrapEvent struct {
+	// What happened.
 	Type ProviderBootstrapEventType `json:"type"`
 	// The bootstrap as the change left it.
 	ProviderBootstrap domain.ProviderBootstrap `json:"providerBootstrap"`
@@ -507,125 +658,189 @@ type ProviderBootstrapEvent struct {
 	Snapshot bool `json:"snapshot"`
 }
 
+// What createProviderBootstrap answers.
 type ProviderBootstrapPayload struct {
+	// The bootstrap, PENDING until the reconciler creates its machine.
 	ProviderBootstrap domain.ProviderBootstrap `json:"providerBootstrap"`
 }
 
+// What a caller may read.
 type Query struct {
 }
 
 // A tenant's limits (null: unlimited) and what its live instances use.
 type Quota struct {
+	// Live instances it may hold, sandboxes' and warm ones included.
 	Instances *int `json:"instances,omitempty"`
-	Vcpus     *int `json:"vcpus,omitempty"`
-	MemoryMb  *int `json:"memoryMb,omitempty"`
-	Gpus      *int `json:"gpus,omitempty"`
+	// vCPUs its live instances may hold.
+	Vcpus *int `json:"vcpus,omitempty"`
+	// Memory its live instances may hold, in MiB.
+	MemoryMb *int `json:"memoryMb,omitempty"`
+	// GPUs its live instances may hold.
+	Gpus *int `json:"gpus,omitempty"`
 	// Live sandbox snapshots.
 	Snapshots *int `json:"snapshots,omitempty"`
 	// Bytes of READY sandbox snapshots.
 	SnapshotBytes *int64 `json:"snapshotBytes,omitempty"`
-	Usage         Usage  `json:"usage"`
+	// What it holds now.
+	Usage Usage `json:"usage"`
 }
 
+// What registerImage registers.
 type RegisterImageInput struct {
-	Name       string      `json:"name"`
-	SourceURL  string      `json:"sourceUrl"`
-	Sha256     string      `json:"sha256"`
-	Format     ImageFormat `json:"format"`
-	Visibility Visibility  `json:"visibility"`
+	// 1-100 characters.
+	Name string `json:"name"`
+	// Where hosts fetch it: an http, https or file URL.
+	SourceURL string `json:"sourceUrl"`
+	// The hex SHA-256 of its content (64 digits); a host refuses a download that does not match.
+	Sha256 string `json:"sha256"`
+	// Its disk format.
+	Format ImageFormat `json:"format"`
+	// PUBLIC, or TENANT with tenantId.
+	Visibility Visibility `json:"visibility"`
 	// The owner, for visibility TENANT.
-	TenantID       *string        `json:"tenantId,omitempty"`
-	Verified       *bool          `json:"verified,omitempty"`
+	TenantID *string `json:"tenantId,omitempty"`
+	// Vouch for it (default false): a pool with requireVerifiedImage takes only verified images.
+	Verified *bool `json:"verified,omitempty"`
+	// Its image or template at each provider, by provider kind: {hetzner: "debian-12", proxmox: "9000"}.
 	ProviderImages map[string]any `json:"providerImages,omitempty"`
 }
 
+// Names the token revokeApiToken revokes.
 type RevokeAPITokenInput struct {
+	// The token's ID (tok_…).
 	ID string `json:"id"`
 }
 
+// Names the host whose certificates revokeHostCertificates revokes.
 type RevokeHostCertificatesInput struct {
+	// The host's ID (host_…).
 	HostID string `json:"hostId"`
 }
 
+// A page of sandboxes.
 type SandboxConnection struct {
-	Edges      []SandboxEdge    `json:"edges"`
-	Nodes      []domain.Sandbox `json:"nodes"`
-	PageInfo   PageInfo         `json:"pageInfo"`
-	TotalCount int              `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []SandboxEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.Sandbox `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of a SandboxConnection and its cursor.
 type SandboxEdge struct {
-	Cursor string         `json:"cursor"`
-	Node   domain.Sandbox `json:"node"`
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.Sandbox `json:"node"`
 }
 
+// A step of a sandbox's life, as sandboxEvents and a sandbox's events give it.
 type SandboxEvent struct {
+	// What step it was.
 	Type SandboxEventType `json:"type"`
 	// The sandbox as the step left it.
 	Sandbox domain.Sandbox `json:"sandbox"`
 	// The event's number in its sandbox's events, from 1: order and dedupe by it.
 	Version int `json:"version"`
 	// Why, for FAILED (its instance's state reason) and EXPIRED; empty otherwise.
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	Reason string `json:"reason"`
+	// When it happened.
+	At time.Time `json:"at"`
 	// True for the current state sent on subscribing (includeCurrent) or after a resync.
 	Snapshot bool `json:"snapshot"`
 }
 
+// A page of a sandbox's events, oldest first.
 type SandboxEventConnection struct {
-	Edges      []SandboxEventEdge `json:"edges"`
-	Nodes      []SandboxEvent     `json:"nodes"`
-	PageInfo   PageInfo           `json:"pageInfo"`
-	TotalCount int                `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []SandboxEventEdge `json:"edges"`
+	// The page's items.
+	Nodes []SandboxEvent `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of a SandboxEventConnection and its cursor.
 type SandboxEventEdge struct {
-	Cursor string       `json:"cursor"`
-	Node   SandboxEvent `json:"node"`
+	// Where the item is, for after: the event's version.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node SandboxEvent `json:"node"`
 }
 
+// Which sandboxes sandboxEvents follows; every field given must match.
 type SandboxEventFilter struct {
-	Ids        []string `json:"ids,omitempty"`
-	TemplateID *string  `json:"templateId,omitempty"`
+	// Only these sandboxes.
+	Ids []string `json:"ids,omitempty"`
+	// Only sandboxes of this template.
+	TemplateID *string `json:"templateId,omitempty"`
 }
 
+// Which sandboxes a list holds; every field given must match.
 type SandboxFilter struct {
-	TemplateID *string       `json:"templateId,omitempty"`
-	State      *SandboxState `json:"state,omitempty"`
+	// Only sandboxes of this template.
+	TemplateID *string `json:"templateId,omitempty"`
+	// Only sandboxes in this state.
+	State *SandboxState `json:"state,omitempty"`
 	// Sandboxes having every one of these pairs (a map of strings).
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
+// Names the sandbox a mutation acts on.
 type SandboxIDInput struct {
+	// The sandbox's ID (sbx_…).
 	ID string `json:"id"`
 }
 
+// What a sandbox mutation answers.
 type SandboxPayload struct {
+	// The sandbox as the mutation left it.
 	Sandbox domain.Sandbox `json:"sandbox"`
 }
 
+// A page of sandbox snapshots.
 type SandboxSnapshotConnection struct {
-	Edges      []SandboxSnapshotEdge    `json:"edges"`
-	Nodes      []domain.SandboxSnapshot `json:"nodes"`
-	PageInfo   PageInfo                 `json:"pageInfo"`
-	TotalCount int                      `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []SandboxSnapshotEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.SandboxSnapshot `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of a SandboxSnapshotConnection and its cursor.
 type SandboxSnapshotEdge struct {
-	Cursor string                 `json:"cursor"`
-	Node   domain.SandboxSnapshot `json:"node"`
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.SandboxSnapshot `json:"node"`
 }
 
+// Which snapshots a list holds; every field given must match.
 type SandboxSnapshotFilter struct {
-	SandboxID *string               `json:"sandboxId,omitempty"`
-	State     *SandboxSnapshotState `json:"state,omitempty"`
+	// Only snapshots of this sandbox.
+	SandboxID *string `json:"sandboxId,omitempty"`
+	// Only snapshots in this state.
+	State *SandboxSnapshotState `json:"state,omitempty"`
 }
 
+// Names the snapshot a mutation acts on.
 type SandboxSnapshotIDInput struct {
+	// The snapshot's ID (snp_…).
 	ID string `json:"id"`
 }
 
+// What a snapshot mutation answers.
 type SandboxSnapshotPayload struct {
+	// The snapshot as the mutation left it.
 	SandboxSnapshot domain.SandboxSnapshot `json:"sandboxSnapshot"`
 }
 
@@ -635,17 +850,21 @@ type SandboxStartTimes struct {
 	Count int `json:"count"`
 	// Null when none did.
 	P50 *float64 `json:"p50,omitempty"`
+	// The 99th percentile, in seconds; null when none did.
 	P99 *float64 `json:"p99,omitempty"`
 }
 
 // How many live sandboxes are in one state.
 type SandboxStateCount struct {
+	// The state.
 	State SandboxState `json:"state"`
-	Count int          `json:"count"`
+	// How many of the template's live sandboxes are in it.
+	Count int `json:"count"`
 }
 
 // What a sandbox's instance used of its host at one time, as the host reported it.
 type SandboxStatsPoint struct {
+	// When its host took the reading.
 	At time.Time `json:"at"`
 	// CPU use since the point before, from 0 to 1 of its vCPUs; null for a first point or after a restart.
 	CPU *float64 `json:"cpu,omitempty"`
@@ -653,19 +872,29 @@ type SandboxStatsPoint struct {
 	MemoryMb float64 `json:"memoryMb"`
 }
 
+// A page of sandbox templates.
 type SandboxTemplateConnection struct {
-	Edges      []SandboxTemplateEdge    `json:"edges"`
-	Nodes      []domain.SandboxTemplate `json:"nodes"`
-	PageInfo   PageInfo                 `json:"pageInfo"`
-	TotalCount int                      `json:"totalCount"`
+	// The page's items with their cursors.
+	Edges []SandboxTemplateEdge `json:"edges"`
+	// The page's items.
+	Nodes []domain.SandboxTemplate `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has (counted only when asked for).
+	TotalCount int `json:"totalCount"`
 }
 
+// An item of a SandboxTemplateConnection and its cursor.
 type SandboxTemplateEdge struct {
-	Cursor string                 `json:"cursor"`
-	Node   domain.SandboxTemplate `json:"node"`
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node domain.SandboxTemplate `json:"node"`
 }
 
+// Names the template a mutation acts on.
 type SandboxTemplateIDInput struct {
+	// The template's ID (sbt_…).
 	ID string `json:"id"`
 }
 
@@ -679,6 +908,7 @@ type SandboxTemplateMetrics struct {
 	Sandboxes []SandboxStateCount `json:"sandboxes"`
 	// Its sandboxes created since, from a warm and a cold start.
 	CreatedWarm int `json:"createdWarm"`
+	// Its sandboxes created since that booted an instance of their own.
 	CreatedCold int `json:"createdCold"`
 	// createdWarm over all created; null when none was.
 	WarmHitRatio *float64 `json:"warmHitRatio,omitempty"`
@@ -689,63 +919,94 @@ type SandboxTemplateMetrics struct {
 	// Of those, how many are ready: booted and paused.
 	WarmReady int `json:"warmReady"`
 	// Warm instances claimed since.
-	WarmClaims int               `json:"warmClaims"`
-	StartWarm  SandboxStartTimes `json:"startWarm"`
-	StartCold  SandboxStartTimes `json:"startCold"`
+	WarmClaims int `json:"warmClaims"`
+	// Start times of the sandboxes created since from a warm start.
+	StartWarm SandboxStartTimes `json:"startWarm"`
+	// Start times of the sandboxes created since from a cold start.
+	StartCold SandboxStartTimes `json:"startCold"`
 }
 
+// What a template mutation answers.
 type SandboxTemplatePayload struct {
+	// The template as the mutation left it.
 	SandboxTemplate domain.SandboxTemplate `json:"sandboxTemplate"`
 }
 
+// A host's new capacity and GPU inventory, replacing the old.
 type SetHostCapacityInput struct {
-	HostID   string     `json:"hostId"`
-	Vcpus    int        `json:"vcpus"`
-	MemoryMb int        `json:"memoryMb"`
-	DiskGb   int        `json:"diskGb"`
-	Gpus     []GpuInput `json:"gpus,omitempty"`
+	// The host's ID (host_…).
+	HostID string `json:"hostId"`
+	// vCPUs it gives to instances; not negative.
+	Vcpus int `json:"vcpus"`
+	// Memory it gives to instances, in MiB; not negative.
+	MemoryMb int `json:"memoryMb"`
+	// Disk it gives to instances, in GiB; not negative.
+	DiskGb int `json:"diskGb"`
+	// Its GPUs; a GPU that stays keeps its health mark. Left out: none.
+	Gpus []GpuInput `json:"gpus,omitempty"`
 }
 
+// What setHostDraining sets.
 type SetHostDrainingInput struct {
-	HostID   string `json:"hostId"`
-	Draining bool   `json:"draining"`
+	// The host's ID (host_…).
+	HostID string `json:"hostId"`
+	// True drains it; false returns it to service.
+	Draining bool `json:"draining"`
 }
 
+// What setPoolRequireCertifiedHosts sets.
 type SetPoolRequireCertifiedHostsInput struct {
-	PoolID                string `json:"poolId"`
-	RequireCertifiedHosts bool   `json:"requireCertifiedHosts"`
+	// The pool, of class vps-host to set it.
+	PoolID string `json:"poolId"`
+	// Whether it places only on hosts whose certificate outlives the certified margin.
+	RequireCertifiedHosts bool `json:"requireCertifiedHosts"`
 }
 
+// What setPoolSharedSnapshotStore sets.
 type SetPoolSharedSnapshotStoreInput struct {
-	PoolID              string `json:"poolId"`
-	SharedSnapshotStore bool   `json:"sharedSnapshotStore"`
+	// The pool, of class vps-host to set it.
+	PoolID string `json:"poolId"`
+	// Whether every host of the pool mounts the same snapshot store.
+	SharedSnapshotStore bool `json:"sharedSnapshotStore"`
 }
 
 // Limits left null are unlimited.
 type SetQuotaInput struct {
-	TenantID  string `json:"tenantId"`
-	Instances *int   `json:"instances,omitempty"`
-	Vcpus     *int   `json:"vcpus,omitempty"`
-	MemoryMb  *int   `json:"memoryMb,omitempty"`
-	Gpus      *int   `json:"gpus,omitempty"`
+	// The tenant whose quota it replaces.
+	TenantID string `json:"tenantId"`
+	// Live instances it may hold, sandboxes' and warm ones included.
+	Instances *int `json:"instances,omitempty"`
+	// vCPUs its live instances may hold.
+	Vcpus *int `json:"vcpus,omitempty"`
+	// Memory its live instances may hold, in MiB.
+	MemoryMb *int `json:"memoryMb,omitempty"`
+	// GPUs its live instances may hold.
+	Gpus *int `json:"gpus,omitempty"`
 	// Live sandbox snapshots.
 	Snapshots *int `json:"snapshots,omitempty"`
 	// Bytes the READY sandbox snapshots may hold; a snapshot that would exceed it settles FAILED.
 	SnapshotBytes *int64 `json:"snapshotBytes,omitempty"`
 }
 
+// A sandbox's new deadline.
 type SetSandboxTimeoutInput struct {
+	// The sandbox's ID (sbx_…).
 	ID string `json:"id"`
 	// Seconds from now, at most the template's maxTimeout.
 	Timeout int `json:"timeout"`
 }
 
+// An SSH public key, as read from its authorized_keys line.
 type SSHKey struct {
-	Type        string `json:"type"`
+	// The key's type, such as ssh-ed25519.
+	Type string `json:"type"`
+	// The key's SHA256 fingerprint, as ssh-keygen -l shows it.
 	Fingerprint string `json:"fingerprint"`
-	Comment     string `json:"comment"`
+	// The comment after the key; empty when it has none.
+	Comment string `json:"comment"`
 }
 
+// Live events, served over a websocket (graphql-transport-ws or graphql-ws) only.
 type Subscription struct {
 }
 
@@ -769,41 +1030,65 @@ type TenantEdge struct {
 	Node domain.Tenant `json:"node"`
 }
 
+// What a tenant mutation answers.
 type TenantPayload struct {
+	// The tenant as the mutation left it.
 	Tenant domain.Tenant `json:"tenant"`
 }
 
 // Replaces an account's credentials (the provider's token was rotated) or settings; what is left out is kept.
 type UpdateProviderAccountInput struct {
-	ID          string         `json:"id"`
-	Credentials *string        `json:"credentials,omitempty"`
-	Settings    map[string]any `json:"settings,omitempty"`
+	// The account's ID (pa_…).
+	ID string `json:"id"`
+	// New credentials, as createProviderAccount takes them; left out: kept.
+	Credentials *string `json:"credentials,omitempty"`
+	// New settings, replacing the old whole; left out: kept.
+	Settings map[string]any `json:"settings,omitempty"`
 }
 
 // Fields left out stay as they are; env, sshKeys and network given replace the old.
 type UpdateSandboxTemplateInput struct {
-	ID             string              `json:"id"`
-	Name           *string             `json:"name,omitempty"`
-	FlavorID       *string             `json:"flavorId,omitempty"`
-	ImageID        *string             `json:"imageId,omitempty"`
-	SSHKeys        []string            `json:"sshKeys,omitempty"`
-	Env            []EnvVarInput       `json:"env,omitempty"`
-	Network        *NetworkPolicyInput `json:"network,omitempty"`
-	DefaultTimeout *int                `json:"defaultTimeout,omitempty"`
-	MaxTimeout     *int                `json:"maxTimeout,omitempty"`
-	WarmCount      *int                `json:"warmCount,omitempty"`
+	// The template's ID (sbt_…).
+	ID string `json:"id"`
+	// A new name.
+	Name *string `json:"name,omitempty"`
+	// A new size for its instances.
+	FlavorID *string `json:"flavorId,omitempty"`
+	// A new image for its instances.
+	ImageID *string `json:"imageId,omitempty"`
+	// authorized_keys lines replacing the old.
+	SSHKeys []string `json:"sshKeys,omitempty"`
+	// Variables replacing the old; at most 64 and 32 KiB.
+	Env []EnvVarInput `json:"env,omitempty"`
+	// A policy replacing the old; it applies to instances made after.
+	Network *NetworkPolicyInput `json:"network,omitempty"`
+	// Seconds, at most maxTimeout.
+	DefaultTimeout *int `json:"defaultTimeout,omitempty"`
+	// Seconds, at most 86400.
+	MaxTimeout *int `json:"maxTimeout,omitempty"`
+	// At most 100; the warm instances count against the owner's quota.
+	WarmCount *int `json:"warmCount,omitempty"`
 }
 
+// What a tenant holds against its quota now.
 type Usage struct {
-	Instances     int   `json:"instances"`
-	Vcpus         int   `json:"vcpus"`
-	MemoryMb      int   `json:"memoryMb"`
-	Gpus          int   `json:"gpus"`
-	Snapshots     int   `json:"snapshots"`
+	// Its live instances, sandboxes' and warm ones included.
+	Instances int `json:"instances"`
+	// vCPUs its live instances hold.
+	Vcpus int `json:"vcpus"`
+	// Memory its live instances hold, in MiB.
+	MemoryMb int `json:"memoryMb"`
+	// GPUs its live instances hold.
+	Gpus int `json:"gpus"`
+	// Its live sandbox snapshots.
+	Snapshots int `json:"snapshots"`
+	// Bytes of its READY sandbox snapshots.
 	SnapshotBytes int64 `json:"snapshotBytes"`
 }
 
+// The caller: the principal behind the request's bearer token.
 type Viewer struct {
+	// The principal whose token made the request.
 	Principal domain.Principal `json:"principal"`
 	// The caller's tenant; null for operators.
 	Tenant *domain.Tenant `json:"tenant,omitempty"`
@@ -928,12 +1213,17 @@ func (e CreatedOrder) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The state an instance was asked to be in; the reconciler brings its state there.
 type DesiredState string
 
 const (
+	// Running (createInstance's default, startInstance).
 	DesiredStateRunning DesiredState = "RUNNING"
+	// Shut down (stopInstance).
 	DesiredStateStopped DesiredState = "STOPPED"
-	DesiredStatePaused  DesiredState = "PAUSED"
+	// Suspended in memory; for sandboxes (pauseSandbox) and warm instances only.
+	DesiredStatePaused DesiredState = "PAUSED"
+	// Deleted (deleteInstance).
 	DesiredStateDeleted DesiredState = "DELETED"
 )
 
@@ -987,6 +1277,7 @@ func (e DesiredState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// How urgent a doctor's finding is.
 type DoctorLevel string
 
 const (
@@ -1044,11 +1335,15 @@ func (e DoctorLevel) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What happened to an instance.
 type EventType string
 
 const (
+	// It was created (createInstance, a sandbox, a warm pool).
 	EventTypeCreated EventType = "CREATED"
+	// It changed: its state, addresses, certification or anything else; also the type of a current state sent (snapshot).
 	EventTypeUpdated EventType = "UPDATED"
+	// It reached DELETED.
 	EventTypeDeleted EventType = "DELETED"
 )
 
@@ -1101,12 +1396,16 @@ func (e EventType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// An image's disk format.
 type ImageFormat string
 
 const (
-	ImageFormatRaw   ImageFormat = "RAW"
+	// A raw disk image.
+	ImageFormatRaw ImageFormat = "RAW"
+	// A QEMU copy-on-write (qcow2) disk image.
 	ImageFormatQcow2 ImageFormat = "QCOW2"
-	ImageFormatIso   ImageFormat = "ISO"
+	// An ISO 9660 image, such as an installer.
+	ImageFormatIso ImageFormat = "ISO"
 )
 
 var AllImageFormat = []ImageFormat{
@@ -1158,21 +1457,34 @@ func (e ImageFormat) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where an instance is in its life, as its host or provider reports it.
 type InstanceState string
 
 const (
-	InstanceStatePending      InstanceState = "PENDING"
+	// Waiting to be placed on a host or made at its provider; stateReason says what it waits for.
+	InstanceStatePending InstanceState = "PENDING"
+	// Placed on a host, or its server is being made at its provider.
 	InstanceStateProvisioning InstanceState = "PROVISIONING"
-	InstanceStateStarting     InstanceState = "STARTING"
-	InstanceStateRunning      InstanceState = "RUNNING"
-	InstanceStateStopping     InstanceState = "STOPPING"
-	InstanceStateStopped      InstanceState = "STOPPED"
-	InstanceStatePaused       InstanceState = "PAUSED"
-	InstanceStateRebooting    InstanceState = "REBOOTING"
-	InstanceStateDeleting     InstanceState = "DELETING"
-	InstanceStateDeleted      InstanceState = "DELETED"
-	InstanceStateError        InstanceState = "ERROR"
-	InstanceStateLost         InstanceState = "LOST"
+	// Booting, or starting again after a stop.
+	InstanceStateStarting InstanceState = "STARTING"
+	// Up and running.
+	InstanceStateRunning InstanceState = "RUNNING"
+	// Shutting down.
+	InstanceStateStopping InstanceState = "STOPPING"
+	// Shut down; its disk is kept.
+	InstanceStateStopped InstanceState = "STOPPED"
+	// Suspended in memory (a paused sandbox, or a warm instance waiting to be claimed).
+	InstanceStatePaused InstanceState = "PAUSED"
+	// Its host is rebooting it (rebootInstance); RUNNING again once done.
+	InstanceStateRebooting InstanceState = "REBOOTING"
+	// Being removed from its host or provider.
+	InstanceStateDeleting InstanceState = "DELETING"
+	// Gone, with what it held released; kept for its history.
+	InstanceStateDeleted InstanceState = "DELETED"
+	// Failed; stateReason says why.
+	InstanceStateError InstanceState = "ERROR"
+	// Its host went silent or its server disappeared at its provider; it returns once seen again.
+	InstanceStateLost InstanceState = "LOST"
 )
 
 var AllInstanceState = []InstanceState{
@@ -1233,10 +1545,13 @@ func (e InstanceState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// How an audited attempt ended.
 type Outcome string
 
 const (
+	// It was done.
 	OutcomeSuccess Outcome = "SUCCESS"
+	// It was refused or failed; errorCode says why.
 	OutcomeFailure Outcome = "FAILURE"
 )
 
@@ -1288,11 +1603,14 @@ func (e Outcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// How a pool picks a host for an instance among those with room.
 type Placement string
 
 const (
+	// The emptiest host: instances spread over the hosts (the default).
 	PlacementSpread Placement = "SPREAD"
-	PlacementPack   Placement = "PACK"
+	// The fullest host: instances pack onto few hosts, leaving others empty.
+	PlacementPack Placement = "PACK"
 )
 
 var AllPlacement = []Placement{
@@ -1410,6 +1728,7 @@ func (e ProviderBootstrapEventType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a provider bootstrap is on its way to becoming a host.
 type ProviderBootstrapState string
 
 const (
@@ -1473,10 +1792,13 @@ func (e ProviderBootstrapState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// A cloud provider the platform can create instances at; the deployment's BC_PROVIDERS says which are allowed.
 type ProviderKind string
 
 const (
+	// Hetzner Cloud.
 	ProviderKindHetzner ProviderKind = "HETZNER"
+	// A Proxmox VE cluster.
 	ProviderKindProxmox ProviderKind = "PROXMOX"
 )
 
@@ -1528,11 +1850,14 @@ func (e ProviderKind) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What a principal may do.
 type Role string
 
 const (
+	// Runs the platform: sees and changes every tenant's objects, and the platform's own.
 	RoleOperator Role = "OPERATOR"
-	RoleMember   Role = "MEMBER"
+	// Acts within its one tenant.
+	RoleMember Role = "MEMBER"
 )
 
 var AllRole = []Role{
@@ -1587,6 +1912,7 @@ func (e Role) MarshalJSON() ([]byte, error) {
 type SandboxEventType string
 
 const (
+	// It was created (createSandbox).
 	SandboxEventTypeCreated SandboxEventType = "CREATED"
 	// Its instance first reached RUNNING; the sandbox's startedFrom says from a warm or a cold start.
 	SandboxEventTypeStarted SandboxEventType = "STARTED"
@@ -1663,9 +1989,12 @@ func (e SandboxEventType) MarshalJSON() ([]byte, error) {
 type SandboxSnapshotState string
 
 const (
+	// Its host has not reported taking it yet.
 	SandboxSnapshotStatePending SandboxSnapshotState = "PENDING"
-	SandboxSnapshotStateReady   SandboxSnapshotState = "READY"
-	SandboxSnapshotStateFailed  SandboxSnapshotState = "FAILED"
+	// Taken, with its size and sha256: sandboxes may be restored from it.
+	SandboxSnapshotStateReady SandboxSnapshotState = "READY"
+	// Not taken; stateReason says why.
+	SandboxSnapshotStateFailed SandboxSnapshotState = "FAILED"
 )
 
 var AllSandboxSnapshotState = []SandboxSnapshotState{
@@ -1722,13 +2051,20 @@ func (e SandboxSnapshotState) MarshalJSON() ([]byte, error) {
 type SandboxState string
 
 const (
+	// Its instance is on its way to running: placed, booting, or a claimed warm instance resuming.
 	SandboxStateStarting SandboxState = "STARTING"
-	SandboxStateRunning  SandboxState = "RUNNING"
-	SandboxStatePaused   SandboxState = "PAUSED"
-	SandboxStateError    SandboxState = "ERROR"
-	SandboxStateLost     SandboxState = "LOST"
-	SandboxStateExpired  SandboxState = "EXPIRED"
-	SandboxStateDeleted  SandboxState = "DELETED"
+	// Its instance runs (or reboots).
+	SandboxStateRunning SandboxState = "RUNNING"
+	// Its instance is paused (pauseSandbox); the timeout clock runs on.
+	SandboxStatePaused SandboxState = "PAUSED"
+	// Its instance failed; the instance's stateReason says why.
+	SandboxStateError SandboxState = "ERROR"
+	// Its instance's host went silent.
+	SandboxStateLost SandboxState = "LOST"
+	// It reached its expiresAt and ended.
+	SandboxStateExpired SandboxState = "EXPIRED"
+	// It was deleted (deleteSandbox, or its tenant's deletion).
+	SandboxStateDeleted SandboxState = "DELETED"
 )
 
 var AllSandboxState = []SandboxState{
@@ -1789,7 +2125,9 @@ func (e SandboxState) MarshalJSON() ([]byte, error) {
 type StartedFrom string
 
 const (
+	// It claimed a warm instance of its template, booted and paused before: the fast start.
 	StartedFromWarm StartedFrom = "WARM"
+	// It booted an instance of its own.
 	StartedFromCold StartedFrom = "COLD"
 )
 
@@ -1845,11 +2183,16 @@ func (e StartedFrom) MarshalJSON() ([]byte, error) {
 type UsageGroup string
 
 const (
-	UsageGroupTenant   UsageGroup = "TENANT"
-	UsageGroupPool     UsageGroup = "POOL"
-	UsageGroupFlavor   UsageGroup = "FLAVOR"
+	// One total per tenant (tenantId).
+	UsageGroupTenant UsageGroup = "TENANT"
+	// One total per pool (poolId).
+	UsageGroupPool UsageGroup = "POOL"
+	// One total per flavor (flavorId).
+	UsageGroupFlavor UsageGroup = "FLAVOR"
+	// One total per instance (instanceId).
 	UsageGroupInstance UsageGroup = "INSTANCE"
-	UsageGroupDay      UsageGroup = "DAY"
+	// One total per UTC day (day).
+	UsageGroupDay UsageGroup = "DAY"
 )
 
 var AllUsageGroup = []UsageGroup{
@@ -1903,10 +2246,13 @@ func (e UsageGroup) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Who may use an image.
 type Visibility string
 
 const (
+	// Every tenant.
 	VisibilityPublic Visibility = "PUBLIC"
+	// Its own tenant only.
 	VisibilityTenant Visibility = "TENANT"
 )
 
