@@ -84,6 +84,11 @@ command -v chromium >/dev/null || install chromium
 # podman builds and runs the container image, with runc (crun refuses the
 # hybrid cgroup hierarchy some machines have).
 command -v systemd-analyze >/dev/null || install systemd
+# The README test (e2e/readme_test.go) runs the README's commands, which
+# use jq, curl and ssh-keygen.
+command -v jq >/dev/null || install jq
+command -v curl >/dev/null || install curl
+command -v ssh-keygen >/dev/null || install openssh-client
 command -v podman >/dev/null || install podman
 command -v runc >/dev/null || install runc
 # The real-guest test builds its image from Debian packages (scripts/guest).
