@@ -114,39 +114,21 @@ func (a *app) instanceCreateCmd() *cobra.Command {
 }
 
 func (a *app) instanceListCmd() *cobra.Command {
-	var (
-		state string
-		first int
-	)
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List instances",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := a.api()
-			if err != nil {
-				return err
-			}
+	var state string
+	cmd := listCmd(a, "List instances", instanceHeader, instanceRow,
+		func(ctx context.Context, api *client.Client, first int, after *string) ([]client.InstanceFields, client.PageFields, error) {
 			var filter *client.InstanceFilter
 			if state != "" {
 				s := client.InstanceState(strings.ToUpper(state))
 				filter = &client.InstanceFilter{State: &s}
 			}
-			out, err := client.ListInstances(cmd.Context(), api, &first, nil, filter)
+			out, err := client.ListInstances(ctx, api, &first, after, filter)
 			if err != nil {
-				return err
+				return nil, client.PageFields{}, err
 			}
-			list := make([]client.InstanceFields, len(out.Instances.Nodes))
-			rows := make([][]string, len(out.Instances.Nodes))
-			for i, n := range out.Instances.Nodes {
-				list[i] = n.InstanceFields
-				rows[i] = instanceRow(n.InstanceFields)
-			}
-			return show(a.stdout, a.output, list, instanceHeader, rows)
-		},
-	}
+			return out.Instances.Nodes, out.Instances.PageInfo, nil
+		})
 	cmd.Flags().StringVar(&state, "state", "", "only instances in this state (RUNNING, STOPPED, …)")
-	cmd.Flags().IntVar(&first, "first", 100, "at most this many")
 	return cmd
 }
 

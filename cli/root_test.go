@@ -25,7 +25,7 @@ func TestRunWithoutAPI(t *testing.T) {
 		{[]string{"completion", "fish"}, ExitOK, "complete -c bcctl"},
 		{[]string{"frobnicate"}, ExitUsage, ""},
 		{[]string{"instance", "get"}, ExitUsage, ""},
-		{[]string{"instance", "list", "--first", "many"}, ExitUsage, ""},
+		{[]string{"instance", "list", "--limit", "many"}, ExitUsage, ""},
 		{[]string{"instance", "list"}, ExitAuth, ""},
 		{[]string{"context", "use", "nowhere"}, ExitAuth, ""},
 	} {

@@ -82,30 +82,14 @@ func (a *app) sandboxCreateCmd() *cobra.Command {
 }
 
 func (a *app) sandboxListCmd() *cobra.Command {
-	var first int
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List sandboxes",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := a.api()
+	return listCmd(a, "List sandboxes", sandboxHeader, sandboxRow,
+		func(ctx context.Context, api *client.Client, first int, after *string) ([]client.SandboxFields, client.PageFields, error) {
+			out, err := client.ListSandboxes(ctx, api, &first, after, nil)
 			if err != nil {
-				return err
+				return nil, client.PageFields{}, err
 			}
-			out, err := client.ListSandboxes(cmd.Context(), api, &first, nil, nil)
-			if err != nil {
-				return err
-			}
-			list := make([]client.SandboxFields, len(out.Sandboxes.Nodes))
-			rows := make([][]string, len(list))
-			for i, n := range out.Sandboxes.Nodes {
-				list[i], rows[i] = n.SandboxFields, sandboxRow(n.SandboxFields)
-			}
-			return show(a.stdout, a.output, list, sandboxHeader, rows)
-		},
-	}
-	cmd.Flags().IntVar(&first, "first", 100, "at most this many")
-	return cmd
+			return out.Sandboxes.Nodes, out.Sandboxes.PageInfo, nil
+		})
 }
 
 func (a *app) sandboxGetCmd() *cobra.Command {

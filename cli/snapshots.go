@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -10,36 +11,19 @@ import (
 )
 
 func (a *app) snapshotCmd() *cobra.Command {
-	var (
-		first   int
-		sandbox string
-	)
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List sandbox snapshots",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := a.api()
-			if err != nil {
-				return err
-			}
+	var sandbox string
+	list := listCmd(a, "List sandbox snapshots", snapshotHeader, snapshotRow,
+		func(ctx context.Context, api *client.Client, first int, after *string) ([]client.SnapshotFields, client.PageFields, error) {
 			var filter *client.SandboxSnapshotFilter
 			if sandbox != "" {
 				filter = &client.SandboxSnapshotFilter{SandboxId: &sandbox}
 			}
-			out, err := client.ListSandboxSnapshots(cmd.Context(), api, &first, nil, filter)
+			out, err := client.ListSandboxSnapshots(ctx, api, &first, after, filter)
 			if err != nil {
-				return err
+				return nil, client.PageFields{}, err
 			}
-			list := make([]client.SnapshotFields, len(out.SandboxSnapshots.Nodes))
-			rows := make([][]string, len(list))
-			for i, n := range out.SandboxSnapshots.Nodes {
-				list[i], rows[i] = n.SnapshotFields, snapshotRow(n.SnapshotFields)
-			}
-			return show(a.stdout, a.output, list, snapshotHeader, rows)
-		},
-	}
-	list.Flags().IntVar(&first, "first", 100, "at most this many")
+			return out.SandboxSnapshots.Nodes, out.SandboxSnapshots.PageInfo, nil
+		})
 	list.Flags().StringVar(&sandbox, "sandbox", "", "only the snapshots of this sandbox")
 	get := &cobra.Command{
 		Use:   "get ID",

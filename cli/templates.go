@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -13,7 +14,6 @@ func (a *app) templateCmd() *cobra.Command {
 	var (
 		in      client.CreateSandboxTemplateInput
 		keys    []string
-		first   int
 		timeout time.Duration
 		maxLife time.Duration
 		warm    int
@@ -49,28 +49,14 @@ func (a *app) templateCmd() *cobra.Command {
 	f.DurationVar(&timeout, "default-timeout", 0, "how long its sandboxes live unless asked otherwise")
 	f.DurationVar(&maxLife, "max-timeout", 0, "the longest a sandbox of it may be made to live")
 	f.IntVar(&warm, "warm", 0, "how many paused instances to keep ready")
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List sandbox templates",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := a.api()
+	list := listCmd(a, "List sandbox templates", templateHeader, templateRow,
+		func(ctx context.Context, api *client.Client, first int, after *string) ([]client.TemplateFields, client.PageFields, error) {
+			out, err := client.ListSandboxTemplates(ctx, api, &first, after)
 			if err != nil {
-				return err
+				return nil, client.PageFields{}, err
 			}
-			out, err := client.ListSandboxTemplates(cmd.Context(), api, &first, nil)
-			if err != nil {
-				return err
-			}
-			list := make([]client.TemplateFields, len(out.SandboxTemplates.Nodes))
-			rows := make([][]string, len(list))
-			for i, n := range out.SandboxTemplates.Nodes {
-				list[i], rows[i] = n.TemplateFields, templateRow(n.TemplateFields)
-			}
-			return show(a.stdout, a.output, list, templateHeader, rows)
-		},
-	}
-	list.Flags().IntVar(&first, "first", 100, "at most this many")
+			return out.SandboxTemplates.Nodes, out.SandboxTemplates.PageInfo, nil
+		})
 	get := &cobra.Command{
 		Use:   "get ID",
 		Short: "Show a sandbox template",

@@ -1533,6 +1533,48 @@ var AllEventType = []EventType{
 	EventTypeDeleted,
 }
 
+// FlavorFields includes the GraphQL fields of Flavor requested by the fragment FlavorFields.
+// The GraphQL type's documentation follows.
+//
+// A size of instance: what each instance of it holds of its host.
+type FlavorFields struct {
+	// Its ID (flv_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
+	Name string `json:"name"`
+	// vCPUs.
+	Vcpus int `json:"vcpus"`
+	// Memory, in MiB.
+	MemoryMb int `json:"memoryMb"`
+	// Disk, in GiB.
+	DiskGb int `json:"diskGb"`
+	// The model of GPU it passes through; null when it has none.
+	GpuModel *string `json:"gpuModel"`
+	// How many GPUs of gpuModel it passes through; 0 for none.
+	GpuCount int `json:"gpuCount"`
+}
+
+// GetId returns FlavorFields.Id, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetId() string { return v.Id }
+
+// GetName returns FlavorFields.Name, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetName() string { return v.Name }
+
+// GetVcpus returns FlavorFields.Vcpus, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetVcpus() int { return v.Vcpus }
+
+// GetMemoryMb returns FlavorFields.MemoryMb, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetMemoryMb() int { return v.MemoryMb }
+
+// GetDiskGb returns FlavorFields.DiskGb, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetDiskGb() int { return v.DiskGb }
+
+// GetGpuModel returns FlavorFields.GpuModel, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetGpuModel() *string { return v.GpuModel }
+
+// GetGpuCount returns FlavorFields.GpuCount, and is useful for accessing the field via an interface.
+func (v *FlavorFields) GetGpuCount() int { return v.GpuCount }
+
 // GetInstanceInstance includes the requested fields of the GraphQL type Instance.
 // The GraphQL type's documentation follows.
 //
@@ -2065,6 +2107,65 @@ func (v *GetSandboxTemplateSandboxTemplate) __premarshalJSON() (*__premarshalGet
 	return &retval, nil
 }
 
+// ImageFields includes the GraphQL fields of Image requested by the fragment ImageFields.
+// The GraphQL type's documentation follows.
+//
+// A registered disk image instances boot from.
+type ImageFields struct {
+	// Its ID (img_…).
+	Id string `json:"id"`
+	// 1-100 characters, unique in its tenant and among public images.
+	Name string `json:"name"`
+	// Its disk format.
+	Format ImageFormat `json:"format"`
+	// Who may use it.
+	Visibility Visibility `json:"visibility"`
+	// Whether an operator vouched for it; a pool with requireVerifiedImage takes only verified images.
+	Verified bool `json:"verified"`
+	// The owning tenant, for visibility TENANT; null for a public image.
+	Tenant *ImageFieldsTenant `json:"tenant"`
+	// When it was registered.
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// GetId returns ImageFields.Id, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetId() string { return v.Id }
+
+// GetName returns ImageFields.Name, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetName() string { return v.Name }
+
+// GetFormat returns ImageFields.Format, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetFormat() ImageFormat { return v.Format }
+
+// GetVisibility returns ImageFields.Visibility, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetVisibility() Visibility { return v.Visibility }
+
+// GetVerified returns ImageFields.Verified, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetVerified() bool { return v.Verified }
+
+// GetTenant returns ImageFields.Tenant, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetTenant() *ImageFieldsTenant { return v.Tenant }
+
+// GetCreatedAt returns ImageFields.CreatedAt, and is useful for accessing the field via an interface.
+func (v *ImageFields) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// ImageFieldsTenant includes the requested fields of the GraphQL type Tenant.
+// The GraphQL type's documentation follows.
+//
+// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
+type ImageFieldsTenant struct {
+	// Its ID (tnt_…).
+	Id string `json:"id"`
+	// 1-100 characters.
+	Name string `json:"name"`
+}
+
+// GetId returns ImageFieldsTenant.Id, and is useful for accessing the field via an interface.
+func (v *ImageFieldsTenant) GetId() string { return v.Id }
+
+// GetName returns ImageFieldsTenant.Name, and is useful for accessing the field via an interface.
+func (v *ImageFieldsTenant) GetName() string { return v.Name }
+
 // An image's disk format.
 type ImageFormat string
 
@@ -2479,124 +2580,63 @@ var AllInstanceState = []InstanceState{
 	InstanceStateLost,
 }
 
-// ListFlavorsFlavorsFlavor includes the requested fields of the GraphQL type Flavor.
+// ListFlavorsFlavorsConnectionFlavorConnection includes the requested fields of the GraphQL type FlavorConnection.
 // The GraphQL type's documentation follows.
 //
-// A size of instance: what each instance of it holds of its host.
-type ListFlavorsFlavorsFlavor struct {
-	// Its ID (flv_…).
-	Id string `json:"id"`
-	// A lowercase slug, unique on the platform.
-	Name string `json:"name"`
-	// vCPUs.
-	Vcpus int `json:"vcpus"`
-	// Memory, in MiB.
-	MemoryMb int `json:"memoryMb"`
-	// Disk, in GiB.
-	DiskGb int `json:"diskGb"`
-	// The model of GPU it passes through; null when it has none.
-	GpuModel *string `json:"gpuModel"`
-	// How many GPUs of gpuModel it passes through; 0 for none.
-	GpuCount int `json:"gpuCount"`
+// A page of every flavor.
+type ListFlavorsFlavorsConnectionFlavorConnection struct {
+	// The page's items.
+	Nodes []FlavorFields `json:"nodes"`
+	// Where the page is.
+	PageInfo PageFields `json:"pageInfo"`
 }
 
-// GetId returns ListFlavorsFlavorsFlavor.Id, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetId() string { return v.Id }
+// GetNodes returns ListFlavorsFlavorsConnectionFlavorConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsConnectionFlavorConnection) GetNodes() []FlavorFields { return v.Nodes }
 
-// GetName returns ListFlavorsFlavorsFlavor.Name, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetName() string { return v.Name }
-
-// GetVcpus returns ListFlavorsFlavorsFlavor.Vcpus, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetVcpus() int { return v.Vcpus }
-
-// GetMemoryMb returns ListFlavorsFlavorsFlavor.MemoryMb, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetMemoryMb() int { return v.MemoryMb }
-
-// GetDiskGb returns ListFlavorsFlavorsFlavor.DiskGb, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetDiskGb() int { return v.DiskGb }
-
-// GetGpuModel returns ListFlavorsFlavorsFlavor.GpuModel, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetGpuModel() *string { return v.GpuModel }
-
-// GetGpuCount returns ListFlavorsFlavorsFlavor.GpuCount, and is useful for accessing the field via an interface.
-func (v *ListFlavorsFlavorsFlavor) GetGpuCount() int { return v.GpuCount }
+// GetPageInfo returns ListFlavorsFlavorsConnectionFlavorConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *ListFlavorsFlavorsConnectionFlavorConnection) GetPageInfo() PageFields { return v.PageInfo }
 
 // ListFlavorsResponse is returned by ListFlavors on success.
 type ListFlavorsResponse struct {
-	// Every flavor, unpaged.
-	Flavors []ListFlavorsFlavorsFlavor `json:"flavors"`
+	// A page of every flavor: first (default 20, at most 100) after a cursor, or
+	// last before one, in orderBy's order (default NAME).
+	FlavorsConnection ListFlavorsFlavorsConnectionFlavorConnection `json:"flavorsConnection"`
 }
 
-// GetFlavors returns ListFlavorsResponse.Flavors, and is useful for accessing the field via an interface.
-func (v *ListFlavorsResponse) GetFlavors() []ListFlavorsFlavorsFlavor { return v.Flavors }
+// GetFlavorsConnection returns ListFlavorsResponse.FlavorsConnection, and is useful for accessing the field via an interface.
+func (v *ListFlavorsResponse) GetFlavorsConnection() ListFlavorsFlavorsConnectionFlavorConnection {
+	return v.FlavorsConnection
+}
 
-// ListImagesImagesImage includes the requested fields of the GraphQL type Image.
+// ListImagesImagesConnectionImageConnection includes the requested fields of the GraphQL type ImageConnection.
 // The GraphQL type's documentation follows.
 //
-// A registered disk image instances boot from.
-type ListImagesImagesImage struct {
-	// Its ID (img_…).
-	Id string `json:"id"`
-	// 1-100 characters, unique in its tenant and among public images.
-	Name string `json:"name"`
-	// Its disk format.
-	Format ImageFormat `json:"format"`
-	// Who may use it.
-	Visibility Visibility `json:"visibility"`
-	// Whether an operator vouched for it; a pool with requireVerifiedImage takes only verified images.
-	Verified bool `json:"verified"`
-	// The owning tenant, for visibility TENANT; null for a public image.
-	Tenant *ListImagesImagesImageTenant `json:"tenant"`
-	// When it was registered.
-	CreatedAt time.Time `json:"createdAt"`
+// A page of the images the caller may use: public ones and its tenant's.
+type ListImagesImagesConnectionImageConnection struct {
+	// The page's items.
+	Nodes []ImageFields `json:"nodes"`
+	// Where the page is.
+	PageInfo PageFields `json:"pageInfo"`
 }
 
-// GetId returns ListImagesImagesImage.Id, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetId() string { return v.Id }
+// GetNodes returns ListImagesImagesConnectionImageConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesConnectionImageConnection) GetNodes() []ImageFields { return v.Nodes }
 
-// GetName returns ListImagesImagesImage.Name, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetName() string { return v.Name }
-
-// GetFormat returns ListImagesImagesImage.Format, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetFormat() ImageFormat { return v.Format }
-
-// GetVisibility returns ListImagesImagesImage.Visibility, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetVisibility() Visibility { return v.Visibility }
-
-// GetVerified returns ListImagesImagesImage.Verified, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetVerified() bool { return v.Verified }
-
-// GetTenant returns ListImagesImagesImage.Tenant, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetTenant() *ListImagesImagesImageTenant { return v.Tenant }
-
-// GetCreatedAt returns ListImagesImagesImage.CreatedAt, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImage) GetCreatedAt() time.Time { return v.CreatedAt }
-
-// ListImagesImagesImageTenant includes the requested fields of the GraphQL type Tenant.
-// The GraphQL type's documentation follows.
-//
-// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
-type ListImagesImagesImageTenant struct {
-	// Its ID (tnt_…).
-	Id string `json:"id"`
-	// 1-100 characters.
-	Name string `json:"name"`
-}
-
-// GetId returns ListImagesImagesImageTenant.Id, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImageTenant) GetId() string { return v.Id }
-
-// GetName returns ListImagesImagesImageTenant.Name, and is useful for accessing the field via an interface.
-func (v *ListImagesImagesImageTenant) GetName() string { return v.Name }
+// GetPageInfo returns ListImagesImagesConnectionImageConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *ListImagesImagesConnectionImageConnection) GetPageInfo() PageFields { return v.PageInfo }
 
 // ListImagesResponse is returned by ListImages on success.
 type ListImagesResponse struct {
-	// The images the caller may use, unpaged.
-	Images []ListImagesImagesImage `json:"images"`
+	// A page of the images the caller may use: public ones and its tenant's: first (default 20, at most 100) after a cursor, or
+	// last before one, in orderBy's order (default NAME).
+	ImagesConnection ListImagesImagesConnectionImageConnection `json:"imagesConnection"`
 }
 
-// GetImages returns ListImagesResponse.Images, and is useful for accessing the field via an interface.
-func (v *ListImagesResponse) GetImages() []ListImagesImagesImage { return v.Images }
+// GetImagesConnection returns ListImagesResponse.ImagesConnection, and is useful for accessing the field via an interface.
+func (v *ListImagesResponse) GetImagesConnection() ListImagesImagesConnectionImageConnection {
+	return v.ImagesConnection
+}
 
 // ListInstancesInstancesInstanceConnection includes the requested fields of the GraphQL type InstanceConnection.
 // The GraphQL type's documentation follows.
@@ -2604,185 +2644,16 @@ func (v *ListImagesResponse) GetImages() []ListImagesImagesImage { return v.Imag
 // A page of instances.
 type ListInstancesInstancesInstanceConnection struct {
 	// The page's items.
-	Nodes []ListInstancesInstancesInstanceConnectionNodesInstance `json:"nodes"`
+	Nodes []InstanceFields `json:"nodes"`
 	// Where the page is.
-	PageInfo ListInstancesInstancesInstanceConnectionPageInfo `json:"pageInfo"`
+	PageInfo PageFields `json:"pageInfo"`
 }
 
 // GetNodes returns ListInstancesInstancesInstanceConnection.Nodes, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnection) GetNodes() []ListInstancesInstancesInstanceConnectionNodesInstance {
-	return v.Nodes
-}
+func (v *ListInstancesInstancesInstanceConnection) GetNodes() []InstanceFields { return v.Nodes }
 
 // GetPageInfo returns ListInstancesInstancesInstanceConnection.PageInfo, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnection) GetPageInfo() ListInstancesInstancesInstanceConnectionPageInfo {
-	return v.PageInfo
-}
-
-// ListInstancesInstancesInstanceConnectionNodesInstance includes the requested fields of the GraphQL type Instance.
-// The GraphQL type's documentation follows.
-//
-// A virtual machine of a tenant, on a host of a hosted pool or at a provider.
-type ListInstancesInstancesInstanceConnectionNodesInstance struct {
-	InstanceFields `json:"-"`
-}
-
-// GetId returns ListInstancesInstancesInstanceConnectionNodesInstance.Id, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetId() string {
-	return v.InstanceFields.Id
-}
-
-// GetName returns ListInstancesInstancesInstanceConnectionNodesInstance.Name, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetName() string {
-	return v.InstanceFields.Name
-}
-
-// GetState returns ListInstancesInstancesInstanceConnectionNodesInstance.State, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetState() InstanceState {
-	return v.InstanceFields.State
-}
-
-// GetDesiredState returns ListInstancesInstancesInstanceConnectionNodesInstance.DesiredState, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetDesiredState() DesiredState {
-	return v.InstanceFields.DesiredState
-}
-
-// GetStateReason returns ListInstancesInstancesInstanceConnectionNodesInstance.StateReason, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetStateReason() *string {
-	return v.InstanceFields.StateReason
-}
-
-// GetAddresses returns ListInstancesInstancesInstanceConnectionNodesInstance.Addresses, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetAddresses() []string {
-	return v.InstanceFields.Addresses
-}
-
-// GetVersion returns ListInstancesInstancesInstanceConnectionNodesInstance.Version, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetVersion() int {
-	return v.InstanceFields.Version
-}
-
-// GetCreatedAt returns ListInstancesInstancesInstanceConnectionNodesInstance.CreatedAt, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetCreatedAt() time.Time {
-	return v.InstanceFields.CreatedAt
-}
-
-// GetUpdatedAt returns ListInstancesInstancesInstanceConnectionNodesInstance.UpdatedAt, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetUpdatedAt() time.Time {
-	return v.InstanceFields.UpdatedAt
-}
-
-// GetPool returns ListInstancesInstancesInstanceConnectionNodesInstance.Pool, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetPool() InstanceFieldsPool {
-	return v.InstanceFields.Pool
-}
-
-// GetFlavor returns ListInstancesInstancesInstanceConnectionNodesInstance.Flavor, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetFlavor() InstanceFieldsFlavor {
-	return v.InstanceFields.Flavor
-}
-
-// GetImage returns ListInstancesInstancesInstanceConnectionNodesInstance.Image, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) GetImage() *InstanceFieldsImage {
-	return v.InstanceFields.Image
-}
-
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*ListInstancesInstancesInstanceConnectionNodesInstance
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.ListInstancesInstancesInstanceConnectionNodesInstance = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.InstanceFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalListInstancesInstancesInstanceConnectionNodesInstance struct {
-	Id string `json:"id"`
-
-	Name string `json:"name"`
-
-	State InstanceState `json:"state"`
-
-	DesiredState DesiredState `json:"desiredState"`
-
-	StateReason *string `json:"stateReason"`
-
-	Addresses []string `json:"addresses"`
-
-	Version int `json:"version"`
-
-	CreatedAt time.Time `json:"createdAt"`
-
-	UpdatedAt time.Time `json:"updatedAt"`
-
-	Pool InstanceFieldsPool `json:"pool"`
-
-	Flavor InstanceFieldsFlavor `json:"flavor"`
-
-	Image *InstanceFieldsImage `json:"image"`
-}
-
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *ListInstancesInstancesInstanceConnectionNodesInstance) __premarshalJSON() (*__premarshalListInstancesInstancesInstanceConnectionNodesInstance, error) {
-	var retval __premarshalListInstancesInstancesInstanceConnectionNodesInstance
-
-	retval.Id = v.InstanceFields.Id
-	retval.Name = v.InstanceFields.Name
-	retval.State = v.InstanceFields.State
-	retval.DesiredState = v.InstanceFields.DesiredState
-	retval.StateReason = v.InstanceFields.StateReason
-	retval.Addresses = v.InstanceFields.Addresses
-	retval.Version = v.InstanceFields.Version
-	retval.CreatedAt = v.InstanceFields.CreatedAt
-	retval.UpdatedAt = v.InstanceFields.UpdatedAt
-	retval.Pool = v.InstanceFields.Pool
-	retval.Flavor = v.InstanceFields.Flavor
-	retval.Image = v.InstanceFields.Image
-	return &retval, nil
-}
-
-// ListInstancesInstancesInstanceConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
-// The GraphQL type's documentation follows.
-//
-// Where a page of a list is, in Relay's terms. Page forward with first and
-// after (endCursor), backward with last and before (startCursor).
-type ListInstancesInstancesInstanceConnectionPageInfo struct {
-	// Whether items follow this page, in the list's order.
-	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the page's last item; null when the page is empty.
-	EndCursor *string `json:"endCursor"`
-}
-
-// GetHasNextPage returns ListInstancesInstancesInstanceConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionPageInfo) GetHasNextPage() bool {
-	return v.HasNextPage
-}
-
-// GetEndCursor returns ListInstancesInstancesInstanceConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
-func (v *ListInstancesInstancesInstanceConnectionPageInfo) GetEndCursor() *string { return v.EndCursor }
+func (v *ListInstancesInstancesInstanceConnection) GetPageInfo() PageFields { return v.PageInfo }
 
 // ListInstancesResponse is returned by ListInstances on success.
 type ListInstancesResponse struct {
@@ -2795,58 +2666,34 @@ func (v *ListInstancesResponse) GetInstances() ListInstancesInstancesInstanceCon
 	return v.Instances
 }
 
-// ListPoolsPoolsPool includes the requested fields of the GraphQL type Pool.
+// ListPoolsPoolsConnectionPoolConnection includes the requested fields of the GraphQL type PoolConnection.
 // The GraphQL type's documentation follows.
 //
-// Where instances are placed: on adopted hosts (class vps-host), at a cloud provider (class provider), or by another module's class.
-type ListPoolsPoolsPool struct {
-	// Its ID (pool_…).
-	Id string `json:"id"`
-	// A lowercase slug, unique on the platform.
-	Name string `json:"name"`
-	// vps-host (hosted), provider, or another module's class.
-	Class string `json:"class"`
-	// Set when the pool is dedicated to one tenant.
-	Tenant *ListPoolsPoolsPoolTenant `json:"tenant"`
+// A page of the pools the caller may use.
+type ListPoolsPoolsConnectionPoolConnection struct {
+	// The page's items.
+	Nodes []PoolFields `json:"nodes"`
+	// Where the page is.
+	PageInfo PageFields `json:"pageInfo"`
 }
 
-// GetId returns ListPoolsPoolsPool.Id, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPool) GetId() string { return v.Id }
+// GetNodes returns ListPoolsPoolsConnectionPoolConnection.Nodes, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsConnectionPoolConnection) GetNodes() []PoolFields { return v.Nodes }
 
-// GetName returns ListPoolsPoolsPool.Name, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPool) GetName() string { return v.Name }
-
-// GetClass returns ListPoolsPoolsPool.Class, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPool) GetClass() string { return v.Class }
-
-// GetTenant returns ListPoolsPoolsPool.Tenant, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPool) GetTenant() *ListPoolsPoolsPoolTenant { return v.Tenant }
-
-// ListPoolsPoolsPoolTenant includes the requested fields of the GraphQL type Tenant.
-// The GraphQL type's documentation follows.
-//
-// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
-type ListPoolsPoolsPoolTenant struct {
-	// Its ID (tnt_…).
-	Id string `json:"id"`
-	// 1-100 characters.
-	Name string `json:"name"`
-}
-
-// GetId returns ListPoolsPoolsPoolTenant.Id, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPoolTenant) GetId() string { return v.Id }
-
-// GetName returns ListPoolsPoolsPoolTenant.Name, and is useful for accessing the field via an interface.
-func (v *ListPoolsPoolsPoolTenant) GetName() string { return v.Name }
+// GetPageInfo returns ListPoolsPoolsConnectionPoolConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *ListPoolsPoolsConnectionPoolConnection) GetPageInfo() PageFields { return v.PageInfo }
 
 // ListPoolsResponse is returned by ListPools on success.
 type ListPoolsResponse struct {
-	// The pools the caller may use.
-	Pools []ListPoolsPoolsPool `json:"pools"`
+	// A page of the pools the caller may use: first (default 20, at most 100) after a cursor, or
+	// last before one, in orderBy's order (default NAME).
+	PoolsConnection ListPoolsPoolsConnectionPoolConnection `json:"poolsConnection"`
 }
 
-// GetPools returns ListPoolsResponse.Pools, and is useful for accessing the field via an interface.
-func (v *ListPoolsResponse) GetPools() []ListPoolsPoolsPool { return v.Pools }
+// GetPoolsConnection returns ListPoolsResponse.PoolsConnection, and is useful for accessing the field via an interface.
+func (v *ListPoolsResponse) GetPoolsConnection() ListPoolsPoolsConnectionPoolConnection {
+	return v.PoolsConnection
+}
 
 // ListSandboxSnapshotsResponse is returned by ListSandboxSnapshots on success.
 type ListSandboxSnapshotsResponse struct {
@@ -2865,164 +2712,19 @@ func (v *ListSandboxSnapshotsResponse) GetSandboxSnapshots() ListSandboxSnapshot
 // A page of sandbox snapshots.
 type ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection struct {
 	// The page's items.
-	Nodes []ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot `json:"nodes"`
+	Nodes []SnapshotFields `json:"nodes"`
 	// Where the page is.
-	PageInfo ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo `json:"pageInfo"`
+	PageInfo PageFields `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection.Nodes, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection) GetNodes() []ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot {
+func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection) GetNodes() []SnapshotFields {
 	return v.Nodes
 }
 
 // GetPageInfo returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection.PageInfo, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection) GetPageInfo() ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo {
+func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnection) GetPageInfo() PageFields {
 	return v.PageInfo
-}
-
-// ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot includes the requested fields of the GraphQL type SandboxSnapshot.
-// The GraphQL type's documentation follows.
-//
-// A running sandbox's disk, taken on its host without stopping it. New
-// sandboxes restored from it (createSandbox's fromSnapshot) boot from that
-// disk, on the host that holds its files. It outlives its sandbox.
-type ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot struct {
-	SnapshotFields `json:"-"`
-}
-
-// GetId returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.Id, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetId() string {
-	return v.SnapshotFields.Id
-}
-
-// GetName returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.Name, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetName() string {
-	return v.SnapshotFields.Name
-}
-
-// GetState returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.State, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetState() SandboxSnapshotState {
-	return v.SnapshotFields.State
-}
-
-// GetStateReason returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.StateReason, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetStateReason() *string {
-	return v.SnapshotFields.StateReason
-}
-
-// GetSizeBytes returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.SizeBytes, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetSizeBytes() *int64 {
-	return v.SnapshotFields.SizeBytes
-}
-
-// GetSha256 returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.Sha256, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetSha256() *string {
-	return v.SnapshotFields.Sha256
-}
-
-// GetCreatedAt returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.CreatedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetCreatedAt() time.Time {
-	return v.SnapshotFields.CreatedAt
-}
-
-// GetSettledAt returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.SettledAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetSettledAt() *time.Time {
-	return v.SnapshotFields.SettledAt
-}
-
-// GetSandbox returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot.Sandbox, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) GetSandbox() SnapshotFieldsSandbox {
-	return v.SnapshotFields.Sandbox
-}
-
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.SnapshotFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot struct {
-	Id string `json:"id"`
-
-	Name string `json:"name"`
-
-	State SandboxSnapshotState `json:"state"`
-
-	StateReason *string `json:"stateReason"`
-
-	SizeBytes *int64 `json:"sizeBytes"`
-
-	Sha256 *string `json:"sha256"`
-
-	CreatedAt time.Time `json:"createdAt"`
-
-	SettledAt *time.Time `json:"settledAt"`
-
-	Sandbox SnapshotFieldsSandbox `json:"sandbox"`
-}
-
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot) __premarshalJSON() (*__premarshalListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot, error) {
-	var retval __premarshalListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionNodesSandboxSnapshot
-
-	retval.Id = v.SnapshotFields.Id
-	retval.Name = v.SnapshotFields.Name
-	retval.State = v.SnapshotFields.State
-	retval.StateReason = v.SnapshotFields.StateReason
-	retval.SizeBytes = v.SnapshotFields.SizeBytes
-	retval.Sha256 = v.SnapshotFields.Sha256
-	retval.CreatedAt = v.SnapshotFields.CreatedAt
-	retval.SettledAt = v.SnapshotFields.SettledAt
-	retval.Sandbox = v.SnapshotFields.Sandbox
-	return &retval, nil
-}
-
-// ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
-// The GraphQL type's documentation follows.
-//
-// Where a page of a list is, in Relay's terms. Page forward with first and
-// after (endCursor), backward with last and before (startCursor).
-type ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo struct {
-	// Whether items follow this page, in the list's order.
-	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the page's last item; null when the page is empty.
-	EndCursor *string `json:"endCursor"`
-}
-
-// GetHasNextPage returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo) GetHasNextPage() bool {
-	return v.HasNextPage
-}
-
-// GetEndCursor returns ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
-func (v *ListSandboxSnapshotsSandboxSnapshotsSandboxSnapshotConnectionPageInfo) GetEndCursor() *string {
-	return v.EndCursor
 }
 
 // ListSandboxTemplatesResponse is returned by ListSandboxTemplates on success.
@@ -3042,194 +2744,19 @@ func (v *ListSandboxTemplatesResponse) GetSandboxTemplates() ListSandboxTemplate
 // A page of sandbox templates.
 type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection struct {
 	// The page's items.
-	Nodes []ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate `json:"nodes"`
+	Nodes []TemplateFields `json:"nodes"`
 	// Where the page is.
-	PageInfo ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo `json:"pageInfo"`
+	PageInfo PageFields `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection.Nodes, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection) GetNodes() []ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate {
+func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection) GetNodes() []TemplateFields {
 	return v.Nodes
 }
 
 // GetPageInfo returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection.PageInfo, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection) GetPageInfo() ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo {
+func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnection) GetPageInfo() PageFields {
 	return v.PageInfo
-}
-
-// ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate includes the requested fields of the GraphQL type SandboxTemplate.
-// The GraphQL type's documentation follows.
-//
-// What each sandbox made from it runs, and how many instances of it wait warm to be claimed.
-type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate struct {
-	TemplateFields `json:"-"`
-}
-
-// GetId returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Id, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetId() string {
-	return v.TemplateFields.Id
-}
-
-// GetName returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Name, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetName() string {
-	return v.TemplateFields.Name
-}
-
-// GetPublic returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Public, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetPublic() bool {
-	return v.TemplateFields.Public
-}
-
-// GetDefaultTimeout returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.DefaultTimeout, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetDefaultTimeout() int {
-	return v.TemplateFields.DefaultTimeout
-}
-
-// GetMaxTimeout returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.MaxTimeout, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetMaxTimeout() int {
-	return v.TemplateFields.MaxTimeout
-}
-
-// GetWarmCount returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.WarmCount, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetWarmCount() int {
-	return v.TemplateFields.WarmCount
-}
-
-// GetEnvNames returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.EnvNames, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetEnvNames() []string {
-	return v.TemplateFields.EnvNames
-}
-
-// GetCreatedAt returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.CreatedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetCreatedAt() time.Time {
-	return v.TemplateFields.CreatedAt
-}
-
-// GetUpdatedAt returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.UpdatedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetUpdatedAt() time.Time {
-	return v.TemplateFields.UpdatedAt
-}
-
-// GetVersion returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Version, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetVersion() int {
-	return v.TemplateFields.Version
-}
-
-// GetPool returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Pool, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetPool() TemplateFieldsPool {
-	return v.TemplateFields.Pool
-}
-
-// GetFlavor returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Flavor, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetFlavor() TemplateFieldsFlavor {
-	return v.TemplateFields.Flavor
-}
-
-// GetImage returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate.Image, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) GetImage() *TemplateFieldsImage {
-	return v.TemplateFields.Image
-}
-
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.TemplateFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate struct {
-	Id string `json:"id"`
-
-	Name string `json:"name"`
-
-	Public bool `json:"public"`
-
-	DefaultTimeout int `json:"defaultTimeout"`
-
-	MaxTimeout int `json:"maxTimeout"`
-
-	WarmCount int `json:"warmCount"`
-
-	EnvNames []string `json:"envNames"`
-
-	CreatedAt time.Time `json:"createdAt"`
-
-	UpdatedAt time.Time `json:"updatedAt"`
-
-	Version int `json:"version"`
-
-	Pool TemplateFieldsPool `json:"pool"`
-
-	Flavor TemplateFieldsFlavor `json:"flavor"`
-
-	Image *TemplateFieldsImage `json:"image"`
-}
-
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate) __premarshalJSON() (*__premarshalListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate, error) {
-	var retval __premarshalListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionNodesSandboxTemplate
-
-	retval.Id = v.TemplateFields.Id
-	retval.Name = v.TemplateFields.Name
-	retval.Public = v.TemplateFields.Public
-	retval.DefaultTimeout = v.TemplateFields.DefaultTimeout
-	retval.MaxTimeout = v.TemplateFields.MaxTimeout
-	retval.WarmCount = v.TemplateFields.WarmCount
-	retval.EnvNames = v.TemplateFields.EnvNames
-	retval.CreatedAt = v.TemplateFields.CreatedAt
-	retval.UpdatedAt = v.TemplateFields.UpdatedAt
-	retval.Version = v.TemplateFields.Version
-	retval.Pool = v.TemplateFields.Pool
-	retval.Flavor = v.TemplateFields.Flavor
-	retval.Image = v.TemplateFields.Image
-	return &retval, nil
-}
-
-// ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
-// The GraphQL type's documentation follows.
-//
-// Where a page of a list is, in Relay's terms. Page forward with first and
-// after (endCursor), backward with last and before (startCursor).
-type ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo struct {
-	// Whether items follow this page, in the list's order.
-	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the page's last item; null when the page is empty.
-	EndCursor *string `json:"endCursor"`
-}
-
-// GetHasNextPage returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo) GetHasNextPage() bool {
-	return v.HasNextPage
-}
-
-// GetEndCursor returns ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
-func (v *ListSandboxTemplatesSandboxTemplatesSandboxTemplateConnectionPageInfo) GetEndCursor() *string {
-	return v.EndCursor
 }
 
 // ListSandboxesResponse is returned by ListSandboxes on success.
@@ -3249,175 +2776,16 @@ func (v *ListSandboxesResponse) GetSandboxes() ListSandboxesSandboxesSandboxConn
 // A page of sandboxes.
 type ListSandboxesSandboxesSandboxConnection struct {
 	// The page's items.
-	Nodes []ListSandboxesSandboxesSandboxConnectionNodesSandbox `json:"nodes"`
+	Nodes []SandboxFields `json:"nodes"`
 	// Where the page is.
-	PageInfo ListSandboxesSandboxesSandboxConnectionPageInfo `json:"pageInfo"`
+	PageInfo PageFields `json:"pageInfo"`
 }
 
 // GetNodes returns ListSandboxesSandboxesSandboxConnection.Nodes, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnection) GetNodes() []ListSandboxesSandboxesSandboxConnectionNodesSandbox {
-	return v.Nodes
-}
+func (v *ListSandboxesSandboxesSandboxConnection) GetNodes() []SandboxFields { return v.Nodes }
 
 // GetPageInfo returns ListSandboxesSandboxesSandboxConnection.PageInfo, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnection) GetPageInfo() ListSandboxesSandboxesSandboxConnectionPageInfo {
-	return v.PageInfo
-}
-
-// ListSandboxesSandboxesSandboxConnectionNodesSandbox includes the requested fields of the GraphQL type Sandbox.
-// The GraphQL type's documentation follows.
-//
-// A short-lived instance made from a sandbox template, which expires by itself at expiresAt.
-type ListSandboxesSandboxesSandboxConnectionNodesSandbox struct {
-	SandboxFields `json:"-"`
-}
-
-// GetId returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.Id, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetId() string {
-	return v.SandboxFields.Id
-}
-
-// GetState returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.State, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetState() SandboxState {
-	return v.SandboxFields.State
-}
-
-// GetStartedFrom returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.StartedFrom, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetStartedFrom() StartedFrom {
-	return v.SandboxFields.StartedFrom
-}
-
-// GetMetadata returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.Metadata, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetMetadata() map[string]interface{} {
-	return v.SandboxFields.Metadata
-}
-
-// GetExpiresAt returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.ExpiresAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetExpiresAt() time.Time {
-	return v.SandboxFields.ExpiresAt
-}
-
-// GetEndedAt returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.EndedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetEndedAt() *time.Time {
-	return v.SandboxFields.EndedAt
-}
-
-// GetCreatedAt returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.CreatedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetCreatedAt() time.Time {
-	return v.SandboxFields.CreatedAt
-}
-
-// GetUpdatedAt returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.UpdatedAt, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetUpdatedAt() time.Time {
-	return v.SandboxFields.UpdatedAt
-}
-
-// GetVersion returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.Version, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetVersion() int {
-	return v.SandboxFields.Version
-}
-
-// GetTemplate returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.Template, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetTemplate() SandboxFieldsTemplateSandboxTemplate {
-	return v.SandboxFields.Template
-}
-
-// GetInstance returns ListSandboxesSandboxesSandboxConnectionNodesSandbox.Instance, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) GetInstance() SandboxFieldsInstance {
-	return v.SandboxFields.Instance
-}
-
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*ListSandboxesSandboxesSandboxConnectionNodesSandbox
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.ListSandboxesSandboxesSandboxConnectionNodesSandbox = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.SandboxFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalListSandboxesSandboxesSandboxConnectionNodesSandbox struct {
-	Id string `json:"id"`
-
-	State SandboxState `json:"state"`
-
-	StartedFrom StartedFrom `json:"startedFrom"`
-
-	Metadata map[string]interface{} `json:"metadata"`
-
-	ExpiresAt time.Time `json:"expiresAt"`
-
-	EndedAt *time.Time `json:"endedAt"`
-
-	CreatedAt time.Time `json:"createdAt"`
-
-	UpdatedAt time.Time `json:"updatedAt"`
-
-	Version int `json:"version"`
-
-	Template SandboxFieldsTemplateSandboxTemplate `json:"template"`
-
-	Instance SandboxFieldsInstance `json:"instance"`
-}
-
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *ListSandboxesSandboxesSandboxConnectionNodesSandbox) __premarshalJSON() (*__premarshalListSandboxesSandboxesSandboxConnectionNodesSandbox, error) {
-	var retval __premarshalListSandboxesSandboxesSandboxConnectionNodesSandbox
-
-	retval.Id = v.SandboxFields.Id
-	retval.State = v.SandboxFields.State
-	retval.StartedFrom = v.SandboxFields.StartedFrom
-	retval.Metadata = v.SandboxFields.Metadata
-	retval.ExpiresAt = v.SandboxFields.ExpiresAt
-	retval.EndedAt = v.SandboxFields.EndedAt
-	retval.CreatedAt = v.SandboxFields.CreatedAt
-	retval.UpdatedAt = v.SandboxFields.UpdatedAt
-	retval.Version = v.SandboxFields.Version
-	retval.Template = v.SandboxFields.Template
-	retval.Instance = v.SandboxFields.Instance
-	return &retval, nil
-}
-
-// ListSandboxesSandboxesSandboxConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
-// The GraphQL type's documentation follows.
-//
-// Where a page of a list is, in Relay's terms. Page forward with first and
-// after (endCursor), backward with last and before (startCursor).
-type ListSandboxesSandboxesSandboxConnectionPageInfo struct {
-	// Whether items follow this page, in the list's order.
-	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the page's last item; null when the page is empty.
-	EndCursor *string `json:"endCursor"`
-}
-
-// GetHasNextPage returns ListSandboxesSandboxesSandboxConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionPageInfo) GetHasNextPage() bool { return v.HasNextPage }
-
-// GetEndCursor returns ListSandboxesSandboxesSandboxConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
-func (v *ListSandboxesSandboxesSandboxConnectionPageInfo) GetEndCursor() *string { return v.EndCursor }
+func (v *ListSandboxesSandboxesSandboxConnection) GetPageInfo() PageFields { return v.PageInfo }
 
 // The egress a template's instances are allowed; see NetworkPolicy.
 type NetworkPolicyInput struct {
@@ -3437,6 +2805,24 @@ func (v *NetworkPolicyInput) GetAllowOut() []string { return v.AllowOut }
 
 // GetDenyOut returns NetworkPolicyInput.DenyOut, and is useful for accessing the field via an interface.
 func (v *NetworkPolicyInput) GetDenyOut() []string { return v.DenyOut }
+
+// PageFields includes the GraphQL fields of PageInfo requested by the fragment PageFields.
+// The GraphQL type's documentation follows.
+//
+// Where a page of a list is, in Relay's terms. Page forward with first and
+// after (endCursor), backward with last and before (startCursor).
+type PageFields struct {
+	// Whether items follow this page, in the list's order.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last item; null when the page is empty.
+	EndCursor *string `json:"endCursor"`
+}
+
+// GetHasNextPage returns PageFields.HasNextPage, and is useful for accessing the field via an interface.
+func (v *PageFields) GetHasNextPage() bool { return v.HasNextPage }
+
+// GetEndCursor returns PageFields.EndCursor, and is useful for accessing the field via an interface.
+func (v *PageFields) GetEndCursor() *string { return v.EndCursor }
 
 // PauseSandboxPauseSandboxSandboxPayload includes the requested fields of the GraphQL type SandboxPayload.
 // The GraphQL type's documentation follows.
@@ -3597,6 +2983,50 @@ type PauseSandboxResponse struct {
 func (v *PauseSandboxResponse) GetPauseSandbox() PauseSandboxPauseSandboxSandboxPayload {
 	return v.PauseSandbox
 }
+
+// PoolFields includes the GraphQL fields of Pool requested by the fragment PoolFields.
+// The GraphQL type's documentation follows.
+//
+// Where instances are placed: on adopted hosts (class vps-host), at a cloud provider (class provider), or by another module's class.
+type PoolFields struct {
+	// Its ID (pool_…).
+	Id string `json:"id"`
+	// A lowercase slug, unique on the platform.
+	Name string `json:"name"`
+	// vps-host (hosted), provider, or another module's class.
+	Class string `json:"class"`
+	// Set when the pool is dedicated to one tenant.
+	Tenant *PoolFieldsTenant `json:"tenant"`
+}
+
+// GetId returns PoolFields.Id, and is useful for accessing the field via an interface.
+func (v *PoolFields) GetId() string { return v.Id }
+
+// GetName returns PoolFields.Name, and is useful for accessing the field via an interface.
+func (v *PoolFields) GetName() string { return v.Name }
+
+// GetClass returns PoolFields.Class, and is useful for accessing the field via an interface.
+func (v *PoolFields) GetClass() string { return v.Class }
+
+// GetTenant returns PoolFields.Tenant, and is useful for accessing the field via an interface.
+func (v *PoolFields) GetTenant() *PoolFieldsTenant { return v.Tenant }
+
+// PoolFieldsTenant includes the requested fields of the GraphQL type Tenant.
+// The GraphQL type's documentation follows.
+//
+// A customer: it owns instances, sandboxes, images, provider accounts and its members' tokens.
+type PoolFieldsTenant struct {
+	// Its ID (tnt_…).
+	Id string `json:"id"`
+	// 1-100 characters.
+	Name string `json:"name"`
+}
+
+// GetId returns PoolFieldsTenant.Id, and is useful for accessing the field via an interface.
+func (v *PoolFieldsTenant) GetId() string { return v.Id }
+
+// GetName returns PoolFieldsTenant.Name, and is useful for accessing the field via an interface.
+func (v *PoolFieldsTenant) GetName() string { return v.Name }
 
 // RebootInstanceRebootInstanceInstancePayload includes the requested fields of the GraphQL type InstancePayload.
 // The GraphQL type's documentation follows.
@@ -5607,6 +5037,30 @@ func (v *__InstanceEventsInput) GetFilter() *InstanceEventFilter { return v.Filt
 // GetIncludeCurrent returns __InstanceEventsInput.IncludeCurrent, and is useful for accessing the field via an interface.
 func (v *__InstanceEventsInput) GetIncludeCurrent() *bool { return v.IncludeCurrent }
 
+// __ListFlavorsInput is used internally by genqlient
+type __ListFlavorsInput struct {
+	First *int    `json:"first"`
+	After *string `json:"after"`
+}
+
+// GetFirst returns __ListFlavorsInput.First, and is useful for accessing the field via an interface.
+func (v *__ListFlavorsInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __ListFlavorsInput.After, and is useful for accessing the field via an interface.
+func (v *__ListFlavorsInput) GetAfter() *string { return v.After }
+
+// __ListImagesInput is used internally by genqlient
+type __ListImagesInput struct {
+	First *int    `json:"first"`
+	After *string `json:"after"`
+}
+
+// GetFirst returns __ListImagesInput.First, and is useful for accessing the field via an interface.
+func (v *__ListImagesInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __ListImagesInput.After, and is useful for accessing the field via an interface.
+func (v *__ListImagesInput) GetAfter() *string { return v.After }
+
 // __ListInstancesInput is used internally by genqlient
 type __ListInstancesInput struct {
 	First  *int            `json:"first"`
@@ -5622,6 +5076,18 @@ func (v *__ListInstancesInput) GetAfter() *string { return v.After }
 
 // GetFilter returns __ListInstancesInput.Filter, and is useful for accessing the field via an interface.
 func (v *__ListInstancesInput) GetFilter() *InstanceFilter { return v.Filter }
+
+// __ListPoolsInput is used internally by genqlient
+type __ListPoolsInput struct {
+	First *int    `json:"first"`
+	After *string `json:"after"`
+}
+
+// GetFirst returns __ListPoolsInput.First, and is useful for accessing the field via an interface.
+func (v *__ListPoolsInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __ListPoolsInput.After, and is useful for accessing the field via an interface.
+func (v *__ListPoolsInput) GetAfter() *string { return v.After }
 
 // __ListSandboxSnapshotsInput is used internally by genqlient
 type __ListSandboxSnapshotsInput struct {
@@ -6517,26 +5983,44 @@ func InstanceEventsForwardData(interfaceChan interface{}, jsonRawMsg json.RawMes
 
 // The query executed by ListFlavors.
 const ListFlavors_Operation = `
-query ListFlavors {
-	flavors {
-		id
-		name
-		vcpus
-		memoryMb
-		diskGb
-		gpuModel
-		gpuCount
+query ListFlavors ($first: Int, $after: String) {
+	flavorsConnection(first: $first, after: $after) {
+		nodes {
+			... FlavorFields
+		}
+		pageInfo {
+			... PageFields
+		}
 	}
+}
+fragment FlavorFields on Flavor {
+	id
+	name
+	vcpus
+	memoryMb
+	diskGb
+	gpuModel
+	gpuCount
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
 func ListFlavors(
 	ctx_ context.Context,
 	client_ graphql.Client,
+	first *int,
+	after *string,
 ) (data_ *ListFlavorsResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "ListFlavors",
 		Query:  ListFlavors_Operation,
+		Variables: &__ListFlavorsInput{
+			First: first,
+			After: after,
+		},
 	}
 
 	data_ = &ListFlavorsResponse{}
@@ -6553,29 +6037,47 @@ func ListFlavors(
 
 // The query executed by ListImages.
 const ListImages_Operation = `
-query ListImages {
-	images {
+query ListImages ($first: Int, $after: String) {
+	imagesConnection(first: $first, after: $after) {
+		nodes {
+			... ImageFields
+		}
+		pageInfo {
+			... PageFields
+		}
+	}
+}
+fragment ImageFields on Image {
+	id
+	name
+	format
+	visibility
+	verified
+	tenant {
 		id
 		name
-		format
-		visibility
-		verified
-		tenant {
-			id
-			name
-		}
-		createdAt
 	}
+	createdAt
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
 func ListImages(
 	ctx_ context.Context,
 	client_ graphql.Client,
+	first *int,
+	after *string,
 ) (data_ *ListImagesResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "ListImages",
 		Query:  ListImages_Operation,
+		Variables: &__ListImagesInput{
+			First: first,
+			After: after,
+		},
 	}
 
 	data_ = &ListImagesResponse{}
@@ -6598,8 +6100,7 @@ query ListInstances ($first: Int, $after: String, $filter: InstanceFilter) {
 			... InstanceFields
 		}
 		pageInfo {
-			hasNextPage
-			endCursor
+			... PageFields
 		}
 	}
 }
@@ -6625,6 +6126,10 @@ fragment InstanceFields on Instance {
 		id
 		name
 	}
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
@@ -6659,26 +6164,44 @@ func ListInstances(
 
 // The query executed by ListPools.
 const ListPools_Operation = `
-query ListPools {
-	pools {
-		id
-		name
-		class
-		tenant {
-			id
-			name
+query ListPools ($first: Int, $after: String) {
+	poolsConnection(first: $first, after: $after) {
+		nodes {
+			... PoolFields
+		}
+		pageInfo {
+			... PageFields
 		}
 	}
+}
+fragment PoolFields on Pool {
+	id
+	name
+	class
+	tenant {
+		id
+		name
+	}
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
 func ListPools(
 	ctx_ context.Context,
 	client_ graphql.Client,
+	first *int,
+	after *string,
 ) (data_ *ListPoolsResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "ListPools",
 		Query:  ListPools_Operation,
+		Variables: &__ListPoolsInput{
+			First: first,
+			After: after,
+		},
 	}
 
 	data_ = &ListPoolsResponse{}
@@ -6701,8 +6224,7 @@ query ListSandboxSnapshots ($first: Int, $after: String, $filter: SandboxSnapsho
 			... SnapshotFields
 		}
 		pageInfo {
-			hasNextPage
-			endCursor
+			... PageFields
 		}
 	}
 }
@@ -6718,6 +6240,10 @@ fragment SnapshotFields on SandboxSnapshot {
 	sandbox {
 		id
 	}
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
@@ -6758,8 +6284,7 @@ query ListSandboxTemplates ($first: Int, $after: String) {
 			... TemplateFields
 		}
 		pageInfo {
-			hasNextPage
-			endCursor
+			... PageFields
 		}
 	}
 }
@@ -6786,6 +6311,10 @@ fragment TemplateFields on SandboxTemplate {
 		id
 		name
 	}
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
@@ -6824,8 +6353,7 @@ query ListSandboxes ($first: Int, $after: String, $filter: SandboxFilter) {
 			... SandboxFields
 		}
 		pageInfo {
-			hasNextPage
-			endCursor
+			... PageFields
 		}
 	}
 }
@@ -6850,6 +6378,10 @@ fragment SandboxFields on Sandbox {
 		stateReason
 		addresses
 	}
+}
+fragment PageFields on PageInfo {
+	hasNextPage
+	endCursor
 }
 `
 
