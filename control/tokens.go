@@ -115,6 +115,19 @@ func (s *Service) APIToken(ctx context.Context, id uuid.UUID) (domain.APIToken, 
 	return domain.APITokenFromRow(t), nil
 }
 
+// APITokens lists every API token, revoked and expired ones too: for
+// operators only.
+func (s *Service) APITokens(ctx context.Context) ([]domain.APIToken, error) {
+	if _, err := operator(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.q.ListAPITokens(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list API tokens: %w", err)
+	}
+	return mapRows(rows, func(r sqlc.ListAPITokensRow) domain.APIToken { return domain.APITokenFromRow(sqlc.GetAPITokenRow(r)) }), nil
+}
+
 // Principal returns a principal the caller may see.
 func (s *Service) Principal(ctx context.Context, id uuid.UUID) (domain.Principal, error) {
 	p, err := caller(ctx)

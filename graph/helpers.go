@@ -8,6 +8,7 @@ import (
 
 	"github.com/better-compute/vps/apierr"
 	"github.com/better-compute/vps/control"
+	"github.com/better-compute/vps/domain"
 	"github.com/better-compute/vps/graph/model"
 	"github.com/better-compute/vps/iam"
 	"github.com/better-compute/vps/ids"
@@ -28,6 +29,11 @@ func (r *Resolver) apiToken(ctx context.Context, id uuid.UUID) (model.APIToken, 
 	if err != nil {
 		return model.APIToken{}, err
 	}
+	return r.apiTokenModel(ctx, t)
+}
+
+// apiTokenModel is a token as the schema shows it, with its tenant.
+func (r *Resolver) apiTokenModel(ctx context.Context, t domain.APIToken) (model.APIToken, error) {
 	tok := model.APIToken{
 		ID: ids.Encode(ids.APIToken, t.ID), Name: t.Name, Role: roleOf(t.Role),
 		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt,

@@ -97,3 +97,28 @@ func (r *queryResolver) ProviderAccountsConnection(ctx context.Context, first *i
 			return model.ProviderAccountEdge{Cursor: c, Node: x}
 		})}, nil
 }
+
+// APITokensConnection is the resolver for the apiTokensConnection field.
+func (r *queryResolver) APITokensConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.APITokenConnection, error) {
+	all, err := r.svc.APITokens(ctx)
+	if err != nil {
+		return model.APITokenConnection{}, err
+	}
+	p, err := pageCatalog(all, func(x domain.APIToken) catalogKey { return catalogKey{x.Name, x.ID} }, orderBy, relay{first, last, after, before})
+	if err != nil {
+		return model.APITokenConnection{}, err
+	}
+	conn := model.APITokenConnection{PageInfo: p.info, TotalCount: p.total}
+	for i, t := range p.items {
+		tok, err := r.apiTokenModel(ctx, t)
+		if err != nil {
+			return model.APITokenConnection{}, err
+		}
+		conn.Nodes = append(conn.Nodes, tok)
+		conn.Edges = append(conn.Edges, model.APITokenEdge{Cursor: p.cursors[i], Node: tok})
+	}
+	if conn.Nodes == nil {
+		conn.Nodes, conn.Edges = []model.APIToken{}, []model.APITokenEdge{}
+	}
+	return conn, nil
+}

@@ -184,3 +184,42 @@ func TestConnections(t *testing.T) {
 		}
 	})
 }
+
+// TestAPITokensConnection: operators list every token, revoked ones too,
+// with its tenant; a member may not.
+func TestAPITokensConnection(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tenant, member := e.tenant("acme") // makes the token acme-member
+	ci := e.id(e.operator, `mutation($t: ID) { createApiToken(input: {name: "acme-ci", tenantId: $t}) { apiToken { id } } }`,
+		map[string]any{"t": tenant}, "createApiToken", "apiToken", "id")
+	e.must(e.operator, `mutation($id: ID!) { revokeApiToken(input: {id: $id}) { apiToken { id } } }`, map[string]any{"id": ci}, nil)
+	var out struct {
+		ApiTokensConnection struct {
+			TotalCount int
+			Nodes      []struct {
+				Name, Role string
+				Tenant     *struct{ ID string }
+				RevokedAt  *string
+			}
+		}
+	}
+	e.must(e.operator, `{ apiTokensConnection(orderBy: NAME) { totalCount nodes { name role tenant { id } revokedAt } } }`, nil, &out)
+	got := out.ApiTokensConnection
+	var names []string
+	for _, n := range got.Nodes {
+		names = append(names, n.Name)
+	}
+	if got.TotalCount != 3 || !slices.Equal(names, []string{"acme-ci", "acme-member", "test-operator"}) {
+		t.Fatalf("tokens %d: %v", got.TotalCount, names)
+	}
+	if ci := got.Nodes[0]; ci.Tenant == nil || ci.Tenant.ID != tenant || ci.RevokedAt == nil || ci.Role != "MEMBER" {
+		t.Errorf("acme-ci: %+v", ci)
+	}
+	if op := got.Nodes[2]; op.Tenant != nil || op.Role != "OPERATOR" || op.RevokedAt != nil {
+		t.Errorf("test-operator: %+v", op)
+	}
+	if r := e.do(member, `{ apiTokensConnection { totalCount } }`, nil); r.code() != "FORBIDDEN" {
+		t.Errorf("a member: %+v", r.Errors)
+	}
+}

@@ -27,6 +27,14 @@ SELECT t.*, p.tenant_id, p.role
 FROM api_tokens t JOIN principals p ON p.id = t.principal_id
 WHERE t.id = $1;
 
+-- ListAPITokens lists every API token with its principal's tenant and
+-- role, revoked and expired ones too, newest first (at most 10,000).
+-- name: ListAPITokens :many
+SELECT t.*, p.tenant_id, p.role
+FROM api_tokens t JOIN principals p ON p.id = t.principal_id
+ORDER BY t.id DESC
+LIMIT 10000;
+
 -- name: RevokeAPIToken :one
 UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *;
 

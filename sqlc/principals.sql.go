@@ -229,6 +229,57 @@ func (q *Queries) GetPrincipalsByIDs(ctx context.Context, ids []uuid.UUID) ([]Pr
 	return items, nil
 }
 
+const listAPITokens = `-- name: ListAPITokens :many
+SELECT t.id, t.principal_id, t.name, t.hash, t.created_at, t.expires_at, t.revoked_at, p.tenant_id, p.role
+FROM api_tokens t JOIN principals p ON p.id = t.principal_id
+ORDER BY t.id DESC
+LIMIT 10000
+`
+
+type ListAPITokensRow struct {
+	ID          uuid.UUID
+	PrincipalID uuid.UUID
+	Name        string
+	Hash        []byte
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	TenantID    *uuid.UUID
+	Role        string
+}
+
+// ListAPITokens lists every API token with its principal's tenant and
+// role, revoked and expired ones too, newest first (at most 10,000).
+func (q *Queries) ListAPITokens(ctx context.Context) ([]ListAPITokensRow, error) {
+	rows, err := q.db.Query(ctx, listAPITokens)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListAPITokensRow{}
+	for rows.Next() {
+		var i ListAPITokensRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.PrincipalID,
+			&i.Name,
+			&i.Hash,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.RevokedAt,
+			&i.TenantID,
+			&i.Role,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const revokeAPIToken = `-- name: RevokeAPIToken :one
 UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, principal_id, name, hash, created_at, expires_at, revoked_at
 `

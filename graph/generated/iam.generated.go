@@ -1613,6 +1613,22 @@ func (ec *executionContext) marshalNApiToken2githubᚗcomᚋbetterᚑcomputeᚋv
 	return ec._ApiToken(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNApiToken2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenᚄ(ctx context.Context, sel ast.SelectionSet, v []model.APIToken) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApiToken2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPIToken(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNApiTokenPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenPayload(ctx context.Context, sel ast.SelectionSet, v model.APITokenPayload) graphql.Marshaler {
 	return ec._ApiTokenPayload(ctx, sel, &v)
 }

@@ -24,6 +24,180 @@ import (
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _ApiTokenConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.APITokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.APITokenEdge) graphql.Marshaler {
+			return ec.marshalNApiTokenEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiTokenEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiTokenConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.APITokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.APIToken) graphql.Marshaler {
+			return ec.marshalNApiToken2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiTokenConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.APITokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApiTokenConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.APITokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiTokenConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ApiTokenEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.APITokenEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApiTokenEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApiTokenEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.APITokenEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApiTokenEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.APIToken) graphql.Marshaler {
+			return ec.marshalNApiToken2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApiTokenEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApiTokenEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _FlavorConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.FlavorConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1080,6 +1254,92 @@ func (ec *executionContext) fieldContext_TenantEdge_node(_ context.Context, fiel
 
 // region    **************************** object.gotpl ****************************
 
+var apiTokenConnectionImplementors = []string{"ApiTokenConnection"}
+
+func (ec *executionContext) _ApiTokenConnection(ctx context.Context, sel ast.SelectionSet, obj *model.APITokenConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiTokenConnection")
+		case "edges":
+			out.Values[i] = ec._ApiTokenConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._ApiTokenConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ApiTokenConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._ApiTokenConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var apiTokenEdgeImplementors = []string{"ApiTokenEdge"}
+
+func (ec *executionContext) _ApiTokenEdge(ctx context.Context, sel ast.SelectionSet, obj *model.APITokenEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, apiTokenEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApiTokenEdge")
+		case "cursor":
+			out.Values[i] = ec._ApiTokenEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ApiTokenEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var flavorConnectionImplementors = []string{"FlavorConnection"}
 
 func (ec *executionContext) _FlavorConnection(ctx context.Context, sel ast.SelectionSet, obj *model.FlavorConnection) graphql.Marshaler {
@@ -1599,6 +1859,30 @@ func (ec *executionContext) _TenantEdge(ctx context.Context, sel ast.SelectionSe
 // endregion **************************** object.gotpl ****************************
 
 // region    ***************************** type.gotpl *****************************
+
+func (ec *executionContext) marshalNApiTokenConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenConnection(ctx context.Context, sel ast.SelectionSet, v model.APITokenConnection) graphql.Marshaler {
+	return ec._ApiTokenConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNApiTokenEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenEdge(ctx context.Context, sel ast.SelectionSet, v model.APITokenEdge) graphql.Marshaler {
+	return ec._ApiTokenEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNApiTokenEdge2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.APITokenEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApiTokenEdge2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) marshalNFlavorConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐFlavorConnection(ctx context.Context, sel ast.SelectionSet, v model.FlavorConnection) graphql.Marshaler {
 	return ec._FlavorConnection(ctx, sel, &v)

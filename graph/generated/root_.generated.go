@@ -56,6 +56,18 @@ type ComplexityRoot struct {
 		Tenant    func(childComplexity int) int
 	}
 
+	ApiTokenConnection struct {
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	ApiTokenEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	ApiTokenPayload struct {
 		APIToken func(childComplexity int) int
 	}
@@ -428,6 +440,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		APITokensConnection        func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) int
 		AuditEvents                func(childComplexity int, first *int, after *string, filter *model.AuditEventFilter) int
 		Doctor                     func(childComplexity int) int
 		Flavors                    func(childComplexity int) int
@@ -743,6 +756,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiToken.Tenant(childComplexity), true
+
+	case "ApiTokenConnection.edges":
+		if e.ComplexityRoot.ApiTokenConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.Edges(childComplexity), true
+	case "ApiTokenConnection.nodes":
+		if e.ComplexityRoot.ApiTokenConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.Nodes(childComplexity), true
+	case "ApiTokenConnection.pageInfo":
+		if e.ComplexityRoot.ApiTokenConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.PageInfo(childComplexity), true
+	case "ApiTokenConnection.totalCount":
+		if e.ComplexityRoot.ApiTokenConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenConnection.TotalCount(childComplexity), true
+
+	case "ApiTokenEdge.cursor":
+		if e.ComplexityRoot.ApiTokenEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenEdge.Cursor(childComplexity), true
+	case "ApiTokenEdge.node":
+		if e.ComplexityRoot.ApiTokenEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApiTokenEdge.Node(childComplexity), true
 
 	case "ApiTokenPayload.apiToken":
 		if e.ComplexityRoot.ApiTokenPayload.APIToken == nil {
@@ -2402,6 +2453,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProviderBootstrapPayload.ProviderBootstrap(childComplexity), true
 
+	case "Query.apiTokensConnection":
+		if e.ComplexityRoot.Query.APITokensConnection == nil {
+			break
+		}
+
+		args, err := ec.field_Query_apiTokensConnection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.APITokensConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.CatalogOrder)), true
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -5081,6 +5143,26 @@ type ProviderAccountEdge {
   node: ProviderAccount!
 }
 
+"A page of API tokens, operators only."
+type ApiTokenConnection {
+  "The page's items with their cursors."
+  edges: [ApiTokenEdge!]!
+  "The page's items."
+  nodes: [ApiToken!]!
+  "Where the page is."
+  pageInfo: PageInfo!
+  "How many items the whole list has."
+  totalCount: Int!
+}
+
+"An item of an ApiTokenConnection and its cursor."
+type ApiTokenEdge {
+  "Where the item is, for after and before."
+  cursor: String!
+  "The item."
+  node: ApiToken!
+}
+
 extend type Query {
   """
   A page of hosts, operators only: first (default 20, at most 100) after a cursor, or
@@ -5178,6 +5260,23 @@ extend type Query {
     "The list's order (default NAME)."
     orderBy: CatalogOrder = NAME
   ): ProviderAccountConnection!
+  """
+  A page of the API tokens, revoked and expired ones too (never their
+  secrets): first (default 20, at most 100) after a cursor, or last before
+  one, in orderBy's order (default NAME). Operators only.
+  """
+  apiTokensConnection(
+    "How many tokens to return from the start (after the cursor after)."
+    first: Int
+    "The cursor to start after."
+    after: String
+    "How many tokens to return from the end (before the cursor before)."
+    last: Int
+    "The cursor to end before."
+    before: String
+    "The order of the list."
+    orderBy: CatalogOrder = NAME
+  ): ApiTokenConnection!
 }
 `, BuiltIn: false},
 	{Name: "../schema/live.graphqls", Input: `extend type Subscription {
@@ -6079,6 +6178,30 @@ func (ec *executionContext) childFields_ApiToken(ctx context.Context, field grap
 		return ec.fieldContext_ApiToken_revokedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiToken", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ApiTokenConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_ApiTokenConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ApiTokenConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_ApiTokenConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiTokenConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ApiTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ApiTokenEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ApiTokenEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApiTokenEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ApiTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

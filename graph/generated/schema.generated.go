@@ -79,6 +79,7 @@ type QueryResolver interface {
 	PoolsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.PoolConnection, error)
 	FlavorsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.FlavorConnection, error)
 	ProviderAccountsConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.ProviderAccountConnection, error)
+	APITokensConnection(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CatalogOrder) (model.APITokenConnection, error)
 	ProviderAccounts(ctx context.Context) ([]domain.ProviderAccount, error)
 	SandboxSnapshot(ctx context.Context, id string) (domain.SandboxSnapshot, error)
 	SandboxSnapshots(ctx context.Context, first *int, after *string, last *int, before *string, orderBy *model.CreatedOrder, filter *model.SandboxSnapshotFilter) (model.SandboxSnapshotConnection, error)
@@ -613,6 +614,52 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_apiTokensConnection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.CatalogOrder, error) {
+			return ec.unmarshalOCatalogOrder2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCatalogOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -3730,6 +3777,50 @@ func (ec *executionContext) fieldContext_Query_providerAccountsConnection(ctx co
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_apiTokensConnection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apiTokensConnection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().APITokensConnection(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.CatalogOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.APITokenConnection) graphql.Marshaler {
+			return ec.marshalNApiTokenConnection2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐAPITokenConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apiTokensConnection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApiTokenConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_apiTokensConnection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_providerAccounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4876,6 +4967,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_providerAccountsConnection(ctx, field)
+				})
+		case "apiTokensConnection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_apiTokensConnection(ctx, field)
 				})
 		case "providerAccounts":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,

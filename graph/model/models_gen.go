@@ -32,6 +32,26 @@ type APIToken struct {
 
 func (APIToken) IsNode() {}
 
+// A page of API tokens, operators only.
+type APITokenConnection struct {
+	// The page's items with their cursors.
+	Edges []APITokenEdge `json:"edges"`
+	// The page's items.
+	Nodes []APIToken `json:"nodes"`
+	// Where the page is.
+	PageInfo PageInfo `json:"pageInfo"`
+	// How many items the whole list has.
+	TotalCount int `json:"totalCount"`
+}
+
+// An item of an ApiTokenConnection and its cursor.
+type APITokenEdge struct {
+	// Where the item is, for after and before.
+	Cursor string `json:"cursor"`
+	// The item.
+	Node APIToken `json:"node"`
+}
+
 // What revokeApiToken answers.
 type APITokenPayload struct {
 	// The token as the mutation left it.
