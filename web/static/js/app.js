@@ -18,6 +18,7 @@ import { sandboxNewPage } from './pages/sandbox-new.js';
 import { templatesPage } from './pages/templates.js';
 import { usagePage } from './pages/usage.js';
 import { poolsPage, hostsPage, doctorPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
+import { tokensPage, providersPage } from './pages/access.js';
 import { bootstrapsPage } from './pages/bootstraps.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
@@ -49,6 +50,8 @@ const routes = [
   { path: /^\/ops\/flavors$/, page: flavorsPage, nav: 'flavors', operator: true },
   { path: /^\/ops\/images$/, page: imagesPage, nav: 'images', operator: true },
   { path: /^\/ops\/tenants$/, page: tenantsPage, nav: 'tenants', operator: true },
+  { path: /^\/ops\/tokens$/, page: tokensPage, nav: 'tokens', operator: true },
+  { path: /^\/ops\/providers$/, page: providersPage, nav: 'providers', operator: true },
 ];
 
 const NAV = [
@@ -67,6 +70,8 @@ const OPS_NAV = [
   ['flavors', '#/ops/flavors', 'Flavors'],
   ['images', '#/ops/images', 'Images'],
   ['tenants', '#/ops/tenants', 'Tenants'],
+  ['tokens', '#/ops/tokens', 'Tokens'],
+  ['providers', '#/ops/providers', 'Providers'],
 ];
 
 const $header = document.getElementById('top');

@@ -7,16 +7,18 @@ import { ApiError, describe } from '../api.js';
 
 // formKit returns the pieces of one form. what names what the form makes
 // ("instance", "sandbox") in its summary: "The sandbox was not created…".
-export function formKit(what, verb = 'created') {
+// prefix starts its elements' IDs (<prefix>-<key>), so a page may hold
+// several forms.
+export function formKit(what, verb = 'created', prefix = 'f') {
   const fields = {};
-  const summary = h('div', { class: 'alert', role: 'alert', id: 'form-errors', tabindex: '-1' });
+  const summary = h('div', { class: 'alert', role: 'alert', id: prefix === 'f' ? 'form-errors' : `${prefix}-errors`, tabindex: '-1' });
 
   // field wraps control (given the id f-<key>) with its label, hint and
   // error.
   const field = (key, label, control, hint) => {
-    const hintId = `f-${key}-hint`;
-    const errId = `f-${key}-error`;
-    control.id = `f-${key}`;
+    const hintId = `${prefix}-${key}-hint`;
+    const errId = `${prefix}-${key}-error`;
+    control.id = `${prefix}-${key}`;
     control.setAttribute('aria-describedby', hint ? `${hintId} ${errId}` : errId);
     const err = h('p', { class: 'field-error', id: errId });
     fields[key] = { control, err };

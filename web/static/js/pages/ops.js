@@ -2,24 +2,34 @@
 import { h, replace, time, ago, mib, plural } from '../dom.js';
 import { gql, describe } from '../api.js';
 import { loading, failure, empty, pageHead, table, bar, tag, confirm, showOnce } from '../ui.js';
+import { adminForm, optional } from './admin.js';
+
+// choices are a select's options: none (the optional "—" choice) then the
+// items by name.
+export const choices = (items, none) => [...(none ? [['', none]] : []), ...items.map((x) => [x.id, x.name])];
 
 // listPage loads query and renders it into the page, with loading, error
 // and empty states; with every, it reloads on that interval (ms) while the
 // page is shown and the tab is visible. render gets a reload function for
-// its actions.
-function listPage(ctx, { title, what, query, render, every, id }) {
+// its actions and a status line (said) they report in, which reloads leave
+// alone; tools(reload, data), when given, makes the forms shown above
+// the list, once the first load has their choices (data).
+export function listPage(ctx, { title, what, query, render, every, id, tools }) {
   ctx.setTitle(title);
   const note = h('p', { class: 'summary', 'aria-live': 'polite' });
+  const said = h('p', { class: 'summary', role: 'status', id: `${id}-said` });
+  const top = h('div', { class: 'tools' });
   const body = h('div', { id }, loading(what));
-  replace(ctx.main, pageHead(title), note, body);
+  replace(ctx.main, pageHead(title), note, said, top, body);
   let loaded = false;
   let timer = 0;
   async function load() {
     clearTimeout(timer);
     try {
       const data = await gql(query, {}, { signal: ctx.signal });
-      const out = render(data, note, load);
+      const out = render(data, note, load, said);
       replace(body, out);
+      if (tools && !loaded) replace(top, tools(load, data));
       loaded = true;
       ctx.markUsable(id);
     } catch (err) {
@@ -45,8 +55,21 @@ export function poolsPage(ctx) {
   listPage(ctx, {
     title: 'Pools', what: 'pools', id: 'pools-body',
     query: `query Pools { pools { id name class runtime placement singleTenant requireVerifiedImage requireCertifiedHosts tenant { name }
-      providerAccount { name provider } ipPools { id cidr gateway rangeStart rangeEnd size leased } createdAt } }`,
-    render: ({ pools }, note) => {
+      providerAccount { name provider } ipPools { id cidr gateway rangeStart rangeEnd size leased } createdAt }
+      tenants { id name } providerAccounts { id name } }`,
+    tools: (reload, { tenants, providerAccounts }) => adminForm({
+      prefix: 'new-pool', what: 'pool', label: 'New pool', submit: 'Create pool',
+      specs: [
+        { key: 'name', label: 'Name', required: true },
+        { key: 'class', label: 'Class', type: 'select', options: [['vps-host', 'vps-host: our hypervisor hosts'], ['provider', 'provider: a cloud account']], value: 'vps-host' },
+        { key: 'runtime', label: 'Runtime (vps-host)', hint: 'What its hosts run, one of BC_RUNTIMES (libvirt-kvm, fake); empty: the first.' },
+        { key: 'providerAccountId', label: 'Provider account (provider)', type: 'select', options: choices(providerAccounts, '—') },
+        { key: 'tenantId', label: 'Dedicated to tenant', type: 'select', options: choices(tenants, 'all tenants') },
+      ],
+      run: (v) => gql(`mutation NewPool($in: CreatePoolInput!) { createPool(input: $in) { pool { id name } } }`, { in: optional(v) }),
+      done: ({ createPool: { pool } }) => { reload(); return `Created pool ${pool.name}.`; },
+    }),
+    render: ({ pools }, note, reload, said) => {
       replace(note, pools.length ? plural(pools.length, 'pool') : '');
       if (!pools.length) return empty('No pools yet.', h('p', null, 'Create one with createPool; hosts and IP ranges join it.'));
       return h('div', { class: 'cards' }, pools.map((p) => h('section', { class: 'card', 'aria-labelledby': `pool-${p.id}`, dataset: { id: p.id } },
@@ -64,7 +87,18 @@ export function poolsPage(ctx) {
           ? p.ipPools.map((ip) => h('div', { class: 'ip-pool' },
             h('p', { class: 'mono small' }, `${ip.cidr} · ${ip.rangeStart}–${ip.rangeEnd} · gateway ${ip.gateway}`),
             bar('Leased', ip.leased, ip.size, String, `Addresses leased in ${ip.cidr}`)))
-          : h('p', { class: 'muted' }, p.class === 'provider' ? 'The provider assigns addresses.' : 'No IP ranges: instances get no address.'))));
+          : h('p', { class: 'muted' }, p.class === 'provider' ? 'The provider assigns addresses.' : 'No IP ranges: instances get no address.'),
+        p.class === 'vps-host' ? adminForm({
+          prefix: `ip-${p.id}`, what: 'IP range', label: 'Add an IP range', submit: 'Add IP range',
+          specs: [
+            { key: 'cidr', label: 'Network (CIDR)', required: true, hint: 'Such as 10.20.0.0/24.' },
+            { key: 'gateway', label: 'Gateway', required: true },
+            { key: 'rangeStart', label: 'First address leased', required: true },
+            { key: 'rangeEnd', label: 'Last address leased', required: true },
+          ],
+          run: (v) => gql(`mutation NewIpPool($in: CreateIpPoolInput!) { createIpPool(input: $in) { pool { id } } }`, { in: { ...v, poolId: p.id } }),
+          done: () => { replace(said, `Added an IP range to ${p.name}.`); reload(); },
+        }) : null)));
     },
   });
 }
@@ -74,7 +108,28 @@ export function hostsPage(ctx) {
     title: 'Hosts', what: 'hosts', id: 'hosts-body', every: 5000,
     query: `query Hosts { hosts { id name pool { name } capacity { vcpus memoryMb diskGb } gpus { address vendor model healthy unhealthySince healthReason lastXid lastXidAt }
       allocated { instances vcpus memoryMb diskGb gpus } draining lastSeenAt alive specGeneration reportedGeneration protocolVersion runtime
-      certified certValidBefore bearerCredential } }`,
+      certified certValidBefore bearerCredential } pools { id name class } }`,
+    tools: (reload, { pools }) => adminForm({
+      prefix: 'new-host', what: 'host', verb: 'adopted', label: 'Adopt a host', submit: 'Adopt host',
+      specs: [
+        { key: 'poolId', label: 'Pool', type: 'select', options: choices(pools.filter((p) => p.class === 'vps-host')) },
+        { key: 'name', label: 'Name', required: true },
+        { key: 'bearerCredential', label: 'Give it a bearer credential too (for a gateway without a TLS listener)', type: 'checkbox' },
+      ],
+      run: (v) => gql(`mutation AdoptHost($in: CreateHostInput!) { createHost(input: $in) { host { id name } credential joinToken joinTokenExpiresAt joinCommand } }`,
+        { in: { poolId: v.poolId, name: v.name, bearerCredential: v.bearerCredential } }),
+      done: ({ createHost: p }) => {
+        const values = [];
+        if (p.joinCommand) values.push({ label: 'Join command (run it on the host)', value: p.joinCommand, id: 'once-command' });
+        values.push({ label: 'Join token', value: p.joinToken, id: 'once-token' });
+        if (p.credential) values.push({ label: 'Bearer credential (BC_HOST_CREDENTIAL)', value: p.credential, id: 'once-credential' });
+        const shown = showOnce({ title: `Host ${p.host.name} adopted`, values,
+          body: `Shown once. The join token works once, until ${new Date(p.joinTokenExpiresAt).toLocaleString()}.` });
+        ctx.onDispose(shown.close);
+        reload();
+        return `Adopted host ${p.host.name}.`;
+      },
+    }),
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
       replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
@@ -238,6 +293,19 @@ export function flavorsPage(ctx) {
   listPage(ctx, {
     title: 'Flavors', what: 'flavors', id: 'flavors-body',
     query: `query Flavors { flavors { id name vcpus memoryMb diskGb gpuModel gpuCount providerServerTypes } }`,
+    tools: (reload) => adminForm({
+      prefix: 'new-flavor', what: 'flavor', label: 'New flavor', submit: 'Create flavor',
+      specs: [
+        { key: 'name', label: 'Name', required: true },
+        { key: 'vcpus', label: 'vCPUs', type: 'number', required: true },
+        { key: 'memoryMb', label: 'Memory (MiB)', type: 'number', required: true },
+        { key: 'diskGb', label: 'Disk (GB)', type: 'number', required: true },
+        { key: 'gpuCount', label: 'GPUs (optional)', type: 'number' },
+        { key: 'gpuModel', label: 'GPU model (optional)' },
+      ],
+      run: (v) => gql(`mutation NewFlavor($in: CreateFlavorInput!) { createFlavor(input: $in) { flavor { id name } } }`, { in: optional(v) }),
+      done: ({ createFlavor: { flavor } }) => { reload(); return `Created flavor ${flavor.name}.`; },
+    }),
     render: ({ flavors }, note) => {
       replace(note, flavors.length ? plural(flavors.length, 'flavor') : '');
       if (!flavors.length) return empty('No flavors yet.', h('p', null, 'Create one with createFlavor.'));
@@ -256,7 +324,21 @@ export function flavorsPage(ctx) {
 export function imagesPage(ctx) {
   listPage(ctx, {
     title: 'Images', what: 'images', id: 'images-body',
-    query: `query Images { images { id name sourceUrl sha256 format visibility tenant { name } verified providerImages createdAt } }`,
+    query: `query Images { images { id name sourceUrl sha256 format visibility tenant { name } verified providerImages createdAt } tenants { id name } }`,
+    tools: (reload, { tenants }) => adminForm({
+      prefix: 'new-image', what: 'image', verb: 'registered', label: 'Register an image', submit: 'Register image',
+      specs: [
+        { key: 'name', label: 'Name', required: true },
+        { key: 'sourceUrl', label: 'Source URL', required: true, hint: 'Where hosts download it (https, or file:// on the hosts).' },
+        { key: 'sha256', label: 'SHA-256', required: true, hint: 'As its publisher gives it: 64 hex digits. Hosts check it.' },
+        { key: 'format', label: 'Format', type: 'select', options: [['QCOW2', 'qcow2'], ['RAW', 'raw']], value: 'QCOW2' },
+        { key: 'visibility', label: 'Visibility', type: 'select', options: [['PUBLIC', 'public: every tenant'], ['TENANT', 'one tenant']], value: 'PUBLIC' },
+        { key: 'tenantId', label: 'Tenant (when one tenant)', type: 'select', options: choices(tenants, '—') },
+        { key: 'verified', label: 'Verified: its source and checksum were checked', type: 'checkbox' },
+      ],
+      run: (v) => gql(`mutation NewImage($in: RegisterImageInput!) { registerImage(input: $in) { image { id name } } }`, { in: optional(v) }),
+      done: ({ registerImage: { image } }) => { reload(); return `Registered image ${image.name}.`; },
+    }),
     render: ({ images }, note) => {
       replace(note, images.length ? plural(images.length, 'image') : '');
       if (!images.length) return empty('No images yet.', h('p', null, 'Register one with registerImage.'));
@@ -278,7 +360,13 @@ export function tenantsPage(ctx) {
   listPage(ctx, {
     title: 'Tenants', what: 'tenants', id: 'tenants-body',
     query: `query Tenants { tenants { id name createdAt quota { instances vcpus memoryMb gpus usage { instances vcpus memoryMb gpus } } } }`,
-    render: ({ tenants }, note) => {
+    tools: (reload) => adminForm({
+      prefix: 'new-tenant', what: 'tenant', label: 'New tenant', submit: 'Create tenant',
+      specs: [{ key: 'name', label: 'Name', required: true }],
+      run: (v) => gql(`mutation NewTenant($n: String!) { createTenant(input: {name: $n}) { tenant { id name } } }`, { n: v.name }),
+      done: ({ createTenant: { tenant } }) => { reload(); return `Created tenant ${tenant.name}.`; },
+    }),
+    render: ({ tenants }, note, reload, said) => {
       replace(note, tenants.length ? plural(tenants.length, 'tenant') : '');
       if (!tenants.length) return empty('No tenants yet.', h('p', null, 'Create one with createTenant.'));
       return h('div', { class: 'cards' }, tenants.map((t) => {
@@ -290,7 +378,18 @@ export function tenantsPage(ctx) {
             bar('Instances', q.usage.instances, q.instances),
             bar('vCPU', q.usage.vcpus, q.vcpus),
             bar('Memory', q.usage.memoryMb, q.memoryMb, mib),
-            bar('GPU', q.usage.gpus, q.gpus)));
+            bar('GPU', q.usage.gpus, q.gpus)),
+          adminForm({
+            prefix: `quota-${t.id}`, what: 'quota', verb: 'set', label: 'Set quota', submit: 'Set quota',
+            specs: [
+              { key: 'instances', label: 'Instances', type: 'number', value: q.instances },
+              { key: 'vcpus', label: 'vCPUs', type: 'number', value: q.vcpus },
+              { key: 'memoryMb', label: 'Memory (MiB)', type: 'number', value: q.memoryMb },
+              { key: 'gpus', label: 'GPUs', type: 'number', value: q.gpus },
+            ],
+            run: (v) => gql(`mutation SetQuota($in: SetQuotaInput!) { setQuota(input: $in) { tenant { id } } }`, { in: { ...optional(v), tenantId: t.id } }),
+            done: () => { replace(said, `Set the quota of ${t.name}.`); reload(); },
+          }));
       }));
     },
   });
