@@ -103,7 +103,7 @@ func runDev(ctx context.Context, dev *app.DevConfig) error {
 		return err
 	}
 	url := "http://" + srv.Addr + "/graphql"
-	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s  (open it in a browser for the API explorer)\n  Operator token:  %s\n", srv.Addr, url, cfg.BootstrapToken)
+	fmt.Printf("Better Compute is running.\n\n  Console:         http://%s/\n  GraphQL:         %s\n  API explorer:    %s (in a browser)\n  Operator token:  %s\n", srv.Addr, url, url, cfg.BootstrapToken)
 	if srv.HostURL != "" {
 		fmt.Printf("  Host listener:   %s  (join commands of createHost name it)\n", srv.HostURL)
 	}
