@@ -132,6 +132,20 @@ func TestConsoleAdmin(t *testing.T) {
 			t.Fatal("the revoked token still works")
 		}
 	})
+	step("every timestamp in one format, with its zone", func(t *testing.T) {
+		b := b.with(t)
+		for _, page := range []struct{ hash, body string }{{"#/ops/tenants", "tenants-body"}, {"#/ops/tokens", "tokens-body"}, {"#/ops/hosts", "hosts-body"}} {
+			open(b, page.hash, page.body)
+			bad := evaluate[[]string](b, `(() => {
+				const re = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC([+-]\d{2}:\d{2})?$/;
+				const times = [...document.querySelectorAll('main time')];
+				return times.length ? times.filter((t) => !re.test(t.title) && !re.test(t.textContent)).map((t) => t.outerHTML) : ['no timestamps'];
+			})()`)
+			if len(bad) > 0 {
+				t.Errorf("%s: %v", page.hash, bad)
+			}
+		}
+	})
 	step("a host: adopted, its join command shown once", func(t *testing.T) {
 		b := b.with(t)
 		open(b, "#/ops/hosts", "hosts-body")

@@ -37,12 +37,22 @@ export function replace(el, ...children) {
 
 const pad = (n) => String(n).padStart(2, '0');
 
-// fmtTime shows a timestamp in the browser's time zone, to the second.
+// zone names the browser's offset from UTC at d: "UTC", "UTC+01:00".
+export function zone(d) {
+  const off = -d.getTimezoneOffset();
+  if (!off) return 'UTC';
+  const a = Math.abs(off);
+  return `UTC${off < 0 ? '-' : '+'}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
+}
+
+// fmtTime shows a timestamp in the browser's time zone, to the second,
+// with the zone: the one format every timestamp of the console has
+// ("2026-12-03 01:49:44 UTC+01:00").
 export function fmtTime(v) {
   if (!v) return '—';
   const d = v instanceof Date ? v : new Date(v);
   if (isNaN(d)) return String(v);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone(d)}`;
 }
 
 // ago says how long ago a timestamp was, roughly.

@@ -6,7 +6,7 @@
 // bootstrap's version, and read again when the live connection comes back.
 // A bootstrap's join token is never part of what the API returns, so never
 // shown.
-import { h, replace, time, plural } from '../dom.js';
+import { h, replace, time, plural, fmtTime } from '../dom.js';
 import { gql } from '../api.js';
 import { BOOTSTRAP_FIELDS } from '../live.js';
 import { loading, failure, empty, pageHead, tag } from '../ui.js';
@@ -45,7 +45,7 @@ export function bootstrapsPage(ctx) {
     const bs = [...byId.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
     replace(list, render(bs));
     const open = bs.filter((b) => b.state === 'PENDING' || b.state === 'PROVISIONING').length;
-    replace(note, bs.length ? `${plural(bs.length, 'bootstrap')}, ${open} under way. Live${changedAt ? `; last change at ${changedAt.toLocaleTimeString()}` : ''}.` : '');
+    replace(note, bs.length ? `${plural(bs.length, 'bootstrap')}, ${open} under way. Live${changedAt ? `; last change at ${fmtTime(changedAt)}` : ''}.` : '');
   }
   async function reload() {
     try {
@@ -57,7 +57,7 @@ export function bootstrapsPage(ctx) {
     } catch (err) {
       if (err.name === 'AbortError') return;
       if (!loaded) replace(list, failure('bootstraps', err, () => { replace(list, loading('bootstraps')); reload(); }));
-      else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${new Date().toLocaleTimeString()}.`);
+      else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${fmtTime(new Date())}.`);
     }
   }
   ctx.watchBootstraps((ev) => {

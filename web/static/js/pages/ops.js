@@ -1,5 +1,5 @@
 // Operator pages: pools, hosts, doctor, flavors, images and tenants.
-import { h, replace, time, ago, mib, plural } from '../dom.js';
+import { h, replace, time, mib, plural, fmtTime } from '../dom.js';
 import { gql, describe } from '../api.js';
 import { loading, failure, empty, pageHead, table, bar, tag, confirm, showOnce } from '../ui.js';
 import { adminForm, optional } from './admin.js';
@@ -35,7 +35,7 @@ export function listPage(ctx, { title, what, query, render, every, id, tools }) 
     } catch (err) {
       if (err.name === 'AbortError') return;
       if (!loaded) replace(body, failure(what, err, () => { replace(body, loading(what)); load(); }));
-      else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${new Date().toLocaleTimeString()}.`);
+      else replace(note, `Could not refresh: ${err.message}. Showing what was loaded at ${fmtTime(new Date())}.`);
     }
     if (every && !ctx.signal.aborted) timer = setTimeout(() => (document.hidden ? waitVisible() : load()), every);
   }
@@ -124,7 +124,7 @@ export function hostsPage(ctx) {
         values.push({ label: 'Join token', value: p.joinToken, id: 'once-token' });
         if (p.credential) values.push({ label: 'Bearer credential (BC_HOST_CREDENTIAL)', value: p.credential, id: 'once-credential' });
         const shown = showOnce({ title: `Host ${p.host.name} adopted`, values,
-          body: `Shown once. The join token works once, until ${new Date(p.joinTokenExpiresAt).toLocaleString()}.` });
+          body: `Shown once. The join token works once, until ${fmtTime(p.joinTokenExpiresAt)}.` });
         ctx.onDispose(shown.close);
         reload();
         return `Adopted host ${p.host.name}.`;
@@ -132,7 +132,7 @@ export function hostsPage(ctx) {
     }),
     render: ({ hosts }, note, reload) => {
       const alive = hosts.filter((x) => x.alive).length;
-      replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${new Date().toLocaleTimeString()}.` : '');
+      replace(note, hosts.length ? `${plural(hosts.length, 'host')}, ${alive} alive. Refreshed every 5 s; last at ${fmtTime(new Date())}.` : '');
       if (!hosts.length) return empty('No hosts yet.', h('p', null, 'Adopt one with createHost and run better-compute host on it.'));
       return h('div', { class: 'cards' }, hosts.map((x) => {
         const c = x.capacity;
@@ -141,7 +141,7 @@ export function hostsPage(ctx) {
             x.alive ? tag('alive', 'ok') : tag('silent', 'bad'),
             x.draining ? [' ', tag('draining', 'warn')] : ''),
           h('p', { class: 'small' }, `Pool ${x.pool.name} · ${plural(x.allocated.instances, 'instance')} · last report `,
-            x.lastSeenAt ? h('time', { datetime: x.lastSeenAt, title: new Date(x.lastSeenAt).toLocaleString() }, ago(x.lastSeenAt)) : 'never',
+            x.lastSeenAt ? time(x.lastSeenAt, true) : 'never',
             x.protocolVersion ? ` · host protocol ${x.protocolVersion}` : '',
             x.runtime ? ` · runtime ${x.runtime}` : '',
             x.reportedGeneration < x.specGeneration ? ` · converging (spec ${x.specGeneration}, reported ${x.reportedGeneration})` : ''),
@@ -171,7 +171,7 @@ export function doctorPage(ctx) {
     query: `query Doctor { doctor { findings { code level objects message remedy } } }`,
     render: ({ doctor: { findings } }, note) => {
       const errors = findings.filter((f) => f.level === 'ERROR').length;
-      replace(note, `${plural(findings.length, 'finding')}, ${plural(errors, 'error')}. Refreshed every 15 s; last at ${new Date().toLocaleTimeString()}.`);
+      replace(note, `${plural(findings.length, 'finding')}, ${plural(errors, 'error')}. Refreshed every 15 s; last at ${fmtTime(new Date())}.`);
       if (!findings.length) return empty('No findings.', h('p', null, 'Nothing needs an operator now.'));
       return h('div', { class: 'cards' }, findings.map((f, i) => h('section', {
         class: 'card finding', 'aria-labelledby': `finding-${i}`, dataset: { code: f.code, level: f.level.toLowerCase() },
@@ -260,7 +260,7 @@ function joinTokenButton(ctx, host, note) {
         if (p.joinCommand) values.push({ label: 'Join command (run it on the host)', value: p.joinCommand, id: 'once-command' });
         const shown = showOnce({
           title: `Join token for ${host.name}`, values,
-          body: `Shown once; it works until ${new Date(p.joinTokenExpiresAt).toLocaleString()}, once.${p.joinCommand ? '' : ' This server has no host TLS listener (BC_HOST_LISTEN): give the token to better-compute host --join-token with --server and --ca-sha256.'}`,
+          body: `Shown once; it works until ${fmtTime(p.joinTokenExpiresAt)}, once.${p.joinCommand ? '' : ' This server has no host TLS listener (BC_HOST_LISTEN): give the token to better-compute host --join-token with --server and --ca-sha256.'}`,
         });
         ctx.onDispose(shown.close);
       } catch (err) {
