@@ -60,3 +60,11 @@ func InstanceFromRow(r sqlc.Instance, leases []sqlc.IpLease) Instance {
 		Version: r.Version,
 	}
 }
+
+// StateChange is one change of an instance's state, as recorded with it.
+type StateChange struct {
+	// From is the state before; nil when the instance was created.
+	From *string
+	To   string
+	At   time.Time
+}

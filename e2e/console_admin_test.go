@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/better-compute/vps/internal/testenv"
 )
 
 // TestConsoleAdmin drives the operator's forms in headless Chromium
@@ -131,6 +134,25 @@ func TestConsoleAdmin(t *testing.T) {
 		if _, errs, _ := post(dev.url, token, `{ viewer { principal { name } } }`, nil); len(errs) == 0 {
 			t.Fatal("the revoked token still works")
 		}
+	})
+	step("an instance's timeline from its recorded history", func(t *testing.T) {
+		b := b.with(t)
+		pick := dev.catalog(t)
+		created := dev.gql(t, dev.member, `mutation($in: CreateInstanceInput!) { createInstance(input: $in) { instance { id } } }`,
+			map[string]any{"in": map[string]any{"poolId": pick("pools", "sim"), "flavorId": pick("flavors", "small"), "imageId": pick("images", "debian-12"),
+				"name": "history-1", "sshKeys": []string{sshKey}}})
+		id := created["createInstance"].(map[string]any)["instance"].(map[string]any)["id"].(string)
+		state := func() string {
+			return dev.gql(t, dev.member, `query($id: ID!) { instance(id: $id) { state } }`, map[string]any{"id": id})["instance"].(map[string]any)["state"].(string)
+		}
+		if !testenv.Within(60*time.Second, func() bool { return state() == "RUNNING" }) {
+			t.Fatalf("history-1 is %s, not RUNNING", state())
+		}
+		// The page opens after it ran: what it went through comes from the
+		// record, before the entry of when the page opened.
+		open(b, "#/instances/"+id, "timeline")
+		b.wait("the recorded states", `[...document.querySelectorAll('#timeline li')].map((li) => li.dataset.state).join(' ') === 'PENDING PROVISIONING STARTING RUNNING RUNNING' &&
+			document.querySelector('#timeline li:last-child').textContent.includes('when the page opened')`)
 	})
 	step("every timestamp in one format, with its zone", func(t *testing.T) {
 		b := b.with(t)

@@ -2,9 +2,11 @@ package graph_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const setDesired = `mutation($id: ID!) { %s(input: {id: $id}) { instance { desiredState state version } } }`
@@ -218,4 +220,43 @@ func TestRebootInstance(t *testing.T) {
 			t.Fatalf("errors = %+v", r.Errors)
 		}
 	})
+}
+
+// TestInstanceHistory: an instance's history is every change of its state
+// as recorded with it, oldest first, the first from nothing.
+func TestInstanceHistory(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("alpha")
+	id := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+	for _, state := range []string{"PROVISIONING", "STARTING", "RUNNING"} {
+		if _, err := e.db.Exec(context.Background(), "UPDATE instances SET state = $1", state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out struct {
+		Instance struct {
+			History []struct {
+				From *string
+				To   string
+				At   time.Time
+			}
+		}
+	}
+	e.must(w.member, `query($id: ID!) { instance(id: $id) { history { from to at } } }`, map[string]any{"id": id}, &out)
+	var got []string
+	for i, c := range out.Instance.History {
+		from := "∅"
+		if c.From != nil {
+			from = *c.From
+		}
+		got = append(got, from+"→"+c.To)
+		if i > 0 && c.At.Before(out.Instance.History[i-1].At) {
+			t.Errorf("change %d is before the one before it", i)
+		}
+	}
+	want := []string{"∅→PENDING", "PENDING→PROVISIONING", "PROVISIONING→STARTING", "STARTING→RUNNING"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
 }

@@ -23,6 +23,23 @@ func (r *instanceResolver) ID(ctx context.Context, obj *domain.Instance) (string
 	return ids.Encode(ids.Instance, obj.ID), nil
 }
 
+// History is the resolver for the history field.
+func (r *instanceResolver) History(ctx context.Context, obj *domain.Instance) ([]model.InstanceStateChange, error) {
+	changes, err := r.svc.InstanceHistory(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.InstanceStateChange, len(changes))
+	for i, c := range changes {
+		out[i] = model.InstanceStateChange{To: model.InstanceState(c.To), At: c.At}
+		if c.From != nil {
+			from := model.InstanceState(*c.From)
+			out[i].From = &from
+		}
+	}
+	return out, nil
+}
+
 // Tenant is the resolver for the tenant field.
 func (r *instanceResolver) Tenant(ctx context.Context, obj *domain.Instance) (domain.Tenant, error) {
 	return mustLoad(ctx, loadersFrom(ctx).tenants, obj.TenantID)

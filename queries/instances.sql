@@ -103,3 +103,11 @@ LIMIT 10000;
 
 -- name: GetInstancesByIDs :many
 SELECT * FROM instances WHERE id = ANY(@ids::uuid[]);
+
+-- InstanceHistory reads the last lim changes of an instance's state,
+-- newest first.
+-- name: InstanceHistory :many
+SELECT from_state, to_state, at FROM instance_state_history
+WHERE instance_id = @instance_id
+ORDER BY at DESC, id DESC
+LIMIT @lim;

@@ -427,6 +427,46 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 	return i, err
 }
 
+const instanceHistory = `-- name: InstanceHistory :many
+SELECT from_state, to_state, at FROM instance_state_history
+WHERE instance_id = $1
+ORDER BY at DESC, id DESC
+LIMIT $2
+`
+
+type InstanceHistoryParams struct {
+	InstanceID uuid.UUID
+	Lim        int32
+}
+
+type InstanceHistoryRow struct {
+	FromState *string
+	ToState   string
+	At        time.Time
+}
+
+// InstanceHistory reads the last lim changes of an instance's state,
+// newest first.
+func (q *Queries) InstanceHistory(ctx context.Context, arg InstanceHistoryParams) ([]InstanceHistoryRow, error) {
+	rows, err := q.db.Query(ctx, instanceHistory, arg.InstanceID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InstanceHistoryRow{}
+	for rows.Next() {
+		var i InstanceHistoryRow
+		if err := rows.Scan(&i.FromState, &i.ToState, &i.At); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listInstances = `-- name: ListInstances :many
 SELECT id, tenant_id, pool_id, flavor_id, image_id, image_url, image_sha256, image_format, image_verified, name, ssh_keys, vcpus, memory_mb, disk_gb, gpu_model, gpu_count, desired_state, state, state_reason, host_id, idempotency_key, version, created_at, updated_at, spec_power, spec_generation, mac, observed_state, observed_reason, observed_at, avoid_host_id, provider_server_id, provider_server_at, provider_status, provider_addresses, user_data_sealed, sandbox_id, warm_template_id, restore_from, claimed_at, network_policy, warm_template_version, host_certified, host_cert_valid_before, env_sealed, reboot_command_id FROM instances
 WHERE ($1::uuid IS NULL OR tenant_id = $1)

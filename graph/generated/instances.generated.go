@@ -19,6 +19,7 @@ import (
 
 type InstanceResolver interface {
 	ID(ctx context.Context, obj *domain.Instance) (string, error)
+	History(ctx context.Context, obj *domain.Instance) ([]model.InstanceStateChange, error)
 
 	Tenant(ctx context.Context, obj *domain.Instance) (domain.Tenant, error)
 	Pool(ctx context.Context, obj *domain.Instance) (domain.Pool, error)
@@ -62,6 +63,38 @@ func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Instance_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Instance", field, true, true, "ID")
+}
+
+func (ec *executionContext) _Instance_history(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Instance().History(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.InstanceStateChange) graphql.Marshaler {
+			return ec.marshalNInstanceStateChange2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceStateChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_history(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Instance",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstanceStateChange(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Instance_name(ctx context.Context, field graphql.CollectedField, obj *domain.Instance) (ret graphql.Marshaler) {
@@ -715,6 +748,75 @@ func (ec *executionContext) fieldContext_InstancePayload_instance(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _InstanceStateChange_from(ctx context.Context, field graphql.CollectedField, obj *model.InstanceStateChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceStateChange_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InstanceState) graphql.Marshaler {
+			return ec.marshalOInstanceState2ᚖgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceState(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceStateChange_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceStateChange", field, false, false, "InstanceState")
+}
+
+func (ec *executionContext) _InstanceStateChange_to(ctx context.Context, field graphql.CollectedField, obj *model.InstanceStateChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceStateChange_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.InstanceState) graphql.Marshaler {
+			return ec.marshalNInstanceState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceStateChange_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceStateChange", field, false, false, "InstanceState")
+}
+
+func (ec *executionContext) _InstanceStateChange_at(ctx context.Context, field graphql.CollectedField, obj *model.InstanceStateChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstanceStateChange_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstanceStateChange_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstanceStateChange", field, false, false, "DateTime")
+}
+
 func (ec *executionContext) _SshKey_type(ctx context.Context, field graphql.CollectedField, obj *model.SSHKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1023,6 +1125,12 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Instance_id(ctx, field, obj)
 				})
+		case "history":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Instance_history(ctx, field, obj)
+				})
 		case "name":
 			out.Values[i] = ec._Instance_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -1253,6 +1361,49 @@ func (ec *executionContext) _InstancePayload(ctx context.Context, sel ast.Select
 	return out
 }
 
+var instanceStateChangeImplementors = []string{"InstanceStateChange"}
+
+func (ec *executionContext) _InstanceStateChange(ctx context.Context, sel ast.SelectionSet, obj *model.InstanceStateChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, instanceStateChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InstanceStateChange")
+		case "from":
+			out.Values[i] = ec._InstanceStateChange_from(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "to":
+			out.Values[i] = ec._InstanceStateChange_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._InstanceStateChange_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sshKeyImplementors = []string{"SshKey"}
 
 func (ec *executionContext) _SshKey(ctx context.Context, sel ast.SelectionSet, obj *model.SSHKey) graphql.Marshaler {
@@ -1376,6 +1527,26 @@ func (ec *executionContext) unmarshalNInstanceState2githubᚗcomᚋbetterᚑcomp
 
 func (ec *executionContext) marshalNInstanceState2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceState(ctx context.Context, sel ast.SelectionSet, v model.InstanceState) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNInstanceStateChange2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceStateChange(ctx context.Context, sel ast.SelectionSet, v model.InstanceStateChange) graphql.Marshaler {
+	return ec._InstanceStateChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInstanceStateChange2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceStateChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.InstanceStateChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInstanceStateChange2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐInstanceStateChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNSshKey2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐSSHKey(ctx context.Context, sel ast.SelectionSet, v model.SSHKey) graphql.Marshaler {

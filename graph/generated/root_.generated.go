@@ -246,6 +246,7 @@ type ComplexityRoot struct {
 		CreatedAt           func(childComplexity int) int
 		DesiredState        func(childComplexity int) int
 		Flavor              func(childComplexity int) int
+		History             func(childComplexity int) int
 		Host                func(childComplexity int) int
 		HostCertValidBefore func(childComplexity int) int
 		HostCertified       func(childComplexity int) int
@@ -283,6 +284,12 @@ type ComplexityRoot struct {
 
 	InstancePayload struct {
 		Instance func(childComplexity int) int
+	}
+
+	InstanceStateChange struct {
+		At   func(childComplexity int) int
+		From func(childComplexity int) int
+		To   func(childComplexity int) int
 	}
 
 	IpPool struct {
@@ -1466,6 +1473,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Instance.Flavor(childComplexity), true
+	case "Instance.history":
+		if e.ComplexityRoot.Instance.History == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.History(childComplexity), true
 	case "Instance.host":
 		if e.ComplexityRoot.Instance.Host == nil {
 			break
@@ -1620,6 +1633,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InstancePayload.Instance(childComplexity), true
+
+	case "InstanceStateChange.at":
+		if e.ComplexityRoot.InstanceStateChange.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceStateChange.At(childComplexity), true
+	case "InstanceStateChange.from":
+		if e.ComplexityRoot.InstanceStateChange.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceStateChange.From(childComplexity), true
+	case "InstanceStateChange.to":
+		if e.ComplexityRoot.InstanceStateChange.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstanceStateChange.To(childComplexity), true
 
 	case "IpPool.cidr":
 		if e.ComplexityRoot.IpPool.Cidr == nil {
@@ -3880,10 +3912,25 @@ enum DesiredState {
   DELETED
 }
 
+"One change of an instance's state."
+type InstanceStateChange {
+  "The state before; null when the instance was created."
+  from: InstanceState
+  "The state after."
+  to: InstanceState!
+  "When it changed."
+  at: DateTime!
+}
+
 "A virtual machine of a tenant, on a host of a hosted pool or at a provider."
 type Instance implements Node {
   "Its ID (ins_…)."
   id: ID!
+  """
+  Its state's changes as recorded with each (the same record usage is
+  metered from), oldest first: the last 200.
+  """
+  history: [InstanceStateChange!]!
   "Its name, unique in its tenant; the guest's hostname."
   name: String!
   "The tenant that owns it."
@@ -6554,6 +6601,8 @@ func (ec *executionContext) childFields_Instance(ctx context.Context, field grap
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Instance_id(ctx, field)
+	case "history":
+		return ec.fieldContext_Instance_history(ctx, field)
 	case "name":
 		return ec.fieldContext_Instance_name(ctx, field)
 	case "tenant":
@@ -6636,6 +6685,18 @@ func (ec *executionContext) childFields_InstancePayload(ctx context.Context, fie
 		return ec.fieldContext_InstancePayload_instance(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InstancePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_InstanceStateChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "from":
+		return ec.fieldContext_InstanceStateChange_from(ctx, field)
+	case "to":
+		return ec.fieldContext_InstanceStateChange_to(ctx, field)
+	case "at":
+		return ec.fieldContext_InstanceStateChange_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InstanceStateChange", field.Name)
 }
 
 func (ec *executionContext) childFields_IpPool(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

@@ -562,6 +562,16 @@ type InstancePayload struct {
 	Instance domain.Instance `json:"instance"`
 }
 
+// One change of an instance's state.
+type InstanceStateChange struct {
+	// The state before; null when the instance was created.
+	From *InstanceState `json:"from,omitempty"`
+	// The state after.
+	To InstanceState `json:"to"`
+	// When it changed.
+	At time.Time `json:"at"`
+}
+
 // An IPv4 range of a pool that its instances lease addresses from.
 type IPPool struct {
 	// Its ID (ipp_…).

@@ -1,5 +1,6 @@
-// One instance: what it is, its state as it changes (a timeline of the
-// events since the page opened), and start/stop/delete with a confirmation.
+// One instance: what it is, its state as it changes (a timeline of its
+// recorded history, then of the events since the page opened), and
+// start/stop/delete with a confirmation.
 import { h, replace, time, mib, fmtTime } from '../dom.js';
 import { gql, ApiError } from '../api.js';
 import { badge, loading, failure, empty, pageHead } from '../ui.js';
@@ -8,7 +9,7 @@ import { actionBar } from './actions.js';
 const QUERY = `query Instance($id: ID!) { instance(id: $id) {
   id name state desiredState stateReason addresses version createdAt updatedAt imageVerified hostCertified hostCertValidBefore
   pool { id name class } flavor { name vcpus memoryMb diskGb gpuCount gpuModel }
-  image { name format } sshKeys { type fingerprint comment } tenant { name } host { name } } }`;
+  image { name format } sshKeys { type fingerprint comment } tenant { name } host { name } history { from to at } } }`;
 
 const FIELDS = 'id name state desiredState stateReason addresses hostCertified hostCertValidBefore version updatedAt';
 const ACTIONS = {
@@ -43,9 +44,11 @@ export function instancePage(ctx) {
   async function load(initial) {
     try {
       const data = await gql(QUERY, { id }, { signal: ctx.signal });
-      store.merge(data.instance);
-      inst = store.latest(data.instance);
+      const { history, ...fields } = data.instance;
+      store.merge(fields);
+      inst = store.latest(fields);
       if (initial) {
+        for (const c of history) timeline.push({ at: new Date(c.at), state: c.to, note: c.from ? '' : 'created' });
         timeline.push({ at: opened, state: inst.state, desiredState: inst.desiredState, stateReason: inst.stateReason, version: inst.version, note: 'when the page opened' });
         build();
       } else {
@@ -135,7 +138,7 @@ export function instancePage(ctx) {
     replace(view.timeline, timeline.map((e) => h('li', { dataset: { state: e.state } },
       h('span', { class: 'tl-time' }, h('time', { datetime: e.at.toISOString() }, fmtTime(e.at))),
       badge(e.state),
-      h('span', { class: 'tl-desired' }, `desired ${e.desiredState}`),
+      e.desiredState && h('span', { class: 'tl-desired' }, `desired ${e.desiredState}`),
       e.note && h('span', { class: 'tl-note' }, e.note),
       e.stateReason && h('span', { class: 'tl-reason' }, e.stateReason))));
   }
