@@ -9,8 +9,8 @@ import (
 	"github.com/better-compute/vps/gateway"
 )
 
-// statsSink hands the stats hosts report to the gateway's sandbox stats
-// recorder: the gateway knows the host protocol, control the database.
+// statsSink hands the stats hosts report to the stats recorder: the
+// gateway knows the host protocol, control the database.
 type statsSink struct{ rec *control.StatsRecorder }
 
 func (s statsSink) HostStats(_ context.Context, hs gateway.HostStats) {
@@ -18,5 +18,5 @@ func (s statsSink) HostStats(_ context.Context, hs gateway.HostStats) {
 	for id, st := range hs.Instances {
 		samples[id] = control.StatSample{At: hs.At, CPUTimeNs: st.CPUTimeNs, MemoryBytes: st.MemoryBytes}
 	}
-	s.rec.Add(samples)
+	s.rec.Add(hs.Host, hs.At, samples)
 }

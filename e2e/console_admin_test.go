@@ -154,6 +154,19 @@ func TestConsoleAdmin(t *testing.T) {
 		b.wait("the recorded states", `[...document.querySelectorAll('#timeline li')].map((li) => li.dataset.state).join(' ') === 'PENDING PROVISIONING STARTING RUNNING RUNNING' &&
 			document.querySelector('#timeline li:last-child').textContent.includes('when the page opened')`)
 	})
+	step("a host's page: its instances and what they used", func(t *testing.T) {
+		b := b.with(t)
+		data := dev.gql(t, dev.operator, `{ instances(filter: {name: "history-1"}) { nodes { host { id name } } } }`, nil)
+		host := data["instances"].(map[string]any)["nodes"].([]any)[0].(map[string]any)["host"].(map[string]any)
+		open(b, "#/ops/hosts", "hosts-body")
+		b.do("open the host", chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="#/ops/hosts/%s"]`, host["id"]))))
+		b.wait("its instances", `document.documentElement.dataset.ready === 'host' && document.getElementById('host-body').textContent.includes('history-1')`)
+		// The sim hosts report every few seconds and dev writes a point
+		// every 5 s: two points give a CPU use, the page refreshes every 10 s.
+		b.waitFor(45*time.Second, "its CPU and memory plotted", `Number(document.getElementById('plot-host-cpu')?.dataset.points) >= 1 &&
+			Number(document.getElementById('plot-host-memory')?.dataset.points) >= 2`)
+		b.noErrors()
+	})
 	step("every timestamp in one format, with its zone", func(t *testing.T) {
 		b := b.with(t)
 		for _, page := range []struct{ hash, body string }{{"#/ops/tenants", "tenants-body"}, {"#/ops/tokens", "tokens-body"}, {"#/ops/hosts", "hosts-body"}} {

@@ -63,6 +63,28 @@ func (r *hostResolver) Certified(ctx context.Context, obj *domain.Host) (bool, e
 	return obj.Certified(time.Now()), nil
 }
 
+// Usage is the resolver for the usage field.
+func (r *hostResolver) Usage(ctx context.Context, obj *domain.Host, since *time.Time) ([]model.HostUsagePoint, error) {
+	from := time.Now().Add(-time.Hour)
+	if since != nil {
+		from = *since
+	}
+	points, err := r.svc.HostStats(ctx, obj.ID, from)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.HostUsagePoint, len(points))
+	for i, p := range points {
+		out[i] = model.HostUsagePoint{At: p.At, VcpusUsed: p.VcpusUsed, MemoryMb: float64(p.MemoryBytes) / (1 << 20), Instances: p.Instances}
+	}
+	return out, nil
+}
+
+// Instances is the resolver for the instances field.
+func (r *hostResolver) Instances(ctx context.Context, obj *domain.Host) ([]domain.Instance, error) {
+	return r.svc.HostInstances(ctx, obj.ID)
+}
+
 // CreatePool is the resolver for the createPool field.
 func (r *mutationResolver) CreatePool(ctx context.Context, input model.CreatePoolInput) (model.PoolPayload, error) {
 	var d decoder

@@ -35,7 +35,7 @@ func TestSandboxStats(t *testing.T) {
 		for _, s := range []sandboxView{ended, recent, live} {
 			samples[decode(t, ids.Instance, s.Instance.ID)] = control.StatSample{At: at, CPUTimeNs: int64(cpu), MemoryBytes: mem}
 		}
-		rec.Add(samples)
+		rec.Add(uuid.New(), at, samples)
 	}
 	report(t0, time.Second, 100*mib)
 	if n, err := rec.Flush(context.Background()); err != nil || n != 3 {

@@ -149,6 +149,14 @@ type HostJoinToken struct {
 	CreatedAt time.Time
 }
 
+type HostStat struct {
+	HostID      uuid.UUID
+	At          time.Time
+	VcpusUsed   *float64
+	MemoryBytes int64
+	Instances   int32
+}
+
 type HostUsage struct {
 	HostID      uuid.UUID
 	TenantID    uuid.UUID

@@ -28,6 +28,9 @@ type HostResolver interface {
 	Alive(ctx context.Context, obj *domain.Host) (bool, error)
 
 	Certified(ctx context.Context, obj *domain.Host) (bool, error)
+
+	Usage(ctx context.Context, obj *domain.Host, since *time.Time) ([]model.HostUsagePoint, error)
+	Instances(ctx context.Context, obj *domain.Host) ([]domain.Instance, error)
 }
 type PoolResolver interface {
 	ID(ctx context.Context, obj *domain.Pool) (string, error)
@@ -43,6 +46,20 @@ type PoolResolver interface {
 // endregion ************************** generated!.gotpl **************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Host_usage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalODateTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg0
+	return args, nil
+}
 
 // endregion ***************************** args.gotpl *****************************
 
@@ -783,6 +800,82 @@ func (ec *executionContext) fieldContext_Host_createdAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Host", field, false, false, "DateTime")
 }
 
+func (ec *executionContext) _Host_usage(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_usage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Host().Usage(ctx, obj, fc.Args["since"].(*time.Time))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.HostUsagePoint) graphql.Marshaler {
+			return ec.marshalNHostUsagePoint2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostUsagePointᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_usage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Host",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostUsagePoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Host_usage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Host_instances(ctx context.Context, field graphql.CollectedField, obj *domain.Host) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Host_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Host().Instances(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []domain.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋdomainᚐInstanceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Host_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Host",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Instance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _HostAllocation_instances(ctx context.Context, field graphql.CollectedField, obj *model.HostAllocation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -997,6 +1090,98 @@ func (ec *executionContext) fieldContext_HostPayload_host(_ context.Context, fie
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _HostUsagePoint_at(ctx context.Context, field graphql.CollectedField, obj *model.HostUsagePoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostUsagePoint_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostUsagePoint_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostUsagePoint", field, false, false, "DateTime")
+}
+
+func (ec *executionContext) _HostUsagePoint_vcpusUsed(ctx context.Context, field graphql.CollectedField, obj *model.HostUsagePoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostUsagePoint_vcpusUsed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VcpusUsed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HostUsagePoint_vcpusUsed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostUsagePoint", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HostUsagePoint_memoryMb(ctx context.Context, field graphql.CollectedField, obj *model.HostUsagePoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostUsagePoint_memoryMb(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostUsagePoint_memoryMb(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostUsagePoint", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HostUsagePoint_instances(ctx context.Context, field graphql.CollectedField, obj *model.HostUsagePoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostUsagePoint_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instances, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostUsagePoint_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostUsagePoint", field, false, false, "Int")
 }
 
 func (ec *executionContext) _IpPool_id(ctx context.Context, field graphql.CollectedField, obj *model.IPPool) (ret graphql.Marshaler) {
@@ -2421,6 +2606,18 @@ func (ec *executionContext) _Host(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "usage":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Host_usage(ctx, field, obj)
+				})
+		case "instances":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Host_instances(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -2547,6 +2744,54 @@ func (ec *executionContext) _HostPayload(ctx context.Context, sel ast.SelectionS
 			out.Values[i] = graphql.MarshalString("HostPayload")
 		case "host":
 			out.Values[i] = ec._HostPayload_host(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var hostUsagePointImplementors = []string{"HostUsagePoint"}
+
+func (ec *executionContext) _HostUsagePoint(ctx context.Context, sel ast.SelectionSet, obj *model.HostUsagePoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hostUsagePointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HostUsagePoint")
+		case "at":
+			out.Values[i] = ec._HostUsagePoint_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "vcpusUsed":
+			out.Values[i] = ec._HostUsagePoint_vcpusUsed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "memoryMb":
+			out.Values[i] = ec._HostUsagePoint_memoryMb(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instances":
+			out.Values[i] = ec._HostUsagePoint_instances(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -2850,6 +3095,26 @@ func (ec *executionContext) marshalNHostAllocation2githubᚗcomᚋbetterᚑcompu
 
 func (ec *executionContext) marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx context.Context, sel ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
 	return ec._HostPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNHostUsagePoint2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostUsagePoint(ctx context.Context, sel ast.SelectionSet, v model.HostUsagePoint) graphql.Marshaler {
+	return ec._HostUsagePoint(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNHostUsagePoint2ᚕgithubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostUsagePointᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HostUsagePoint) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHostUsagePoint2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostUsagePoint(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNIpPool2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐIPPool(ctx context.Context, sel ast.SelectionSet, v model.IPPool) graphql.Marshaler {

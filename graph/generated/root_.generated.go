@@ -173,6 +173,7 @@ type ComplexityRoot struct {
 		Draining           func(childComplexity int) int
 		Gpus               func(childComplexity int) int
 		ID                 func(childComplexity int) int
+		Instances          func(childComplexity int) int
 		LastSeenAt         func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Pool               func(childComplexity int) int
@@ -180,6 +181,7 @@ type ComplexityRoot struct {
 		ReportedGeneration func(childComplexity int) int
 		Runtime            func(childComplexity int) int
 		SpecGeneration     func(childComplexity int) int
+		Usage              func(childComplexity int, since *time.Time) int
 	}
 
 	HostAllocation struct {
@@ -210,6 +212,13 @@ type ComplexityRoot struct {
 
 	HostPayload struct {
 		Host func(childComplexity int) int
+	}
+
+	HostUsagePoint struct {
+		At        func(childComplexity int) int
+		Instances func(childComplexity int) int
+		MemoryMb  func(childComplexity int) int
+		VcpusUsed func(childComplexity int) int
 	}
 
 	Image struct {
@@ -1205,6 +1214,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.ID(childComplexity), true
+	case "Host.instances":
+		if e.ComplexityRoot.Host.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Host.Instances(childComplexity), true
 	case "Host.lastSeenAt":
 		if e.ComplexityRoot.Host.LastSeenAt == nil {
 			break
@@ -1247,6 +1262,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Host.SpecGeneration(childComplexity), true
+	case "Host.usage":
+		if e.ComplexityRoot.Host.Usage == nil {
+			break
+		}
+
+		args, err := ec.field_Host_usage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Host.Usage(childComplexity, args["since"].(*time.Time)), true
 
 	case "HostAllocation.diskGb":
 		if e.ComplexityRoot.HostAllocation.DiskGb == nil {
@@ -1342,6 +1368,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.HostPayload.Host(childComplexity), true
+
+	case "HostUsagePoint.at":
+		if e.ComplexityRoot.HostUsagePoint.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostUsagePoint.At(childComplexity), true
+	case "HostUsagePoint.instances":
+		if e.ComplexityRoot.HostUsagePoint.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostUsagePoint.Instances(childComplexity), true
+	case "HostUsagePoint.memoryMb":
+		if e.ComplexityRoot.HostUsagePoint.MemoryMb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostUsagePoint.MemoryMb(childComplexity), true
+	case "HostUsagePoint.vcpusUsed":
+		if e.ComplexityRoot.HostUsagePoint.VcpusUsed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostUsagePoint.VcpusUsed(childComplexity), true
 
 	case "Image.createdAt":
 		if e.ComplexityRoot.Image.CreatedAt == nil {
@@ -4695,6 +4746,31 @@ extend type Mutation {
     input: ClearGpuHealthInput!
   ): HostPayload!
 }
+
+"One sample of what a host's instances used of it."
+type HostUsagePoint {
+  "When its host reported it."
+  at: DateTime!
+  "The vCPUs its instances used since the point before, summed; null when none of them was in it."
+  vcpusUsed: Float
+  "The host memory its instances hold, in MiB."
+  memoryMb: Float!
+  "How many instances ran or were paused on it."
+  instances: Int!
+}
+
+extend type Host {
+  """
+  What its instances actually used of it, oldest first: one point per
+  stats interval (BC_SANDBOX_STATS_INTERVAL), kept a day.
+  """
+  usage(
+    "The first time to return points of; default an hour ago."
+    since: DateTime
+  ): [HostUsagePoint!]!
+  "The instances it holds (not deleted), by name, at most 1,000."
+  instances: [Instance!]!
+}
 `, BuiltIn: false},
 	{Name: "../schema/catalog.graphqls", Input: `"An image's disk format."
 enum ImageFormat {
@@ -6475,6 +6551,10 @@ func (ec *executionContext) childFields_Host(ctx context.Context, field graphql.
 		return ec.fieldContext_Host_bearerCredential(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Host_createdAt(ctx, field)
+	case "usage":
+		return ec.fieldContext_Host_usage(ctx, field)
+	case "instances":
+		return ec.fieldContext_Host_instances(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Host", field.Name)
 }
@@ -6537,6 +6617,20 @@ func (ec *executionContext) childFields_HostPayload(ctx context.Context, field g
 		return ec.fieldContext_HostPayload_host(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type HostPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_HostUsagePoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_HostUsagePoint_at(ctx, field)
+	case "vcpusUsed":
+		return ec.fieldContext_HostUsagePoint_vcpusUsed(ctx, field)
+	case "memoryMb":
+		return ec.fieldContext_HostUsagePoint_memoryMb(ctx, field)
+	case "instances":
+		return ec.fieldContext_HostUsagePoint_instances(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HostUsagePoint", field.Name)
 }
 
 func (ec *executionContext) childFields_Image(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {

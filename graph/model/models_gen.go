@@ -468,6 +468,18 @@ type HostPayload struct {
 	Host domain.Host `json:"host"`
 }
 
+// One sample of what a host's instances used of it.
+type HostUsagePoint struct {
+	// When its host reported it.
+	At time.Time `json:"at"`
+	// The vCPUs its instances used since the point before, summed; null when none of them was in it.
+	VcpusUsed *float64 `json:"vcpusUsed,omitempty"`
+	// The host memory its instances hold, in MiB.
+	MemoryMb float64 `json:"memoryMb"`
+	// How many instances ran or were paused on it.
+	Instances int `json:"instances"`
+}
+
 // A page of the images the caller may use: public ones and its tenant's.
 type ImageConnection struct {
 	// The page's items with their cursors.

@@ -19,6 +19,7 @@ import { templatesPage } from './pages/templates.js';
 import { usagePage } from './pages/usage.js';
 import { poolsPage, hostsPage, doctorPage, flavorsPage, imagesPage, tenantsPage } from './pages/ops.js';
 import { tokensPage, providersPage } from './pages/access.js';
+import { hostPage } from './pages/host.js';
 import { bootstrapsPage } from './pages/bootstraps.js';
 
 const VIEWER = `query Viewer { viewer { principal { id name role } tenant { id name } } }`;
@@ -45,6 +46,7 @@ const routes = [
   { path: /^\/usage$/, page: usagePage, nav: 'usage' },
   { path: /^\/ops\/pools$/, page: poolsPage, nav: 'pools', operator: true },
   { path: /^\/ops\/hosts$/, page: hostsPage, nav: 'hosts', operator: true },
+  { path: /^\/ops\/hosts\/([^/]+)$/, page: hostPage, nav: 'hosts', operator: true },
   { path: /^\/ops\/bootstraps$/, page: bootstrapsPage, nav: 'bootstraps', operator: true },
   { path: /^\/ops\/doctor$/, page: doctorPage, nav: 'doctor', operator: true },
   { path: /^\/ops\/flavors$/, page: flavorsPage, nav: 'flavors', operator: true },

@@ -137,7 +137,7 @@ export function hostsPage(ctx) {
       return h('div', { class: 'cards' }, hosts.map((x) => {
         const c = x.capacity;
         return h('section', { class: 'card host', 'aria-labelledby': `host-${x.id}`, dataset: { id: x.id, alive: String(x.alive) } },
-          h('h2', { id: `host-${x.id}` }, x.name, ' ',
+          h('h2', { id: `host-${x.id}` }, h('a', { href: `#/ops/hosts/${encodeURIComponent(x.id)}` }, x.name), ' ',
             x.alive ? tag('alive', 'ok') : tag('silent', 'bad'),
             x.draining ? [' ', tag('draining', 'warn')] : ''),
           h('p', { class: 'small' }, `Pool ${x.pool.name} · ${plural(x.allocated.instances, 'instance')} · last report `,
