@@ -28,6 +28,7 @@ var (
 	ActCreateHost            = Action{"host.create", "host"}
 	ActSetHostCapacity       = Action{"host.setCapacity", "host"}
 	ActSetHostDraining       = Action{"host.setDraining", "host"}
+	ActDeleteHost            = Action{"host.delete", "host"}
 	ActClearGPUHealth        = Action{"host.clearGpuHealth", "host"}
 	ActResetHostCredential   = Action{"host.resetCredential", "host"}
 	ActCreateHostJoinToken   = Action{"host.createJoinToken", "host"}

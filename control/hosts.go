@@ -167,6 +167,39 @@ func (s *Service) SetHostDraining(ctx context.Context, id uuid.UUID, draining bo
 	return domain.HostFromRow(host), err
 }
 
+// DeleteHost deletes a host that holds nothing: no instance but deleted
+// ones, no snapshot files, no command under way (drain it, and move or
+// delete what runs there, first). Its daemon is refused from then on (its
+// certificates and credential go with it), and its name may be given
+// again. Operators only.
+func (s *Service) DeleteHost(ctx context.Context, id uuid.UUID) (domain.Host, error) {
+	var host sqlc.Host
+	err := s.mutate(ctx, ActDeleteHost, func(ctx context.Context, _ pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
+		ev.TargetID = id
+		if _, err := operator(ctx); err != nil {
+			return err
+		}
+		var err error
+		if host, err = q.LockHost(ctx, id); err != nil {
+			return notFound(err, "hostId", "host")
+		}
+		holds, err := q.HostHolds(ctx, id)
+		if err != nil {
+			return fmt.Errorf("count what host %s holds: %w", host.Name, err)
+		}
+		if holds.Instances+holds.Snapshots+holds.Commands > 0 {
+			return apierr.New(apierr.FailedPrecondition, "host %s holds %d instances, the files of %d snapshots and %d commands under way: drain it, and move or delete what it holds, first",
+				host.Name, holds.Instances, holds.Snapshots, holds.Commands)
+		}
+		if _, err := q.ForgetHost(ctx, id); err != nil {
+			return fmt.Errorf("delete host %s: %w", host.Name, err)
+		}
+		ev.Details = map[string]any{"name": host.Name}
+		return nil
+	})
+	return domain.HostFromRow(host), err
+}
+
 // Hosts lists every host. Operators only.
 func (s *Service) Hosts(ctx context.Context) ([]domain.Host, error) {
 	if _, err := operator(ctx); err != nil {

@@ -181,7 +181,7 @@ func TestConsoleAdmin(t *testing.T) {
 			}
 		}
 	})
-	step("a host: adopted, its join command shown once", func(t *testing.T) {
+	step("a host: adopted, its join command shown once, deleted", func(t *testing.T) {
 		b := b.with(t)
 		open(b, "#/ops/hosts", "hosts-body")
 		fill(b, "new-host", map[string]string{"name": "-bad-"})
@@ -192,6 +192,11 @@ func TestConsoleAdmin(t *testing.T) {
 		b.wait("the join command, once", `document.getElementById('once-dialog')?.open && document.getElementById('once-command').value.startsWith('better-compute host --server https://')`)
 		b.do("dismiss it", chromedp.Click(chromedp.ID("once-done")))
 		listed(b, "hosts-body", "hv-9")
+		id := evaluate[string](b, `[...document.querySelectorAll('#hosts-body section')].find((s) => s.querySelector('h2').textContent.startsWith('hv-9')).dataset.id`)
+		b.do("delete it", chromedp.Click(chromedp.ID("delete-host-"+id)))
+		b.wait("the confirmation", `document.getElementById('confirm-dialog')?.open`)
+		b.do("confirm", chromedp.Click(chromedp.ID("confirm-ok")))
+		b.wait("hv-9 gone", `!document.getElementById('hosts-body').textContent.includes('hv-9')`)
 		b.noErrors()
 	})
 }

@@ -1,9 +1,12 @@
 package graph_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/better-compute/vps/ids"
 )
 
 // TestHostJoinTokens: createHost returns a one-time join token and the
@@ -99,4 +102,52 @@ func TestHostJoinTokens(t *testing.T) {
 			t.Fatalf("%d audit events hold a join token", n)
 		}
 	})
+}
+
+// TestDeleteHost: a host that holds an instance is not deleted, and says
+// so; once what it held is deleted, the host goes with every record of it
+// (its released allocation, its certificates), and its name may be given
+// again.
+func TestDeleteHost(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	w := e.world("alpha")
+	const create = `mutation($p: ID!) { createHost(input: {poolId: $p, name: "hv-1", bearerCredential: false}) { host { id } } }`
+	host := e.id(e.operator, create, map[string]any{"p": w.pool}, "createHost", "host", "id")
+	inst := e.id(w.member, createInstance, map[string]any{"in": w.input("vm")}, "createInstance", "instance", "id")
+	hostID, instID := decodeTB(t, ids.Host, host), decodeTB(t, ids.Instance, inst)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := e.db.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO allocations (id, host_id, tenant_id, instance_id, vcpus, memory_mb, disk_gb)
+		SELECT gen_random_uuid(), $2, tenant_id, id, vcpus, memory_mb, disk_gb FROM instances WHERE id = $1`, instID, hostID)
+	exec("UPDATE instances SET state = 'RUNNING', host_id = $1", hostID)
+	const del = `mutation($h: ID!) { deleteHost(input: {hostId: $h}) { host { id name } } }`
+
+	r := e.do(e.operator, del, map[string]any{"h": host})
+	if r.code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "holds 1 instances") {
+		t.Fatalf("deleting a host that holds an instance: %+v", r.Errors)
+	}
+	if r := e.do(w.member, del, map[string]any{"h": host}); r.code() != "FORBIDDEN" && r.code() != "NOT_FOUND" {
+		t.Fatalf("a member: %+v", r.Errors)
+	}
+	exec("UPDATE instances SET state = 'DELETED'")
+	exec("UPDATE allocations SET released_at = now()")
+	e.must(e.operator, del, map[string]any{"h": host}, nil)
+	if r := e.do(e.operator, `query($id: ID!) { node(id: $id) { id } }`, map[string]any{"id": host}); r.code() != "NOT_FOUND" {
+		t.Fatalf("the deleted host: %+v", r.Errors)
+	}
+	for table, where := range map[string]string{"hosts": "true", "allocations": "true", "host_join_tokens": "true", "instances": "host_id IS NOT NULL"} {
+		if n := e.count(table, where); n != 0 {
+			t.Errorf("%d rows of %s remain", n, table)
+		}
+	}
+	if n := e.count("audit_events", "action = 'host.delete' AND outcome = 'success'"); n != 1 {
+		t.Errorf("%d host.delete audited", n)
+	}
+	e.must(e.operator, create, map[string]any{"p": w.pool}, nil) // the name is free again
 }

@@ -165,6 +165,16 @@ func (r *mutationResolver) SetHostCapacity(ctx context.Context, input model.SetH
 	return model.HostPayload{Host: host}, err
 }
 
+// DeleteHost is the resolver for the deleteHost field.
+func (r *mutationResolver) DeleteHost(ctx context.Context, input model.DeleteHostInput) (model.HostPayload, error) {
+	hostID, err := decodeID(ids.Host, "hostId", input.HostID)
+	if err != nil {
+		return model.HostPayload{}, r.svc.Reject(ctx, control.ActDeleteHost, err)
+	}
+	host, err := r.svc.DeleteHost(ctx, hostID)
+	return model.HostPayload{Host: host}, err
+}
+
 // SetHostDraining is the resolver for the setHostDraining field.
 func (r *mutationResolver) SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error) {
 	hostID, err := decodeID(ids.Host, "hostId", input.HostID)

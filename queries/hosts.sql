@@ -47,3 +47,35 @@ GROUP BY h.id;
 
 -- name: SetHostDraining :one
 UPDATE hosts SET draining = @draining WHERE id = @id RETURNING *;
+
+-- LockHost locks a host's row before it is deleted.
+-- name: LockHost :one
+SELECT * FROM hosts WHERE id = $1 FOR UPDATE;
+
+-- HostHolds counts what keeps a host from being deleted: instances on it
+-- not DELETED, snapshots whose files it keeps (not purged), and commands
+-- it has not ended.
+-- name: HostHolds :one
+SELECT (SELECT count(*) FROM instances i WHERE i.host_id = @host_id::uuid AND i.state <> 'DELETED')::bigint AS instances,
+       (SELECT count(*) FROM sandbox_snapshots s WHERE s.host_id = @host_id::uuid AND NOT s.purged)::bigint AS snapshots,
+       (SELECT count(*) FROM host_commands c WHERE c.host_id = @host_id::uuid AND c.state IN ('QUEUED', 'RUNNING'))::bigint AS commands;
+
+-- ForgetHost deletes a host that holds nothing (HostHolds) and what only
+-- recorded it: the deleted instances and purged snapshots it once held
+-- forget it, its released allocations and device claims, ended commands
+-- and stats go; its capacity, GPUs, certificates and join tokens cascade.
+-- name: ForgetHost :execrows
+WITH forget_instances AS (
+    UPDATE instances i SET host_id = NULL, reboot_command_id = NULL WHERE i.host_id = @host_id::uuid AND i.state = 'DELETED'
+), forget_snapshots AS (
+    UPDATE sandbox_snapshots s SET host_id = NULL, command_id = NULL, purge_command_id = NULL WHERE s.host_id = @host_id::uuid
+), drop_claims AS (
+    DELETE FROM device_claims d WHERE d.host_id = @host_id::uuid
+), drop_allocations AS (
+    DELETE FROM allocations a WHERE a.host_id = @host_id::uuid
+), drop_commands AS (
+    DELETE FROM host_commands c WHERE c.host_id = @host_id::uuid
+), drop_stats AS (
+    DELETE FROM host_stats st WHERE st.host_id = @host_id::uuid
+)
+DELETE FROM hosts h WHERE h.id = @host_id::uuid;

@@ -64,6 +64,35 @@ func (q *Queries) DeleteHostGPUsExcept(ctx context.Context, arg DeleteHostGPUsEx
 	return err
 }
 
+const forgetHost = `-- name: ForgetHost :execrows
+WITH forget_instances AS (
+    UPDATE instances i SET host_id = NULL, reboot_command_id = NULL WHERE i.host_id = $1::uuid AND i.state = 'DELETED'
+), forget_snapshots AS (
+    UPDATE sandbox_snapshots s SET host_id = NULL, command_id = NULL, purge_command_id = NULL WHERE s.host_id = $1::uuid
+), drop_claims AS (
+    DELETE FROM device_claims d WHERE d.host_id = $1::uuid
+), drop_allocations AS (
+    DELETE FROM allocations a WHERE a.host_id = $1::uuid
+), drop_commands AS (
+    DELETE FROM host_commands c WHERE c.host_id = $1::uuid
+), drop_stats AS (
+    DELETE FROM host_stats st WHERE st.host_id = $1::uuid
+)
+DELETE FROM hosts h WHERE h.id = $1::uuid
+`
+
+// ForgetHost deletes a host that holds nothing (HostHolds) and what only
+// recorded it: the deleted instances and purged snapshots it once held
+// forget it, its released allocations and device claims, ended commands
+// and stats go; its capacity, GPUs, certificates and join tokens cascade.
+func (q *Queries) ForgetHost(ctx context.Context, hostID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetHost, hostID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getHost = `-- name: GetHost :one
 SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE id = $1
 `
@@ -206,6 +235,28 @@ func (q *Queries) HostAllocations(ctx context.Context, ids []uuid.UUID) ([]HostA
 	return items, nil
 }
 
+const hostHolds = `-- name: HostHolds :one
+SELECT (SELECT count(*) FROM instances i WHERE i.host_id = $1::uuid AND i.state <> 'DELETED')::bigint AS instances,
+       (SELECT count(*) FROM sandbox_snapshots s WHERE s.host_id = $1::uuid AND NOT s.purged)::bigint AS snapshots,
+       (SELECT count(*) FROM host_commands c WHERE c.host_id = $1::uuid AND c.state IN ('QUEUED', 'RUNNING'))::bigint AS commands
+`
+
+type HostHoldsRow struct {
+	Instances int64
+	Snapshots int64
+	Commands  int64
+}
+
+// HostHolds counts what keeps a host from being deleted: instances on it
+// not DELETED, snapshots whose files it keeps (not purged), and commands
+// it has not ended.
+func (q *Queries) HostHolds(ctx context.Context, hostID uuid.UUID) (HostHoldsRow, error) {
+	row := q.db.QueryRow(ctx, hostHolds, hostID)
+	var i HostHoldsRow
+	err := row.Scan(&i.Instances, &i.Snapshots, &i.Commands)
+	return i, err
+}
+
 const listHostGPUs = `-- name: ListHostGPUs :many
 SELECT host_id, address, vendor, model, unhealthy_since, health_reason, last_xid, last_xid_at FROM host_gpus WHERE host_id = ANY($1::uuid[]) ORDER BY host_id, address
 `
@@ -275,6 +326,32 @@ func (q *Queries) ListHosts(ctx context.Context) ([]Host, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockHost = `-- name: LockHost :one
+SELECT id, pool_id, name, credential_hash, draining, last_seen_at, created_at, spec_generation, reported_generation, inventory, protocol, cert_not_after, runtime FROM hosts WHERE id = $1 FOR UPDATE
+`
+
+// LockHost locks a host's row before it is deleted.
+func (q *Queries) LockHost(ctx context.Context, id uuid.UUID) (Host, error) {
+	row := q.db.QueryRow(ctx, lockHost, id)
+	var i Host
+	err := row.Scan(
+		&i.ID,
+		&i.PoolID,
+		&i.Name,
+		&i.CredentialHash,
+		&i.Draining,
+		&i.LastSeenAt,
+		&i.CreatedAt,
+		&i.SpecGeneration,
+		&i.ReportedGeneration,
+		&i.Inventory,
+		&i.Protocol,
+		&i.CertNotAfter,
+		&i.Runtime,
+	)
+	return i, err
 }
 
 const putHostGPU = `-- name: PutHostGPU :exec

@@ -2059,6 +2059,48 @@ func UnmarshalCreatePoolInput(ctx context.Context, raw any) (model.CreatePoolInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeleteHostInput(ctx context.Context, obj any) (model.DeleteHostInput, error) {
+	var it model.DeleteHostInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"hostId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "hostId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HostID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteHostInput unmarshals raw into the DeleteHostInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteHostInput(ctx context.Context, raw any) (model.DeleteHostInput, error) {
+	var out model.DeleteHostInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteHostInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputGpuInput(ctx context.Context, obj any) (model.GpuInput, error) {
 	var it model.GpuInput
 	if obj == nil {
@@ -3041,6 +3083,11 @@ func (ec *executionContext) unmarshalNCreateIpPoolInput2githubᚗcomᚋbetterᚑ
 
 func (ec *executionContext) unmarshalNCreatePoolInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreatePoolInput(ctx context.Context, v any) (model.CreatePoolInput, error) {
 	res, err := ec.unmarshalInputCreatePoolInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDeleteHostInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteHostInput(ctx context.Context, v any) (model.DeleteHostInput, error) {
+	res, err := ec.unmarshalInputDeleteHostInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -327,6 +327,7 @@ type ComplexityRoot struct {
 		CreateSandboxSnapshot        func(childComplexity int, input model.CreateSandboxSnapshotInput) int
 		CreateSandboxTemplate        func(childComplexity int, input model.CreateSandboxTemplateInput) int
 		CreateTenant                 func(childComplexity int, input model.CreateTenantInput) int
+		DeleteHost                   func(childComplexity int, input model.DeleteHostInput) int
 		DeleteInstance               func(childComplexity int, input model.InstanceIDInput) int
 		DeleteProviderAccount        func(childComplexity int, input model.DeleteProviderAccountInput) int
 		DeleteSandbox                func(childComplexity int, input model.SandboxIDInput) int
@@ -1907,6 +1908,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateTenant(childComplexity, args["input"].(model.CreateTenantInput)), true
+	case "Mutation.deleteHost":
+		if e.ComplexityRoot.Mutation.DeleteHost == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteHost_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteHost(childComplexity, args["input"].(model.DeleteHostInput)), true
 	case "Mutation.deleteInstance":
 		if e.ComplexityRoot.Mutation.DeleteInstance == nil {
 			break
@@ -3736,6 +3748,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateSandboxSnapshotInput", ec.unmarshalInputCreateSandboxSnapshotInput),
 			graphql.NewInputUnmarshaler("CreateSandboxTemplateInput", ec.unmarshalInputCreateSandboxTemplateInput),
 			graphql.NewInputUnmarshaler("CreateTenantInput", ec.unmarshalInputCreateTenantInput),
+			graphql.NewInputUnmarshaler("DeleteHostInput", ec.unmarshalInputDeleteHostInput),
 			graphql.NewInputUnmarshaler("DeleteProviderAccountInput", ec.unmarshalInputDeleteProviderAccountInput),
 			graphql.NewInputUnmarshaler("DeleteTenantInput", ec.unmarshalInputDeleteTenantInput),
 			graphql.NewInputUnmarshaler("EnvVarInput", ec.unmarshalInputEnvVarInput),
@@ -4660,6 +4673,12 @@ input ClearGpuHealthInput {
   address: String!
 }
 
+"Which host deleteHost deletes."
+input DeleteHostInput {
+  "The host's ID (host_…)."
+  hostId: ID!
+}
+
 "What setHostDraining sets."
 input SetHostDrainingInput {
   "The host's ID (host_…)."
@@ -4718,6 +4737,16 @@ extend type Mutation {
   setHostCapacity(
     "The host and what it gives."
     input: SetHostCapacityInput!
+  ): HostPayload!
+  """
+  Deletes a host that holds nothing: no instance but deleted ones, no
+  snapshot files, no command under way (FAILED_PRECONDITION says what it
+  holds). Its daemon is refused from then on, and its name may be given
+  again. The answer is the host as it was.
+  """
+  deleteHost(
+    "The host."
+    input: DeleteHostInput!
   ): HostPayload!
   "A draining host gets nothing new placed on it; what runs there keeps running."
   setHostDraining(

@@ -38,6 +38,7 @@ type MutationResolver interface {
 	SetPoolRequireCertifiedHosts(ctx context.Context, input model.SetPoolRequireCertifiedHostsInput) (model.PoolPayload, error)
 	CreateHost(ctx context.Context, input model.CreateHostInput) (model.CreateHostPayload, error)
 	SetHostCapacity(ctx context.Context, input model.SetHostCapacityInput) (model.HostPayload, error)
+	DeleteHost(ctx context.Context, input model.DeleteHostInput) (model.HostPayload, error)
 	SetHostDraining(ctx context.Context, input model.SetHostDrainingInput) (model.HostPayload, error)
 	CreateHostJoinToken(ctx context.Context, input model.CreateHostJoinTokenInput) (model.CreateHostPayload, error)
 	RevokeHostCertificates(ctx context.Context, input model.RevokeHostCertificatesInput) (model.HostPayload, error)
@@ -287,6 +288,20 @@ func (ec *executionContext) field_Mutation_createTenant_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.CreateTenantInput, error) {
 			return ec.unmarshalNCreateTenantInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐCreateTenantInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteHost_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteHostInput, error) {
+			return ec.unmarshalNDeleteHostInput2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐDeleteHostInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2059,6 +2074,50 @@ func (ec *executionContext) fieldContext_Mutation_setHostCapacity(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setHostCapacity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteHost(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteHost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteHost(ctx, fc.Args["input"].(model.DeleteHostInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HostPayload) graphql.Marshaler {
+			return ec.marshalNHostPayload2githubᚗcomᚋbetterᚑcomputeᚋvpsᚋgraphᚋmodelᚐHostPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteHost(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteHost_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4626,6 +4685,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setHostCapacity":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setHostCapacity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteHost":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteHost(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

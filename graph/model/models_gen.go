@@ -320,6 +320,12 @@ type CreateTenantInput struct {
 	Name string `json:"name"`
 }
 
+// Which host deleteHost deletes.
+type DeleteHostInput struct {
+	// The host's ID (host_…).
+	HostID string `json:"hostId"`
+}
+
 // Names the account deleteProviderAccount deletes.
 type DeleteProviderAccountInput struct {
 	// The account's ID (pa_…).

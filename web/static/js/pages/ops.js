@@ -157,7 +157,8 @@ export function hostsPage(ctx) {
           h('div', { class: 'actions' },
             drainButton(x, note, reload),
             x.certified ? revokeButton(x, note, reload) : null,
-            joinTokenButton(ctx, x, note)));
+            joinTokenButton(ctx, x, note),
+            x.allocated.instances ? null : deleteHostButton(x, note, reload)));
       }));
     },
   });
@@ -268,6 +269,26 @@ function joinTokenButton(ctx, host, note) {
       }
     },
   }, 'New join token');
+}
+
+// deleteHostButton deletes a host that holds nothing, after a
+// confirmation; the API refuses one that still holds snapshot files or a
+// command under way, and says so in the note.
+function deleteHostButton(host, note, reload) {
+  return h('button', {
+    type: 'button', class: 'btn btn-danger', id: `delete-host-${host.id}`,
+    onclick: async () => {
+      if (!await confirm({ title: `Delete ${host.name}?`, ok: 'Delete host', danger: true,
+        body: 'Its daemon is refused from then on, with its certificates; its name may be given again. A host that still holds anything is not deleted.' })) return;
+      try {
+        await gql(`mutation DeleteHost($h: ID!) { deleteHost(input: {hostId: $h}) { host { id } } }`, { h: host.id });
+        replace(note, `Deleted host ${host.name}.`);
+        reload();
+      } catch (err) {
+        replace(note, `Could not delete ${host.name}: ${describe(err)}`);
+      }
+    },
+  }, 'Delete');
 }
 
 // drainButton drains a host (after a confirmation) or returns it to service.
