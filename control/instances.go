@@ -292,10 +292,7 @@ func (s *Service) SetDesiredState(ctx context.Context, id uuid.UUID, want lifecy
 			return fmt.Errorf("set desired state: %w", err)
 		}
 		ev.Details = map[string]any{"from": cur.DesiredState, "to": inst.DesiredState, "version": inst.Version}
-		if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
-			return err
-		}
-		out, err = withAddresses(ctx, q, inst)
+		out, err = changed(ctx, q, inst)
 		return err
 	})
 	if err != nil {
@@ -351,16 +348,22 @@ func (s *Service) RebootInstance(ctx context.Context, id uuid.UUID) (domain.Inst
 			return fmt.Errorf("reboot: %w", err)
 		}
 		ev.Details = map[string]any{"version": inst.Version}
-		if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
-			return err
-		}
-		out, err = withAddresses(ctx, q, inst)
+		out, err = changed(ctx, q, inst)
 		return err
 	})
 	if err != nil {
 		return domain.Instance{}, err
 	}
 	return out, nil
+}
+
+// changed hands an instance a mutation changed to the reconciler and the
+// live events, in q's transaction, and returns it as written.
+func changed(ctx context.Context, q *sqlc.Queries, inst sqlc.Instance) (domain.Instance, error) {
+	if err := events.Enqueue(ctx, q, vps.TopicInstances, events.Updated, inst); err != nil {
+		return domain.Instance{}, err
+	}
+	return withAddresses(ctx, q, inst)
 }
 
 // visibleInstance reads an instance with get and answers NOT_FOUND when the

@@ -51,17 +51,21 @@ func TestConsoleAdmin(t *testing.T) {
 	listed := func(b *browser, body, text string) {
 		b.wait(text+" listed", fmt.Sprintf(`document.getElementById(%s)?.textContent.includes(%s)`, js(body), js(text)))
 	}
-	// form runs one form: bad values refused at field with says, then good
-	// values, after which text is listed in body.
+	// refuseThenSubmit opens a page and submits one of its forms with bad
+	// values, refused at field with says, then with good ones.
+	refuseThenSubmit := func(b *browser, hash, body, prefix string, bad map[string]string, field, says string, good map[string]string) {
+		open(b, hash, body)
+		fill(b, prefix, bad)
+		submit(b, prefix)
+		fieldError(b, prefix, field, says)
+		fill(b, prefix, good)
+		submit(b, prefix)
+	}
+	// form runs refuseThenSubmit, after which text is listed in body.
 	form := func(name, hash, body, prefix string, bad map[string]string, field, says string, good map[string]string, text string) {
 		step(name, func(t *testing.T) {
 			b := b.with(t)
-			open(b, hash, body)
-			fill(b, prefix, bad)
-			submit(b, prefix)
-			fieldError(b, prefix, field, says)
-			fill(b, prefix, good)
-			submit(b, prefix)
+			refuseThenSubmit(b, hash, body, prefix, bad, field, says, good)
 			listed(b, body, text)
 		})
 	}
@@ -112,12 +116,7 @@ func TestConsoleAdmin(t *testing.T) {
 	})
 	step("a token: shown once, listed, revoked", func(t *testing.T) {
 		b := b.with(t)
-		open(b, "#/ops/tokens", "tokens-body")
-		fill(b, "new-token", map[string]string{"name": ""})
-		submit(b, "new-token")
-		fieldError(b, "new-token", "name", "required")
-		fill(b, "new-token", map[string]string{"name": "acme-ci"})
-		submit(b, "new-token")
+		refuseThenSubmit(b, "#/ops/tokens", "tokens-body", "new-token", map[string]string{"name": ""}, "name", "required", map[string]string{"name": "acme-ci"})
 		b.wait("the token, once", `document.getElementById('once-dialog')?.open && document.getElementById('once-token').value.startsWith('bct_')`)
 		token := evaluate[string](b, `document.getElementById('once-token').value`)
 		b.do("dismiss it", chromedp.Click(chromedp.ID("once-done")))
@@ -183,12 +182,7 @@ func TestConsoleAdmin(t *testing.T) {
 	})
 	step("a host: adopted, its join command shown once, deleted", func(t *testing.T) {
 		b := b.with(t)
-		open(b, "#/ops/hosts", "hosts-body")
-		fill(b, "new-host", map[string]string{"name": "-bad-"})
-		submit(b, "new-host")
-		fieldError(b, "new-host", "name", "")
-		fill(b, "new-host", map[string]string{"name": "hv-9"})
-		submit(b, "new-host")
+		refuseThenSubmit(b, "#/ops/hosts", "hosts-body", "new-host", map[string]string{"name": "-bad-"}, "name", "", map[string]string{"name": "hv-9"})
 		b.wait("the join command, once", `document.getElementById('once-dialog')?.open && document.getElementById('once-command').value.startsWith('better-compute host --server https://')`)
 		b.do("dismiss it", chromedp.Click(chromedp.ID("once-done")))
 		listed(b, "hosts-body", "hv-9")
