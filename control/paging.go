@@ -28,16 +28,15 @@ type PageInfo struct {
 // MaxPage is the largest page a list returns.
 const MaxPage = 100
 
+// limit checks the page's size: 0 asks for no item (the page info
+// alone), MaxPage for the most.
 func (p Page[C]) limit() (int32, error) {
-	switch {
-	case p.First < 0 || p.First > MaxPage:
+	if p.First < 0 || p.First > MaxPage {
 		field := "first"
 		if p.Backward {
 			field = "last"
 		}
 		return 0, apierr.Invalid(field, "must be between 0 and %d", MaxPage)
-	case p.First == 0:
-		return 20, nil
 	}
 	return int32(p.First), nil
 }

@@ -90,7 +90,11 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 			f.Outcome = &o
 		}
 	}
-	page := control.Page[int64]{First: deref(first)}
+	size, err := relay{first: first}.size()
+	if err != nil {
+		return model.AuditEventConnection{}, err
+	}
+	page := control.Page[int64]{First: size}
 	if after != nil {
 		n, ok := ids.DecodeSeq(ids.AuditEvent, *after)
 		if !ok {

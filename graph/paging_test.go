@@ -153,6 +153,14 @@ func TestConnections(t *testing.T) {
 				}
 				reverse := slices.Clone(made)
 				slices.Reverse(reverse)
+				var empty map[string]struct {
+					Nodes    []struct{ ID string }
+					PageInfo struct{ HasNextPage bool }
+				}
+				e.must(token, `{ `+l.field+`(first: 0) { nodes { id } pageInfo { hasNextPage } } }`, nil, &empty)
+				if p := empty[l.field]; len(p.Nodes) != 0 || p.PageInfo.HasNextPage != (n > 0) {
+					t.Errorf("first: 0 gave %d items, more to come %v", len(p.Nodes), p.PageInfo.HasNextPage)
+				}
 				for _, c := range []struct {
 					order    string
 					backward bool

@@ -18,7 +18,11 @@ import (
 
 // Events is the resolver for the events field.
 func (r *sandboxResolver) Events(ctx context.Context, obj *domain.Sandbox, first *int, after *string) (model.SandboxEventConnection, error) {
-	page := control.Page[int64]{First: deref(first)}
+	size, err := relay{first: first}.size()
+	if err != nil {
+		return model.SandboxEventConnection{}, err
+	}
+	page := control.Page[int64]{First: size}
 	if after != nil {
 		n, err := strconv.ParseInt(*after, 10, 64)
 		if err != nil || n < 0 {
