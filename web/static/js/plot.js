@@ -2,7 +2,7 @@
 // its maximum with its unit, a time axis labelled with its first and last
 // times, and a text alternative (the SVG's desc, and a summary beside it)
 // saying what the line shows in words.
-import { h, uid } from './dom.js';
+import { h, uid, fmtTime } from './dom.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const W = 320;
@@ -22,7 +22,9 @@ function s(tag, attrs, ...children) {
   return el;
 }
 
-const clock = (t) => new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+// clock labels the time axis: the time of day of fmtTime, whose zone the
+// plot's summary gives.
+const clock = (t) => fmtTime(t).split(' ')[1];
 
 // frame is a plot's SVG: its title and description (for assistive
 // technology), the axes, the top grid line, the y labels (zero and top),
@@ -53,7 +55,7 @@ export function linePlot(points, { id, title, unit, max, fmt = (v) => v.toFixed(
   else {
     const vs = points.map((p) => p.v);
     const last = points[points.length - 1];
-    summary = `${points.length} points from ${clock(points[0].t)} to ${clock(last.t)}: latest ${fmt(last.v)} ${unit}, lowest ${fmt(Math.min(...vs))} ${unit}, highest ${fmt(Math.max(...vs))} ${unit}.`;
+    summary = `${points.length} points from ${fmtTime(points[0].t)} to ${fmtTime(last.t)}: latest ${fmt(last.v)} ${unit}, lowest ${fmt(Math.min(...vs))} ${unit}, highest ${fmt(Math.max(...vs))} ${unit}.`;
   }
   const t0 = points[0]?.t ?? 0;
   const span = Math.max(1, (points[points.length - 1]?.t ?? 0) - t0);
