@@ -137,11 +137,18 @@ func TestDeleteHost(t *testing.T) {
 	}
 	exec("UPDATE instances SET state = 'DELETED'")
 	exec("UPDATE allocations SET released_at = now()")
+	// What only records it: an ended command a deleted instance still
+	// names, and a point of its stats.
+	exec(`INSERT INTO host_commands (id, host_id, kind, lane, payload, deadline, state)
+		VALUES (gen_random_uuid(), $1, 'instance.reboot', 'interactive', '{}', now(), 'SUCCEEDED')`, hostID)
+	exec("UPDATE instances SET reboot_command_id = (SELECT id FROM host_commands)")
+	exec("INSERT INTO host_stats (host_id, at, memory_bytes, instances) VALUES ($1, now(), 0, 0)", hostID)
 	e.must(e.operator, del, map[string]any{"h": host}, nil)
 	if r := e.do(e.operator, `query($id: ID!) { node(id: $id) { id } }`, map[string]any{"id": host}); r.code() != "NOT_FOUND" {
 		t.Fatalf("the deleted host: %+v", r.Errors)
 	}
-	for table, where := range map[string]string{"hosts": "true", "allocations": "true", "host_join_tokens": "true", "instances": "host_id IS NOT NULL"} {
+	for table, where := range map[string]string{"hosts": "true", "allocations": "true", "host_join_tokens": "true", "host_commands": "true",
+		"host_stats": "true", "instances": "host_id IS NOT NULL OR reboot_command_id IS NOT NULL"} {
 		if n := e.count(table, where); n != 0 {
 			t.Errorf("%d rows of %s remain", n, table)
 		}
