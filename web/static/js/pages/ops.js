@@ -380,7 +380,7 @@ export function imagesPage(ctx) {
 export function tenantsPage(ctx) {
   listPage(ctx, {
     title: 'Tenants', what: 'tenants', id: 'tenants-body',
-    query: `query Tenants { tenants { id name createdAt quota { instances vcpus memoryMb gpus usage { instances vcpus memoryMb gpus } } } }`,
+    query: `query Tenants { tenants { id name createdAt quota { instances vcpus memoryMb gpus snapshots snapshotBytes usage { instances vcpus memoryMb gpus } } } }`,
     tools: (reload) => adminForm({
       prefix: 'new-tenant', what: 'tenant', label: 'New tenant', submit: 'Create tenant',
       specs: [{ key: 'name', label: 'Name', required: true }],
@@ -401,12 +401,16 @@ export function tenantsPage(ctx) {
             bar('Memory', q.usage.memoryMb, q.memoryMb, mib),
             bar('GPU', q.usage.gpus, q.gpus)),
           adminForm({
+            // setQuota replaces the whole quota: every limit is in the
+            // form, as it is now; an empty field is no limit.
             prefix: `quota-${t.id}`, what: 'quota', verb: 'set', label: 'Set quota', submit: 'Set quota',
             specs: [
               { key: 'instances', label: 'Instances', type: 'number', value: q.instances },
               { key: 'vcpus', label: 'vCPUs', type: 'number', value: q.vcpus },
               { key: 'memoryMb', label: 'Memory (MiB)', type: 'number', value: q.memoryMb },
               { key: 'gpus', label: 'GPUs', type: 'number', value: q.gpus },
+              { key: 'snapshots', label: 'Sandbox snapshots', type: 'number', value: q.snapshots },
+              { key: 'snapshotBytes', label: 'Snapshot bytes', type: 'number', value: q.snapshotBytes },
             ],
             run: (v) => gql(`mutation SetQuota($in: SetQuotaInput!) { setQuota(input: $in) { tenant { id } } }`, { in: { ...optional(v), tenantId: t.id } }),
             done: () => { replace(said, `Set the quota of ${t.name}.`); reload(); },
