@@ -3189,10 +3189,11 @@ func (v *RebootInstanceRebootInstanceInstancePayloadInstance) __premarshalJSON()
 
 // RebootInstanceResponse is returned by RebootInstance on success.
 type RebootInstanceResponse struct {
-	// Reboots a RUNNING instance of a hosted pool: it is REBOOTING until its
-	// host has shut the guest down (destroying it after a grace) and started it
-	// again, then RUNNING; a failed reboot leaves it RUNNING with the failure
-	// as its stateReason. Asking again while it reboots changes nothing.
+	// Reboots a RUNNING instance: it is REBOOTING until its host has shut the
+	// guest down (destroying it after a grace) and started it again, or its
+	// provider took an ACPI reboot, then RUNNING; a failed reboot leaves it
+	// RUNNING with the failure as its stateReason. Asking again while it
+	// reboots changes nothing.
 	RebootInstance RebootInstanceRebootInstanceInstancePayload `json:"rebootInstance"`
 }
 

@@ -313,9 +313,10 @@ func ownedElsewhere(inst sqlc.Instance) error {
 	return nil
 }
 
-// RebootInstance asks for a running instance of a hosted pool to reboot:
-// it is REBOOTING until its host has shut its guest down and started it
-// again, then RUNNING. Asking again while it reboots changes nothing.
+// RebootInstance asks for a running instance to reboot: it is REBOOTING
+// until its host has shut its guest down and started it again (a hosted
+// pool), or its provider took the reboot (a provider pool), then RUNNING.
+// Asking again while it reboots changes nothing.
 func (s *Service) RebootInstance(ctx context.Context, id uuid.UUID) (domain.Instance, error) {
 	var out domain.Instance
 	err := s.mutate(ctx, ActRebootInstance, func(ctx context.Context, tx pgx.Tx, q *sqlc.Queries, ev *audit.Event) error {
@@ -335,13 +336,6 @@ func (s *Service) RebootInstance(ctx context.Context, id uuid.UUID) (domain.Inst
 		}
 		if cur.State != string(lifecycle.Running) || cur.DesiredState != string(lifecycle.WantRunning) {
 			return apierr.New(apierr.FailedPrecondition, "instance %s is %s (asked to be %s); only a RUNNING instance reboots", cur.Name, cur.State, cur.DesiredState)
-		}
-		acct, err := q.PoolProviderAccount(ctx, cur.PoolID)
-		if err != nil {
-			return fmt.Errorf("read its pool: %w", err)
-		}
-		if acct != nil {
-			return apierr.New(apierr.FailedPrecondition, "instance %s runs in a provider pool, where reboot is not offered yet; stop and start it instead", cur.Name)
 		}
 		inst, err := q.Reboot(ctx, sqlc.RebootParams{ID: id, Version: cur.Version})
 		if err != nil {

@@ -644,3 +644,34 @@ func BenchmarkProviderLifecycle(b *testing.B) {
 		})
 	}
 }
+
+// TestProviderReboot: rebootInstance in a provider pool makes one reboot
+// call through the real client library (Hetzner's reboot action, Proxmox's
+// status/reboot), and the instance is RUNNING again, with no reason.
+func TestProviderReboot(t *testing.T) {
+	t.Parallel()
+	for _, p := range []struct {
+		name  string
+		cloud func(testing.TB) *cloud
+		route string
+	}{
+		{"hetzner", hetznerCloud, "POST /v1/servers/{id}/actions/reboot"},
+		{"proxmox", proxmoxCloud, "POST /api2/json/nodes/pve/qemu/{id}/status/reboot"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			cl := p.cloud(t)
+			c := providerCluster(t, cl, 1)
+			id := c.createAll("boot", 1, "RUNNING")[0]
+			c.settle(90 * time.Second)
+			c.set("rebootInstance", id)
+			c.settle(90 * time.Second)
+			if state, reason := c.instanceState(id); state != "RUNNING" || reason != "" {
+				t.Fatalf("after the reboot: %s (%s)", state, reason)
+			}
+			if n := cl.faults.Calls()[p.route]; n != 1 {
+				t.Fatalf("%d reboot calls, want 1; calls: %v", n, cl.faults.Calls())
+			}
+		})
+	}
+}

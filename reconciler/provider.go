@@ -84,7 +84,11 @@ func failed(st providerStep, err error) (providerStep, error) {
 	errors.As(err, &pe)
 	switch cloud.KindOf(err) {
 	case cloud.Quota, cloud.Invalid, cloud.Refused:
-		return providerStep{to: lifecycle.Error, reason: fmt.Sprintf("the provider refused to %s its server: %s", st.call, pe.Message)}, nil
+		reason := fmt.Sprintf("the provider refused to %s its server: %s", st.call, pe.Message)
+		if st.call == callReboot {
+			return providerStep{to: lifecycle.Running, reason: reason}, nil // it runs, not rebooted
+		}
+		return providerStep{to: lifecycle.Error, reason: reason}, nil
 	case cloud.NotFound:
 		if st.call == callDelete {
 			return st, nil
@@ -147,6 +151,8 @@ func (r *Reconciler) callProvider(ctx context.Context, q *sqlc.Queries, a *accou
 		}); err == nil {
 			obs.status = status
 		}
+	case callReboot:
+		err = a.call(ctx, "reboot server", func(ctx context.Context) error { return a.driver.Reboot(ctx, serverOf(inst)) })
 	case callDelete:
 		err = a.call(ctx, "delete server", func(ctx context.Context) error { return a.driver.Delete(ctx, serverOf(inst)) })
 		if err == nil || cloud.KindOf(err) == cloud.NotFound {

@@ -27,10 +27,11 @@ const (
 	callStart
 	callStop
 	callDelete
+	callReboot
 )
 
 func (c call) String() string {
-	return [...]string{"none", "create", "start", "stop", "delete"}[c]
+	return [...]string{"none", "create", "start", "stop", "delete", "reboot"}[c]
 }
 
 // providerStep is one thing to do to a provider-pool instance: a call, then
@@ -51,7 +52,7 @@ func decideProvider(f providerFacts) (providerStep, bool) {
 	const (
 		pending, provisioning, starting, running = lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running
 		stopping, stopped, deleting, deleted     = lifecycle.Stopping, lifecycle.Stopped, lifecycle.Deleting, lifecycle.Deleted
-		lost, errored                            = lifecycle.Lost, lifecycle.Error
+		lost, errored, rebooting                 = lifecycle.Lost, lifecycle.Error, lifecycle.Rebooting
 	)
 	if f.state == deleted {
 		return providerStep{}, false
@@ -109,6 +110,12 @@ func decideProvider(f providerFacts) (providerStep, bool) {
 		case off:
 			return providerStep{call: callStart, reason: "its server was stopped at the provider; starting it again"}, true
 		}
+	case rebooting:
+		// One call: the provider reboots the guest, which runs throughout.
+		if on {
+			return providerStep{call: callReboot, to: running}, true
+		}
+		return providerStep{to: running, reason: "not rebooted: its server was not running at the provider"}, true
 	case stopping:
 		switch {
 		case off:

@@ -35,6 +35,10 @@ func TestDecideProvider(t *testing.T) {
 		{"lost returns when its server is listed again", providerFacts{state: lifecycle.Lost, desired: run, server: true, status: on}, providerStep{to: lifecycle.Running, reason: "its server is back"}, false},
 		{"lost returns stopped", providerFacts{state: lifecycle.Lost, desired: run, server: true, status: off}, providerStep{to: lifecycle.Stopped, reason: "its server is back"}, false},
 		{"error stays error", providerFacts{state: lifecycle.Error, desired: run}, providerStep{}, true},
+		{"rebooting reboots, running throughout", providerFacts{state: lifecycle.Rebooting, desired: run, server: true, status: on}, providerStep{call: callReboot, to: lifecycle.Running}, false},
+		{"rebooting a server not running", providerFacts{state: lifecycle.Rebooting, desired: run, server: true, status: off}, providerStep{to: lifecycle.Running, reason: "not rebooted: its server was not running at the provider"}, false},
+		{"rebooting, server gone", providerFacts{state: lifecycle.Rebooting, desired: run, server: true, status: gone}, providerStep{to: lifecycle.Lost, reason: "its server no longer exists at the provider"}, false},
+		{"rebooting deleted", providerFacts{state: lifecycle.Rebooting, desired: del, server: true, status: on}, providerStep{call: callDelete, to: lifecycle.Deleting}, false},
 		{"deleting a server", providerFacts{state: lifecycle.Running, desired: del, server: true, status: on}, providerStep{call: callDelete, to: lifecycle.Deleting}, false},
 		{"deleting without a server", providerFacts{state: lifecycle.Pending, desired: del}, providerStep{to: lifecycle.Deleting}, false},
 		{"deleted once its server is", providerFacts{state: lifecycle.Deleting, desired: del}, providerStep{to: lifecycle.Deleted, release: true}, false},
@@ -60,7 +64,7 @@ func TestDecideProvider(t *testing.T) {
 func TestDecideProviderConverges(t *testing.T) {
 	t.Parallel()
 	states := []lifecycle.State{lifecycle.Pending, lifecycle.Provisioning, lifecycle.Starting, lifecycle.Running,
-		lifecycle.Stopping, lifecycle.Stopped, lifecycle.Deleting}
+		lifecycle.Rebooting, lifecycle.Stopping, lifecycle.Stopped, lifecycle.Deleting}
 	for _, s := range states {
 		for _, d := range []lifecycle.Desired{lifecycle.WantRunning, lifecycle.WantStopped, lifecycle.WantDeleted} {
 			for _, status := range []cloud.Status{cloud.StatusRunning, cloud.StatusStopped} {
@@ -97,6 +101,7 @@ func TestDecideProviderConverges(t *testing.T) {
 						f.status = cloud.StatusStopped
 					case callDelete:
 						f.server, f.status = false, ""
+					case callReboot: // the server runs throughout
 					}
 					if st.to != "" {
 						if st.to != f.state && !lifecycle.CanTransition(f.state, st.to) {

@@ -112,6 +112,11 @@ type Driver interface {
 	// with Start. A Stop repeated while the shutdown is under way makes no
 	// call; once the shutdown has had its time, it powers the server off.
 	Stop(ctx context.Context, s Ref) (Status, error)
+	// Reboot asks a running server's guest to reboot (by ACPI, as the
+	// provider does it) and returns once the provider took the request. A
+	// server that is not running is Invalid; a repeated Reboot reboots
+	// again.
+	Reboot(ctx context.Context, s Ref) error
 	// Delete removes a server; deleting one that is gone succeeds.
 	Delete(ctx context.Context, s Ref) error
 	// Budget is what the provider last said of the account's rate limit.

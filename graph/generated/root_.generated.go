@@ -4154,10 +4154,11 @@ extend type Mutation {
     input: InstanceIdInput!
   ): InstancePayload!
   """
-  Reboots a RUNNING instance of a hosted pool: it is REBOOTING until its
-  host has shut the guest down (destroying it after a grace) and started it
-  again, then RUNNING; a failed reboot leaves it RUNNING with the failure
-  as its stateReason. Asking again while it reboots changes nothing.
+  Reboots a RUNNING instance: it is REBOOTING until its host has shut the
+  guest down (destroying it after a grace) and started it again, or its
+  provider took an ACPI reboot, then RUNNING; a failed reboot leaves it
+  RUNNING with the failure as its stateReason. Asking again while it
+  reboots changes nothing.
   """
   rebootInstance(
     "The instance."

@@ -278,6 +278,19 @@ func (d *Driver) Stop(ctx context.Context, ref cloud.Ref) (cloud.Status, error) 
 	return cloud.StatusStopping, nil
 }
 
+// Reboot asks for an ACPI reboot of the server and waits for the action.
+func (d *Driver) Reboot(ctx context.Context, ref cloud.Ref) error {
+	srv, err := parseID(ref.ID)
+	if err != nil {
+		return err
+	}
+	a, resp, err := d.client.Server.Reboot(ctx, srv)
+	if err != nil {
+		return classify(err, resp)
+	}
+	return d.wait(ctx, a)
+}
+
 // Delete deletes the server and waits for the action, so that what the
 // server counted against the project is free when it returns; a server
 // that is gone is deleted.

@@ -642,6 +642,22 @@ func (d *Driver) start(ctx context.Context, vmid int) error {
 	return err
 }
 
+// Reboot asks pve to reboot a running VM by ACPI, without waiting for the
+// task; a VM that is not running is Invalid.
+func (d *Driver) Reboot(ctx context.Context, ref cloud.Ref) error {
+	vmid, status, err := d.vmOf(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if status != "running" {
+		return invalid("VM %d is %s, not running", vmid, status)
+	}
+	return d.call(ctx, func(ctx context.Context) error {
+		_, err := d.vm(vmid).Reboot(ctx)
+		return err
+	})
+}
+
 // Stop asks pve to shut a VM down by ACPI and to power it off when the
 // guest has not stopped within ShutdownTimeout (forceStop), and returns
 // it stopping without waiting for the task: the next List shows it

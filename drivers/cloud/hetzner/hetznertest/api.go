@@ -576,7 +576,7 @@ func (e *Emulator) handleDeleteServer(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) handleServerAction(w http.ResponseWriter, r *http.Request) {
 	command := r.PathValue("command")
 	switch command {
-	case "poweron", "poweroff", "shutdown":
+	case "poweron", "poweroff", "shutdown", "reboot":
 	default:
 		notFound(w, "action "+command)
 		return

@@ -11,7 +11,7 @@
 //	GET    /v1/servers                          list (name, status, label_selector, page, per_page)
 //	GET    /v1/servers/{id}
 //	DELETE /v1/servers/{id}                     returns the delete_server action
-//	POST   /v1/servers/{id}/actions/{command}   poweron, poweroff, shutdown
+//	POST   /v1/servers/{id}/actions/{command}   poweron, poweroff, shutdown, reboot
 //	GET    /v1/actions?id=…&id=…                what hcloud-go's WaitFor polls
 //	GET    /v1/actions/{id}
 //	GET    /v1/ssh_keys                         list (name, fingerprint, label_selector, paging)

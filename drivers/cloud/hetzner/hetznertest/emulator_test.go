@@ -160,6 +160,7 @@ func TestLifecycle(t *testing.T) {
 		statuses []string
 	}{
 		{"poweron", []string{"starting", "running"}},
+		{"reboot", []string{"running", "running"}},
 		{"shutdown", []string{"stopping", "stopping", "off"}},
 		{"poweron", []string{"starting", "running"}},
 		{"poweroff", []string{"stopping", "off"}},

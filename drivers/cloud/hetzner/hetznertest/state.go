@@ -179,6 +179,9 @@ func (e *Emulator) power(command string, s *server) *action {
 			return e.startAction("start_server", s, d, func() { s.status = statusRunning })
 		}
 		return e.startAction("start_server", s, d, nil)
+	case "reboot":
+		// An ACPI reboot: a running guest restarts and stays running.
+		return e.startAction("reboot_server", s, d, nil)
 	case "poweroff":
 		if s.status != statusOff {
 			s.status = statusStopping

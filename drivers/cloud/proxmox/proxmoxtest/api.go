@@ -265,6 +265,8 @@ func (e *Emulator) routeNode(r *request, p []string, get, post, put, del bool) r
 				return e.stop(r, vmid)
 			case "shutdown":
 				return e.shutdown(r, vmid)
+			case "reboot":
+				return e.reboot(r, vmid)
 			}
 		}
 	}

@@ -33,6 +33,7 @@
 //	status/shutdown {timeout}    missing, locked, not running       qmshutdown: stopped at the end;
 //	                                                                 with IgnoreShutdown it fails
 //	                                                                 after timeout (default 60 s)
+//	status/reboot                missing, locked, not running       qmreboot: running throughout;
 //	status/stop                  missing, locked                    qmstop: stopped at the end;
 //	  {overrule-shutdown}                                            aborts a running shutdown
 //	DELETE {purge,...}           missing, locked, running           qmdestroy: gone at the end

@@ -286,3 +286,26 @@ func TestResources(t *testing.T) {
 		t.Errorf("calls = %d", calls)
 	}
 }
+
+// TestReboot: a running VM reboots through a task and runs throughout; a
+// stopped one is refused.
+func TestReboot(t *testing.T) {
+	e, c := setup(t, proxmoxtest.Config{})
+	ctx := context.Background()
+	id := cloneOne(t, c, "web-1")
+	if _, err := handle(c, id).Reboot(ctx); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("rebooting a stopped VM: %v", err)
+	}
+	task, _ := handle(c, id).Start(ctx)
+	wait(t, task)
+	task, err := handle(c, id).Reboot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exit := wait(t, task); exit != "OK" {
+		t.Fatalf("reboot: %q", exit)
+	}
+	if v, _ := e.VM(id); v.Status != "running" {
+		t.Fatalf("status after the reboot = %s", v.Status)
+	}
+}

@@ -337,6 +337,25 @@ func (e *Emulator) stop(r *request, vmid int) response {
 	}).upid)
 }
 
+// reboot is an ACPI reboot: the guest restarts, the VM stays running.
+func (e *Emulator) reboot(r *request, vmid int) response {
+	if bad := unknownParams(r, "timeout"); bad != nil {
+		return *bad
+	}
+	v, bad := e.lookup(r, vmid)
+	if bad != nil {
+		return *bad
+	}
+	if v.status != "running" {
+		return fail("VM %d not running", vmid)
+	}
+	id := strconv.Itoa(vmid)
+	if v.busy != nil {
+		return ok(e.failTask(r.now, "qmreboot", id, r.user, lockTimeout(vmid)).upid)
+	}
+	return ok(e.startTask(r.now, "qmreboot", id, r.user, v, e.cfg.TaskDuration, func() string { return "OK" }).upid)
+}
+
 func (e *Emulator) shutdown(r *request, vmid int) response {
 	if bad := unknownParams(r, "skiplock", "timeout", "forceStop", "keepActive"); bad != nil {
 		return *bad
