@@ -2,8 +2,9 @@
 // a Redis Stream, consumes the stream through a consumer group, and hands
 // each entry to the reconciler kind registered for its topic (vps.instances
 // moves each instance toward its desired state one guarded transition at a
-// time; vps.sandboxes keeps each sandbox template's warm pool; vps.snapshots
-// queues sandbox snapshots' host commands and vps.commands settles them).
+// time, queuing a REBOOTING instance's host command; vps.sandboxes keeps
+// each sandbox template's warm pool; vps.snapshots queues sandbox
+// snapshots' host commands; vps.commands settles host commands that ended).
 // Periodic work (the rescan, provider sweeps, the sandbox loop, usage
 // metering, certificate lapses) runs once per interval
 // across all reconcile processes. Postgres is the truth; the stream only
