@@ -29,23 +29,40 @@ func (r *Resolver) apiToken(ctx context.Context, id uuid.UUID) (model.APIToken, 
 	if err != nil {
 		return model.APIToken{}, err
 	}
-	return r.apiTokenModel(ctx, t)
+	toks, err := r.apiTokenModels(ctx, []domain.APIToken{t})
+	if err != nil {
+		return model.APIToken{}, err
+	}
+	return toks[0], nil
 }
 
-// apiTokenModel is a token as the schema shows it, with its tenant.
-func (r *Resolver) apiTokenModel(ctx context.Context, t domain.APIToken) (model.APIToken, error) {
-	tok := model.APIToken{
-		ID: ids.Encode(ids.APIToken, t.ID), Name: t.Name, Role: roleOf(t.Role),
-		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt,
-	}
-	if t.TenantID != nil {
-		tenant, err := r.svc.Tenant(ctx, *t.TenantID)
-		if err != nil {
-			return model.APIToken{}, err
+// apiTokenModels are tokens as the schema shows them, with their tenants
+// read in one query (a deleted tenant's too: its revoked tokens stay
+// listed).
+func (r *Resolver) apiTokenModels(ctx context.Context, ts []domain.APIToken) ([]model.APIToken, error) {
+	var keys []uuid.UUID
+	for _, t := range ts {
+		if t.TenantID != nil {
+			keys = append(keys, *t.TenantID)
 		}
-		tok.Tenant = &tenant
 	}
-	return tok, nil
+	tenants, err := r.svc.TenantsByID(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.APIToken, len(ts))
+	for i, t := range ts {
+		out[i] = model.APIToken{
+			ID: ids.Encode(ids.APIToken, t.ID), Name: t.Name, Role: roleOf(t.Role),
+			CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt,
+		}
+		if t.TenantID != nil {
+			if tenant, ok := tenants[*t.TenantID]; ok {
+				out[i].Tenant = &tenant
+			}
+		}
+	}
+	return out, nil
 }
 
 // node resolves any typed ID the caller may see. Everything else, another

@@ -108,17 +108,13 @@ func (r *queryResolver) APITokensConnection(ctx context.Context, first *int, aft
 	if err != nil {
 		return model.APITokenConnection{}, err
 	}
-	conn := model.APITokenConnection{PageInfo: p.info, TotalCount: p.total}
-	for i, t := range p.items {
-		tok, err := r.apiTokenModel(ctx, t)
-		if err != nil {
-			return model.APITokenConnection{}, err
-		}
-		conn.Nodes = append(conn.Nodes, tok)
-		conn.Edges = append(conn.Edges, model.APITokenEdge{Cursor: p.cursors[i], Node: tok})
+	toks, err := r.apiTokenModels(ctx, p.items)
+	if err != nil {
+		return model.APITokenConnection{}, err
 	}
-	if conn.Nodes == nil {
-		conn.Nodes, conn.Edges = []model.APIToken{}, []model.APITokenEdge{}
+	conn := model.APITokenConnection{Nodes: toks, PageInfo: p.info, TotalCount: p.total, Edges: make([]model.APITokenEdge, len(toks))}
+	for i, tok := range toks {
+		conn.Edges[i] = model.APITokenEdge{Cursor: p.cursors[i], Node: tok}
 	}
 	return conn, nil
 }

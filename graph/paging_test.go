@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -229,5 +230,13 @@ func TestAPITokensConnection(t *testing.T) {
 	}
 	if r := e.do(member, `{ apiTokensConnection { totalCount } }`, nil); r.code() != "FORBIDDEN" {
 		t.Errorf("a member: %+v", r.Errors)
+	}
+	// A deleted tenant's tokens stay listed, with it.
+	if _, err := e.db.Exec(context.Background(), "UPDATE tenants SET deleted_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	e.must(e.operator, `{ apiTokensConnection(orderBy: NAME) { totalCount nodes { name role tenant { id } revokedAt } } }`, nil, &out)
+	if n := out.ApiTokensConnection.Nodes; len(n) != 3 || n[0].Tenant == nil || n[0].Tenant.ID != tenant {
+		t.Errorf("after its tenant was deleted: %+v", n)
 	}
 }
