@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -127,9 +128,13 @@ func (r *StatsRecorder) Add(host uuid.UUID, at time.Time, samples map[uuid.UUID]
 // samples it wrote. Samples it could not write are dropped: the next
 // report brings new ones.
 func (r *StatsRecorder) Flush(ctx context.Context) (int64, error) {
-	if err := r.flushHosts(ctx); err != nil {
-		return 0, err
-	}
+	n, err := r.flushSandboxes(ctx)
+	return n, errors.Join(err, r.flushHosts(ctx))
+}
+
+// flushSandboxes writes the latest sample of each instance that runs a
+// sandbox, and returns how many it wrote.
+func (r *StatsRecorder) flushSandboxes(ctx context.Context) (int64, error) {
 	r.mu.Lock()
 	pending := r.pending
 	r.pending = map[uuid.UUID]StatSample{}

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,24 @@ func TestHostUsage(t *testing.T) {
 			t.Fatalf("a member: %+v", r.Errors)
 		}
 	})
+}
+
+// TestStatsFlushIndependent: a flush whose host stats cannot be written
+// still writes the sandboxes', and says what failed.
+func TestStatsFlushIndependent(t *testing.T) {
+	t.Parallel()
+	e, w, tpl := setupSandboxes(t)
+	sbx := e.sandbox(w.member, map[string]any{"templateId": tpl.ID})
+	if _, err := e.db.Exec(context.Background(), `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'host stats refused'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON host_stats FOR EACH STATEMENT EXECUTE FUNCTION refuse();`); err != nil {
+		t.Fatal(err)
+	}
+	rec := control.NewStatsRecorder(e.db, control.StatsConfig{})
+	now := time.Now()
+	rec.Add(uuid.New(), now, map[uuid.UUID]control.StatSample{decode(t, ids.Instance, sbx.Instance.ID): {At: now, CPUTimeNs: 1, MemoryBytes: 1 << 20}})
+	n, err := rec.Flush(context.Background())
+	if n != 1 || err == nil || !strings.Contains(err.Error(), "host stats refused") {
+		t.Fatalf("flush wrote %d sandbox samples, %v; want 1 and the host stats' error", n, err)
+	}
 }
