@@ -43,7 +43,8 @@ func setupReboot(t *testing.T, protocol *int16) *rebootEnv {
 	if got.State != "REBOOTING" {
 		t.Fatalf("after rebootInstance: %s", got.State)
 	}
-	e.reconcilers(2, func(c *reconciler.Config) { c.HostSilentAfter = time.Minute })
+	// No rescan within the test: each step is woken by what it waits for.
+	e.reconcilers(2, func(c *reconciler.Config) { c.HostSilentAfter, c.RescanInterval = time.Minute, time.Hour })
 	return e
 }
 
