@@ -110,45 +110,54 @@ func pageCatalog[T any](items []T, key func(T) catalogKey, order *model.CatalogO
 	}
 	items = slices.Clone(items)
 	slices.SortFunc(items, func(a, b T) int { return key(a).compare(key(b), by) })
-	lo, hi := 0, len(items)
-	if r.after != nil {
-		k, err := parseCursor("after", *r.after)
-		if err != nil {
-			return catalogPage[T]{}, err
-		}
-		lo, _ = slices.BinarySearchFunc(items, k, func(it T, k catalogKey) int {
-			if key(it).compare(k, by) <= 0 {
+	// cut is where k falls in the sorted items: before those equal to
+	// it, or after them when past.
+	cut := func(k catalogKey, past bool) int {
+		i, _ := slices.BinarySearchFunc(items, k, func(it T, k catalogKey) int {
+			if c := key(it).compare(k, by); c < 0 || past && c == 0 {
 				return -1
 			}
 			return 1
 		})
+		return i
 	}
-	if r.before != nil {
-		k, err := parseCursor("before", *r.before)
+	lo, hi := 0, len(items)
+	for _, c := range []struct {
+		field  string
+		cursor *string
+		past   bool
+		to     *int
+	}{{"after", r.after, true, &lo}, {"before", r.before, false, &hi}} {
+		if c.cursor == nil {
+			continue
+		}
+		k, err := parseCursor(c.field, *c.cursor)
 		if err != nil {
 			return catalogPage[T]{}, err
 		}
-		hi, _ = slices.BinarySearchFunc(items, k, func(it T, k catalogKey) int {
-			if key(it).compare(k, by) < 0 {
-				return -1
-			}
-			return 1
-		})
+		*c.to = cut(k, c.past)
 	}
 	hi = max(hi, lo)
 	start, end := lo, min(hi, lo+n)
 	if r.last != nil {
 		start, end = max(lo, hi-n), hi
 	}
-	p := catalogPage[T]{items: items[start:end], total: len(items),
-		info: model.PageInfo{HasPreviousPage: start > 0, HasNextPage: end < len(items)}}
+	p := catalogPage[T]{items: items[start:end], total: len(items)}
 	for _, it := range p.items {
 		p.cursors = append(p.cursors, key(it).cursor())
 	}
-	if len(p.cursors) > 0 {
-		p.info.StartCursor, p.info.EndCursor = &p.cursors[0], &p.cursors[len(p.cursors)-1]
-	}
+	p.info = pageInfo(p.cursors, start > 0, end < len(items))
 	return p, nil
+}
+
+// pageInfo is the pageInfo of a page whose items have cursors, with
+// items before it (hasPrevious) and after it (hasNext).
+func pageInfo(cursors []string, hasPrevious, hasNext bool) model.PageInfo {
+	pi := model.PageInfo{HasPreviousPage: hasPrevious, HasNextPage: hasNext}
+	if n := len(cursors); n > 0 {
+		pi.StartCursor, pi.EndCursor = &cursors[0], &cursors[n-1]
+	}
+	return pi
 }
 
 // edges pairs a page's items with their cursors as a connection's edges.
@@ -189,14 +198,10 @@ func pageOf(k ids.Kind, r relay, order *model.CreatedOrder) (control.Page[uuid.U
 // keyed by API IDs of kind k.
 func idEdges[T, E any](k ids.Kind, items []T, id func(T) uuid.UUID, info control.PageInfo, edge func(cursor string, node T) E) ([]E, model.PageInfo) {
 	out := make([]E, len(items))
-	pi := model.PageInfo{HasNextPage: info.HasNext, HasPreviousPage: info.HasPrevious}
+	cursors := make([]string, len(items))
 	for i, it := range items {
-		c := ids.Encode(k, id(it))
-		out[i] = edge(c, it)
-		if i == 0 {
-			pi.StartCursor = &c
-		}
-		pi.EndCursor = &c
+		cursors[i] = ids.Encode(k, id(it))
+		out[i] = edge(cursors[i], it)
 	}
-	return out, pi
+	return out, pageInfo(cursors, info.HasPrevious, info.HasNext)
 }
